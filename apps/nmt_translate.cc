@@ -1,0 +1,32 @@
+// nmt-translate: translates text from stdin (or --input) to stdout (or
+// --output), one line per line, in order.
+//   nmt-translate -m model/best.ckpt < in.txt > out.txt
+#include <CLI/CLI.hpp>
+
+#include "app.h"
+#include "translate_stream.h"
+
+int main(int argc, char** argv) {
+  nmt::StreamOptions opt;
+  bool verbose = false;
+  CLI::App app{"Translate text with an nmt checkpoint."};
+  app.add_option("-m,--model", opt.model_path, "Checkpoint (.ckpt) written by nmt-train")->required();
+  app.add_option("-i,--input", opt.input, "Input file (default: stdin)");
+  app.add_option("-o,--output", opt.output, "Output file (default: stdout)");
+  app.add_option("-b,--beam-size", opt.translate.search.beam_size, "Beam size (1: greedy)")->capture_default_str();
+  app.add_option("--batch-size", opt.translate.batch_sentences, "Sentences per batch")->capture_default_str();
+  app.add_option("--batch-tokens", opt.translate.batch_tokens, "Source tokens per batch (0: no budget)")->capture_default_str();
+  app.add_option("--length-penalty", opt.translate.search.length_penalty, "GNMT length penalty alpha")->capture_default_str();
+  app.add_option("--max-length-ratio", opt.translate.search.max_length_ratio, "Output length cap: ratio * source + 5")->capture_default_str();
+  app.add_option("--max-length", opt.translate.search.max_length, "Output length cap in pieces")->capture_default_str();
+  app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
+  app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app.add_option("--threads", opt.threads, "CPU threads (0: NMT_THREADS or all cores)")->capture_default_str();
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+  CLI11_PARSE(app, argc, argv);
+  nmt::setup_logging(verbose);
+  return nmt::run_guarded([&] {
+    nmt::translate_stream(opt);
+    return nmt::kExitOk;
+  });
+}

@@ -1,0 +1,97 @@
+// Token-budget batching with length bucketing, and padded batch tensors.
+#include "batch.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "tokenizer.h"
+
+namespace nmt {
+
+std::vector<std::vector<int64_t>> plan_batches(const std::vector<Example>& examples,
+                                               const BatchPlanOptions& opt, uint64_t seed) {
+  std::vector<int64_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  auto len = [&](int64_t i) {
+    // target side counts BOS/EOS: tgt_in and tgt_out are |tgt| + 1 long
+    return std::max<int64_t>(examples[i].src.size(), examples[i].tgt.size() + 1);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (examples[a].src.size() != examples[b].src.size()) return examples[a].src.size() < examples[b].src.size();
+    return examples[a].tgt.size() < examples[b].tgt.size();
+  });
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> cur;
+  int64_t cur_max = 0;
+  for (int64_t i : order) {
+    int64_t m = std::max(cur_max, len(i));
+    if (!cur.empty() && (m * static_cast<int64_t>(cur.size() + 1) > opt.max_tokens ||
+                         static_cast<int64_t>(cur.size()) >= opt.max_sentences)) {
+      batches.push_back(std::move(cur));
+      cur.clear();
+      m = len(i);
+    }
+    cur.push_back(i);
+    cur_max = m;
+  }
+  if (!cur.empty()) batches.push_back(std::move(cur));
+  return batches;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch)};
+  std::mt19937_64 rng(seq);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+Batch Batch::to(const torch::Device& device) const {
+  Batch b = *this;
+  b.src = src.to(device);
+  if (tgt_in.defined()) b.tgt_in = tgt_in.to(device);
+  if (tgt_out.defined()) b.tgt_out = tgt_out.to(device);
+  return b;
+}
+
+Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices, bool with_target) {
+  const int64_t B = static_cast<int64_t>(indices.size());
+  int64_t S = 1, T = 1;
+  for (int64_t i : indices) {
+    S = std::max<int64_t>(S, examples[i].src.size());
+    T = std::max<int64_t>(T, examples[i].tgt.size() + 1);
+  }
+  Batch b;
+  b.src = torch::full({B, S}, kPadId, torch::kInt64);
+  b.src_len = torch::empty({B}, torch::kInt64);
+  auto src = b.src.accessor<int64_t, 2>();
+  auto src_len = b.src_len.accessor<int64_t, 1>();
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& e = examples[indices[r]];
+    for (size_t k = 0; k < e.src.size(); ++k) src[r][k] = e.src[k];
+    src_len[r] = static_cast<int64_t>(e.src.size());
+    b.src_tokens += src_len[r];
+  }
+  if (!with_target) return b;
+  b.tgt_in = torch::full({B, T}, kPadId, torch::kInt64);
+  b.tgt_out = torch::full({B, T}, kPadId, torch::kInt64);
+  auto tin = b.tgt_in.accessor<int64_t, 2>();
+  auto tout = b.tgt_out.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& y = examples[indices[r]].tgt;
+    tin[r][0] = kBosId;
+    for (size_t k = 0; k < y.size(); ++k) {
+      tin[r][k + 1] = y[k];
+      tout[r][k] = y[k];
+    }
+    tout[r][y.size()] = kEosId;
+    b.tgt_tokens += static_cast<int64_t>(y.size()) + 1;
+  }
+  return b;
+}
+
+}  // namespace nmt

@@ -1,0 +1,63 @@
+// The checkpoint file: everything needed to translate (model config,
+// tokenizers, weights) and to resume training (optimizer, scheduler, RNG and
+// data position), in one file written atomically.
+//
+// Layout: 8-byte magic "NMTCKPT\n", uint32 little-endian format version, then
+// a LibTorch archive (zip) with: "config" (ModelOptions text), "src_spm",
+// "tgt_spm" (SentencePiece model bytes), "model/..." (weights) and, in
+// training checkpoints, "optimizer/..." and "state/...".
+#pragma once
+#include <torch/optim.h>
+
+#include <optional>
+#include <string>
+
+#include "model.h"
+#include "tokenizer.h"
+
+namespace nmt {
+
+constexpr uint32_t kCheckpointVersion = 1;
+
+// Where training stands; saved with every training checkpoint.
+struct TrainState {
+  int64_t step = 0;            // optimizer steps taken
+  int64_t epoch = 1;           // current epoch (1-based)
+  int64_t batch_in_epoch = 0;  // batches of this epoch already consumed
+  double learning_rate = 0;    // current (possibly decayed) rate
+  double best_metric = 0;      // best validation figure so far (in "higher is better" form)
+  bool has_best = false;
+  int64_t bad_validations = 0;   // validations since the last improvement (early stopping)
+  int64_t plateau = 0;           // validations since the last improvement or decay (lr schedule)
+  int64_t seed = 1;              // the run's seed; data order derives from it
+  double elapsed_seconds = 0;    // training wall time so far
+  torch::Tensor rng_state;       // CPU generator state (dropout)
+};
+
+// A model ready to run, with its tokenizers.
+struct LoadedModel {
+  ModelOptions options;
+  Tokenizer src_tok;
+  Tokenizer tgt_tok;
+  Seq2Seq model{nullptr};
+};
+
+// Writes a checkpoint to `path` through a temporary file in the same folder
+// and a rename, so an interrupted write never replaces a good file. With
+// `optimizer` and `state`, a training checkpoint. Throws nmt::Error on I/O failure.
+void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
+                     torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr);
+
+// Reads a checkpoint's model and tokenizers onto `device`. Throws nmt::Error
+// with a hint for a missing file, a foreign or truncated file, or a format
+// version this build does not read.
+LoadedModel load_checkpoint(const std::string& path, const torch::Device& device);
+
+// Restores the optimizer and returns the training state of a training
+// checkpoint. Throws nmt::Error if `path` holds no training state.
+TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);
+
+// Writes `bytes` to `path` atomically (temp file, fsync, rename). Throws nmt::Error.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace nmt

@@ -1,0 +1,49 @@
+// Reading and validating parallel text: two aligned plain-text files or one
+// TSV file. Fatal problems (missing file, mismatched line counts, invalid
+// UTF-8, NUL bytes, malformed TSV) throw nmt::Error naming the file and line;
+// pairs that are merely unusable (empty or over-long) are skipped and counted.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+struct CorpusLimits {
+  size_t max_line_bytes = 1 << 16;  // longer pairs are skipped and counted
+};
+
+struct CorpusStats {
+  int64_t lines = 0;     // pairs read
+  int64_t kept = 0;      // pairs returned
+  int64_t empty = 0;     // skipped: one side empty (after trimming whitespace)
+  int64_t too_long = 0;  // skipped: a side longer than max_line_bytes
+  std::string summary() const;  // "12000 pairs read, 11990 kept (10 empty, 0 over-long)"
+};
+
+struct ParallelCorpus {
+  std::vector<std::string> src;  // trimmed source sentences
+  std::vector<std::string> tgt;  // trimmed target sentences, same size
+  std::vector<int64_t> line;     // 1-based input line of each kept pair
+  CorpusStats stats;
+};
+
+// Reads line i of `src_path` with line i of `tgt_path`. Throws nmt::Error when
+// a file cannot be read, the line counts differ (naming the first line that
+// has no partner), or a line is not valid UTF-8 or holds a NUL byte.
+ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path,
+                             const CorpusLimits& limits = {});
+
+// Reads "source<TAB>target" lines. Throws nmt::Error as read_parallel does,
+// and for a line without exactly one tab.
+ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits = {});
+
+// Reads a monolingual file (one sentence per line, empty lines kept as "").
+// Throws nmt::Error for unreadable files, invalid UTF-8 or NUL bytes.
+std::vector<std::string> read_lines(const std::string& path);
+
+// Checks one line and returns its trimmed form; throws nmt::Error located at
+// path:line for invalid UTF-8 or a NUL byte. Exposed for the readers' tests.
+std::string checked_line(const std::string& raw, const std::string& path, int64_t line);
+
+}  // namespace nmt

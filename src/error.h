@@ -1,0 +1,19 @@
+// The one exception type the core throws. Apps catch it, log the message and
+// exit non-zero; the library itself never aborts or exits.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace nmt {
+
+// An error the user can act on: the message names the file, line and problem
+// where there is one ("corpus.de:17: invalid UTF-8 at byte 4").
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Formats "path:line: message" (or "path: message" when line is 0).
+std::string located(const std::string& path, long line, const std::string& message);
+
+}  // namespace nmt

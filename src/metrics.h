@@ -1,0 +1,116 @@
+// Corpus-level BLEU and chrF, reimplemented in plain C++17 so that they give the
+// same numbers as sacreBLEU 2.x (`sacrebleu.corpus_bleu` / `sacrebleu.corpus_chrf`
+// with default settings). Every step that affects the score (13a tokenization,
+// Python str.lower()/str.split() semantics, n-gram clipping, exp smoothing, the
+// chrF effective-order average, even the floating-point operation order) follows
+// the Python source, so scores agree to the last few ulps.
+//
+// Text is UTF-8. Bytes that are not valid UTF-8 never cause an error: each one is
+// carried through as a single opaque character (like Python's "surrogateescape"),
+// so it counts as one character in chrF and is never treated as whitespace.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+// Options for corpus BLEU, mirroring sacreBLEU's defaults (13a tokenizer, cased,
+// exp smoothing). Smoothing is fixed to sacreBLEU's default 'exp' (mteval-v13a
+// style: the k-th n-gram order with zero matches gets precision 1/(2^k * total)),
+// the maximum n-gram order is fixed to 4 and effective order is off, exactly as
+// in `sacrebleu.corpus_bleu(hyps, [refs])`.
+struct BleuOptions {
+  bool lowercase = false;        // sacreBLEU -lc: Python str.lower() before tokenizing
+  std::string tokenize = "13a";  // "13a" (mteval-v13a tokenizer) or "none" (split on whitespace only)
+};
+
+// Result of corpus BLEU, with the same fields sacreBLEU's BLEUScore prints.
+struct BleuScore {
+  double score = 0.0;                  // 0..100
+  std::array<double, 4> precisions{};  // n-gram precisions in percent (smoothed), as sacreBLEU prints them
+  double bp = 0.0;                     // brevity penalty
+  double sys_len = 0.0;                // total hypothesis length in tokens
+  double ref_len = 0.0;                // total (closest) reference length in tokens
+  std::array<int64_t, 4> counts{};     // clipped n-gram matches per order (sacreBLEU .counts)
+  std::array<int64_t, 4> totals{};     // hypothesis n-grams per order (sacreBLEU .totals)
+  // Settings that produced the score; used only by signature().
+  int nrefs = 1;
+  bool lowercase = false;
+  std::string tokenize = "13a";
+
+  // sacreBLEU 2.x style signature, fields in sacreBLEU's order, e.g.
+  // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x". `case` is
+  // "lc" with lowercasing, `tok` the tokenizer name. The version field is the
+  // literal "2.x": this is a reimplementation of the 2.x algorithm (identical
+  // from 2.0.0 through 2.5.x), not a particular sacreBLEU release.
+  std::string signature() const;
+  // sacreBLEU's score line, e.g.
+  // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
+  std::string to_string() const;
+};
+
+// Corpus BLEU of `hyps` against one reference per segment (refs[i] is the
+// reference of hyps[i]); same value as sacrebleu.corpus_bleu(hyps, [refs], ...).
+// Empty strings are valid segments. An empty corpus gives score 0.
+// Throws std::invalid_argument if the sizes differ or opt.tokenize is not
+// "13a" or "none".
+BleuScore corpus_bleu(const std::vector<std::string>& hyps,
+                      const std::vector<std::string>& refs,
+                      const BleuOptions& opt = {});
+
+// Multi-reference corpus BLEU, sacreBLEU layout: ref_streams[k][i] is the k-th
+// reference of hyps[i] (n-gram counts are clipped by the max over references,
+// the reference length is the closest one, ties to the shorter).
+// Throws std::invalid_argument if ref_streams is empty, any stream's size
+// differs from hyps.size(), or opt.tokenize is unknown.
+BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& ref_streams,
+                               const BleuOptions& opt = {});
+
+// BLEU from already aggregated sufficient statistics (sacreBLEU's
+// BLEU.compute_bleu with 'exp' smoothing, max order 4): correct[n-1]/total[n-1]
+// are the clipped matches / hypothesis n-grams of order n. Useful to combine
+// statistics of several shards. Never throws; returns score 0 if there are no
+// matches at all. The returned BleuScore has nrefs=1, tokenize "13a".
+BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
+                       const std::array<int64_t, 4>& total,
+                       int64_t sys_len, int64_t ref_len);
+
+// Result of corpus chrF.
+struct ChrfScore {
+  double score = 0.0;  // 0..100
+  // sacreBLEU 2.x chrF signature for the defaults:
+  // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x".
+  std::string signature() const;
+  // sacreBLEU's score line, e.g. "chrF2 = 56.78".
+  std::string to_string() const;
+};
+
+// Corpus chrF with sacreBLEU 2.x defaults (sacrebleu.corpus_chrf(hyps, [refs])):
+// character n-grams of order 1..6 over Unicode code points, word order 0,
+// beta 2, whitespace removed, case-sensitive, effective-order averaging
+// (eps_smoothing=False). Statistics are summed over the corpus first.
+// Throws std::invalid_argument if the sizes differ.
+ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
+                      const std::vector<std::string>& refs);
+
+// sacreBLEU's Tokenizer13a applied to one line (exposed for tests): removes
+// "<skipped>", joins "-\n", turns newlines into spaces, unescapes &quot; &amp;
+// &lt; &gt;, splits off punctuation and symbols, splits '.' and ',' unless
+// between digits, splits '-' after a digit, and joins tokens with single
+// spaces. Note corpus_bleu() right-strips the line (Python str.rstrip())
+// before calling this, as sacreBLEU does. Never throws.
+std::string tokenize_13a(const std::string& line);
+
+// Python 3 str.lower() on UTF-8 text (exposed for tests). Uses the full
+// simple-lowercase table of Python 3.11 (Unicode 14.0) for all scripts, plus
+// the special case U+0130 'İ' -> "i̇" (i + U+0307). Limits: Greek final-sigma
+// context is not applied ('Σ' always becomes 'σ', Python gives 'ς' at the end
+// of a word), and characters given lowercase mappings after Unicode 14.0 are
+// left unchanged. Never throws.
+std::string lowercase(const std::string& text);
+
+}  // namespace nmt

@@ -1,0 +1,114 @@
+// The attention model of Bahdanau, Cho & Bengio (2015): a bidirectional GRU
+// encoder, an attention over its annotations and a GRU decoder with a deep
+// output layer. Shapes: B batch, S source length, T target length,
+// E embedding, H encoder hidden per direction, C = 2H annotation size,
+// D decoder hidden, V target vocabulary.
+#pragma once
+#include <torch/nn.h>
+
+#include "options.h"
+
+namespace nmt {
+
+struct EncoderOutput {
+  torch::Tensor annotations;  // [B, S, C] h_j; zero on padding
+  torch::Tensor mask;         // [B, S] bool, true on real positions
+  torch::Tensor init_state;   // [B, D] s_0 = tanh(W_s <-h_1)
+};
+
+// Embeds the source and runs a bidirectional GRU over packed sequences, so
+// padding never reaches the recurrence: a sentence's annotations are the same
+// alone or inside a padded batch.
+class EncoderImpl : public torch::nn::Module {
+ public:
+  explicit EncoderImpl(const ModelOptions& opt);
+  // src [B, S] int64; src_len [B] int64 on CPU, every length >= 1.
+  EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
+
+ private:
+  ModelOptions opt_;
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::GRU rnn{nullptr};
+  torch::nn::Linear init{nullptr};  // H -> D
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Encoder);
+
+// Scores a decoder state against every annotation and returns the context.
+// Keys (the part of the score that depends only on h_j) are computed once per
+// batch by keys(); forward() is called once per decoder step.
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelOptions& opt);
+  // annotations [B, S, C] -> keys: additive/concat [B, S, A], general [B, S, D], dot/none [B, S, C]
+  torch::Tensor keys(const torch::Tensor& annotations);
+  // query [B, D] -> {context [B, C], alpha [B, S]}; alpha sums to 1 over mask
+  // and is exactly 0 on padding.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& query, const torch::Tensor& keys,
+                                                  const torch::Tensor& annotations, const torch::Tensor& mask);
+
+ private:
+  AttentionType type_;
+  torch::nn::Linear W{nullptr};  // query projection (additive, concat)
+  torch::nn::Linear U{nullptr};  // key projection (additive, concat, general)
+  torch::nn::Linear v{nullptr};  // A -> 1 (additive, concat)
+};
+TORCH_MODULE(Attention);
+
+struct DecoderStep {
+  torch::Tensor state;    // [B, D] s_t
+  torch::Tensor context;  // [B, C] c_t
+  torch::Tensor alpha;    // [B, S] attention weights of this step
+  torch::Tensor logits;   // [B, V]
+};
+
+// The decoder: s_t = GRU([E y_{t-1}; c_t], s_{t-1}) where c_t attends with
+// s_{t-1}; output t_t = tanh(W_o [s_t; c_t; E y_{t-1}]), logits = W_out t_t.
+class DecoderImpl : public torch::nn::Module {
+ public:
+  explicit DecoderImpl(const ModelOptions& opt);
+  // Teacher forcing. tgt_in [B, T] -> logits [B, T, V]; with `alpha_out`,
+  // also the attention weights [B, T, S].
+  torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc,
+                        torch::Tensor* alpha_out = nullptr);
+  // One step of search. y_prev [B], state [B, D], keys from attention->keys().
+  DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const EncoderOutput& enc,
+                   const torch::Tensor& keys);
+  Attention attention{nullptr};
+
+ private:
+  // [.., D], [.., C], [.., E] -> logits [.., V]
+  torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
+  ModelOptions opt_;
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::GRUCell cell{nullptr};
+  torch::nn::Linear deep{nullptr};  // D + C + E -> E
+  torch::Tensor out_weight;          // [V, E], or the embedding when tied
+  torch::Tensor out_bias;            // [V]
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Decoder);
+
+class Seq2SeqImpl : public torch::nn::Module {
+ public:
+  explicit Seq2SeqImpl(const ModelOptions& opt);
+  // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in).
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                        torch::Tensor* alpha_out = nullptr);
+  const ModelOptions& options() const { return opt_; }
+  Encoder encoder{nullptr};
+  Decoder decoder{nullptr};
+
+ private:
+  ModelOptions opt_;
+};
+TORCH_MODULE(Seq2Seq);
+
+// Summed token cross-entropy with label smoothing, ignoring padding.
+// logits [B, T, V], tgt_out [B, T] -> scalar.
+torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing);
+
+// Parameter count, for logs.
+int64_t count_parameters(torch::nn::Module& m);
+
+}  // namespace nmt

@@ -1,0 +1,37 @@
+// Search over a trained model: one interface, two implementations (greedy,
+// and beam search), each working on a whole batch at once.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "batch.h"
+#include "model.h"
+
+namespace nmt {
+
+struct SearchOptions {
+  int64_t beam_size = 1;          // 1: greedy search
+  double length_penalty = 0.6;    // GNMT alpha: score / ((5 + len) / 6)^alpha; 0 disables
+  double max_length_ratio = 2.0;  // stop a hypothesis at ratio * source length + 5 tokens
+  int64_t max_length = 256;       // hard cap on output tokens
+  int64_t n_best = 1;             // hypotheses returned per sentence (<= beam_size)
+};
+
+struct Hypothesis {
+  std::vector<int64_t> ids;      // target ids without BOS/EOS
+  double score = 0;              // sum of token log-probabilities (EOS included), length-normalized in beam search
+  torch::Tensor attention;       // [len(ids) + 1, S_real] float on CPU, when requested
+};
+
+class Search {
+ public:
+  virtual ~Search() = default;
+  // Returns, for each sentence of `batch` (same order), its hypotheses best first.
+  // The model must be in eval mode; call under InferenceMode or NoGradGuard.
+  virtual std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) = 0;
+};
+
+// Greedy for beam_size 1, beam search otherwise. Throws nmt::Error on bad options.
+std::unique_ptr<Search> make_search(const SearchOptions& opt);
+
+}  // namespace nmt

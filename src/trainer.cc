@@ -1,0 +1,459 @@
+// The training loop.
+#include "trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "batch.h"
+#include "checkpoint.h"
+#include "corpus.h"
+#include "device.h"
+#include "error.h"
+#include "metrics.h"
+#include "translator.h"
+
+namespace nmt {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string hms(double seconds) {
+  auto s = static_cast<int64_t>(seconds);
+  std::ostringstream o;
+  o << s / 3600 << ':' << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ':' << std::setw(2)
+    << std::setfill('0') << s % 60;
+  return o.str();
+}
+
+ParallelCorpus read_corpus(const std::string& src, const std::string& tgt, const std::string& tsv, const char* what) {
+  if (!tsv.empty()) {
+    if (!src.empty() || !tgt.empty()) throw Error(std::string("give the ") + what + " data as two files or one TSV, not both");
+    return read_tsv(tsv);
+  }
+  if (src.empty() || tgt.empty()) throw Error(std::string("no ") + what + " data: give --" + what + "-src and --" + what + "-tgt, or --" + what + "-tsv");
+  return read_parallel(src, tgt);
+}
+
+// Tokenizes a corpus; pairs over the length limits are counted, not kept.
+std::vector<Example> encode_corpus(const ParallelCorpus& c, const Tokenizer& st, const Tokenizer& tt,
+                                   int64_t max_src, int64_t max_tgt, int64_t* skipped) {
+  std::vector<Example> out;
+  out.reserve(c.src.size());
+  *skipped = 0;
+  for (size_t i = 0; i < c.src.size(); ++i) {
+    Example e;
+    e.src = st.encode(c.src[i]);
+    e.tgt = tt.encode(c.tgt[i]);
+    if (static_cast<int64_t>(e.src.size()) > max_src || static_cast<int64_t>(e.tgt.size()) > max_tgt || e.src.empty() ||
+        e.tgt.empty()) {
+      ++*skipped;
+      continue;
+    }
+    e.src.push_back(kEosId);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Appends JSON lines to metrics.jsonl.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
+    if (!out_) throw Error(located(path, 0, "cannot open for writing"));
+  }
+  void write(const std::string& json) {
+    out_ << json << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream o;
+  o << std::setprecision(6) << v;
+  return o.str();
+}
+
+struct ValidResult {
+  double loss = 0;        // mean token NLL (no label smoothing)
+  double perplexity = 0;
+  double bleu = 0;
+  double chrf = 0;
+  std::string bleu_text;
+};
+
+void set_learning_rate(torch::optim::Adam& adam, double lr) {
+  for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+// The figure to maximize for `m`.
+double higher_is_better(StopMetric m, const ValidResult& v) {
+  switch (m) {
+    case StopMetric::kLoss: return -v.loss;
+    case StopMetric::kPerplexity: return -v.perplexity;
+    case StopMetric::kBleu: return v.bleu;
+    case StopMetric::kChrf: return v.chrf;
+  }
+  return 0;
+}
+
+double reported(StopMetric m, double hib) {
+  return (m == StopMetric::kLoss || m == StopMetric::kPerplexity) ? -hib : hib;
+}
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model, const std::atomic<bool>* stop)
+      : opt_(opt), tok_opt_(tok), model_opt_(model), stop_(stop) {}
+
+  TrainResult run();
+
+ private:
+  void prepare();
+  ValidResult validate();
+  void save(const std::string& name);
+  void prune_step_checkpoints();
+  bool stop_requested() const { return stop_ && stop_->load(); }
+
+  TrainOptions opt_;
+  TokenizerOptions tok_opt_;
+  ModelOptions model_opt_;
+  const std::atomic<bool>* stop_;
+
+  torch::Device device_{torch::kCPU};
+  Tokenizer src_tok_, tgt_tok_;
+  Seq2Seq model_{nullptr};
+  std::unique_ptr<torch::optim::Adam> adam_;
+  std::vector<Example> train_;
+  ParallelCorpus valid_corpus_;
+  std::vector<Example> valid_;
+  std::vector<std::vector<int64_t>> batches_;
+  TrainState state_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::deque<std::string> step_checkpoints_;
+};
+
+void Trainer::prepare() {
+  const int threads = set_threads(opt_.threads);
+  device_ = resolve_device(opt_.device);
+  torch::manual_seed(opt_.seed);
+  std::error_code ec;
+  fs::create_directories(opt_.output_dir, ec);
+  if (ec) throw Error(located(opt_.output_dir, 0, "cannot create output folder: " + ec.message()));
+  const std::string last = opt_.output_dir + "/last.ckpt";
+  const bool resuming = opt_.resume && fs::exists(last);
+  if (opt_.resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
+  if (!opt_.resume && fs::exists(last))
+    throw Error(located(opt_.output_dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
+                                             "or choose another --output"));
+
+  auto train_corpus = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
+  spdlog::info("training data: {}", train_corpus.stats.summary());
+  if (train_corpus.src.empty()) throw Error("no usable training pairs");
+  const bool has_valid = !opt_.valid_tsv.empty() || !opt_.valid_src.empty() || !opt_.valid_tgt.empty();
+  if (has_valid) {
+    valid_corpus_ = read_corpus(opt_.valid_src, opt_.valid_tgt, opt_.valid_tsv, "valid");
+    spdlog::info("validation data: {}", valid_corpus_.stats.summary());
+  }
+
+  if (resuming) {
+    auto loaded = load_checkpoint(last, device_);
+    model_opt_ = loaded.options;
+    src_tok_ = loaded.src_tok;
+    tgt_tok_ = loaded.tgt_tok;
+    model_ = loaded.model;
+  } else {
+    if (!tok_opt_.src_model.empty()) {
+      src_tok_ = Tokenizer::load(tok_opt_.src_model);
+      tgt_tok_ = tok_opt_.shared ? src_tok_ : Tokenizer::load(tok_opt_.tgt_model.empty() ? tok_opt_.src_model : tok_opt_.tgt_model);
+    } else if (!tok_opt_.tgt_model.empty()) {
+      throw Error("--tgt-spm given without --src-spm");
+    } else if (tok_opt_.shared) {
+      auto both = train_corpus.src;
+      both.insert(both.end(), train_corpus.tgt.begin(), train_corpus.tgt.end());
+      src_tok_ = tgt_tok_ = Tokenizer::train(both, tok_opt_);
+    } else {
+      src_tok_ = Tokenizer::train(train_corpus.src, tok_opt_);
+      tgt_tok_ = Tokenizer::train(train_corpus.tgt, tok_opt_);
+    }
+    write_file_atomic(opt_.output_dir + "/src.spm.model", src_tok_.bytes());
+    write_file_atomic(opt_.output_dir + "/tgt.spm.model", tgt_tok_.bytes());
+    model_opt_.src_vocab = src_tok_.vocab_size();
+    model_opt_.tgt_vocab = tgt_tok_.vocab_size();
+    model_ = Seq2Seq(model_opt_);
+    model_->to(device_);
+  }
+  spdlog::info("vocabularies: source {} pieces, target {} pieces", src_tok_.vocab_size(), tgt_tok_.vocab_size());
+
+  int64_t skipped = 0;
+  train_ = encode_corpus(train_corpus, src_tok_, tgt_tok_, opt_.max_src_tokens, opt_.max_tgt_tokens, &skipped);
+  spdlog::info("training pairs: {} kept, {} over the length limits ({} / {} pieces) skipped", train_.size(), skipped,
+               opt_.max_src_tokens, opt_.max_tgt_tokens);
+  if (train_.empty()) throw Error("no training pairs left after the length limits");
+  if (has_valid) {
+    // Validation keeps every pair: the scores must be over the whole set.
+    valid_ = encode_corpus(valid_corpus_, src_tok_, tgt_tok_, INT64_MAX, INT64_MAX, &skipped);
+    if (opt_.valid_max_sentences > 0 && static_cast<int64_t>(valid_corpus_.src.size()) > opt_.valid_max_sentences) {
+      valid_corpus_.src.resize(opt_.valid_max_sentences);
+      valid_corpus_.tgt.resize(opt_.valid_max_sentences);
+    }
+  }
+
+  BatchPlanOptions bp;
+  bp.max_tokens = opt_.batch_tokens;
+  bp.max_sentences = opt_.max_batch_sentences;
+  batches_ = plan_batches(train_, bp, opt_.seed);
+
+  adam_ = std::make_unique<torch::optim::Adam>(
+      model_->parameters(), torch::optim::AdamOptions(opt_.learning_rate)
+                                .betas({opt_.adam_beta1, opt_.adam_beta2})
+                                .weight_decay(opt_.weight_decay));
+  state_.learning_rate = opt_.learning_rate;
+  state_.seed = static_cast<int64_t>(opt_.seed);
+  if (resuming) {
+    state_ = load_train_state(last, *adam_, device_);
+    set_learning_rate(*adam_, state_.learning_rate);
+    if (state_.rng_state.defined()) {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state_.rng_state);
+    }
+    if (static_cast<uint64_t>(state_.seed) != opt_.seed)
+      spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
+    batches_ = plan_batches(train_, bp, static_cast<uint64_t>(state_.seed));
+    spdlog::info("resumed from {} at step {}, epoch {}, batch {}", last, state_.step, state_.epoch,
+                 state_.batch_in_epoch);
+  }
+  for (const auto& e : fs::directory_iterator(opt_.output_dir)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && e.path().extension() == ".ckpt") step_checkpoints_.push_back(e.path().string());
+  }
+  std::sort(step_checkpoints_.begin(), step_checkpoints_.end(), [](const std::string& a, const std::string& b) {
+    auto num = [](const std::string& p) { return std::stoll(fs::path(p).stem().string().substr(5)); };
+    return num(a) < num(b);
+  });
+  metrics_ = std::make_unique<MetricsLog>(opt_.output_dir + "/metrics.jsonl");
+  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
+               count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads,
+               batches_.size());
+}
+
+ValidResult Trainer::validate() {
+  ValidResult r;
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  double nll = 0;
+  int64_t tokens = 0;
+  BatchPlanOptions bp;
+  bp.max_tokens = opt_.batch_tokens;
+  bp.max_sentences = opt_.max_batch_sentences;
+  for (const auto& idx : plan_batches(valid_, bp, 0)) {
+    auto b = make_batch(valid_, idx).to(device_);
+    auto logits = model_->forward(b.src, b.src_len, b.tgt_in);
+    nll += sequence_loss(logits, b.tgt_out, 0.0).item<double>();
+    tokens += b.tgt_tokens;
+  }
+  r.loss = nll / std::max<int64_t>(tokens, 1);
+  r.perplexity = std::exp(r.loss);
+  Translator tr(model_, src_tok_, tgt_tok_);
+  TranslateOptions to;
+  to.batch_sentences = opt_.valid_batch_sentences;
+  auto hyps = tr.translate_text(valid_corpus_.src, to);
+  auto bleu = corpus_bleu(hyps, valid_corpus_.tgt);
+  r.bleu = bleu.score;
+  r.bleu_text = bleu.to_string();
+  r.chrf = corpus_chrf(hyps, valid_corpus_.tgt).score;
+  model_->train();
+  return r;
+}
+
+void Trainer::save(const std::string& name) {
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state_.rng_state = gen.get_state();
+  }
+  save_checkpoint(opt_.output_dir + "/" + name, model_, src_tok_, tgt_tok_, adam_.get(), &state_);
+}
+
+void Trainer::prune_step_checkpoints() {
+  while (static_cast<int64_t>(step_checkpoints_.size()) > opt_.keep_checkpoints) {
+    std::error_code ec;
+    fs::remove(step_checkpoints_.front(), ec);
+    step_checkpoints_.pop_front();
+  }
+}
+
+TrainResult Trainer::run() {
+  prepare();
+  TrainResult result;
+  const auto t0 = Clock::now();
+  const double elapsed0 = state_.elapsed_seconds;
+  const int64_t per_epoch = static_cast<int64_t>(batches_.size());
+  int64_t total_steps = opt_.max_epochs * per_epoch;
+  if (opt_.max_steps > 0) total_steps = std::min(total_steps, opt_.max_steps);
+
+  double train_seconds = 0;    // excludes validation, for throughput
+  int64_t trained_tokens = 0;
+  double window_loss = 0;      // summed smoothed loss since the last log line
+  int64_t window_tokens = 0, window_sents = 0;
+  auto window_t0 = Clock::now();
+  model_->train();
+
+  auto elapsed = [&] { return elapsed0 + seconds_since(t0); };
+  int64_t saved_step = state_.step;  // the step last.ckpt holds
+
+  // Runs a validation, updates best/plateau/early-stopping state and writes
+  // checkpoints. Returns true when early stopping triggers.
+  auto validate_and_save = [&]() -> bool {
+    state_.elapsed_seconds = elapsed();
+    bool stop = false;
+    if (!valid_.empty()) {
+      auto v0 = Clock::now();
+      auto v = validate();
+      const double score = higher_is_better(opt_.stop_metric, v);
+      const bool improved = !state_.has_best || score > state_.best_metric;
+      if (improved) {
+        state_.best_metric = score;
+        state_.has_best = true;
+        state_.bad_validations = 0;
+        state_.plateau = 0;
+      } else {
+        ++state_.bad_validations;
+        if (++state_.plateau >= opt_.lr_patience && state_.learning_rate > opt_.min_lr) {
+          state_.learning_rate = std::max(opt_.min_lr, state_.learning_rate * opt_.lr_decay);
+          set_learning_rate(*adam_, state_.learning_rate);
+          state_.plateau = 0;
+          spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
+        }
+      }
+      stop = opt_.early_stopping > 0 && state_.bad_validations >= opt_.early_stopping;
+      spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | {}{} | {:.1f}s",
+                   state_.step, v.loss, v.perplexity, v.bleu, v.chrf,
+                   improved ? "new best " : "no improvement ", to_string(opt_.stop_metric),
+                   improved ? "" : " (" + std::to_string(state_.bad_validations) + ")", seconds_since(v0));
+      metrics_->write("{\"type\":\"valid\",\"step\":" + std::to_string(state_.step) +
+                      ",\"epoch\":" + std::to_string(state_.epoch) + ",\"loss\":" + json_number(v.loss) +
+                      ",\"perplexity\":" + json_number(v.perplexity) + ",\"bleu\":" + json_number(v.bleu) +
+                      ",\"chrf\":" + json_number(v.chrf) + ",\"lr\":" + json_number(state_.learning_rate) +
+                      ",\"elapsed\":" + json_number(state_.elapsed_seconds) + "}");
+      if (improved) save("best.ckpt");
+    } else {
+      save("best.ckpt");  // without validation data the newest model is the best we know
+    }
+    save("last.ckpt");
+    saved_step = state_.step;
+    if (opt_.keep_checkpoints > 0) {
+      std::string name = "step-" + std::to_string(state_.step) + ".ckpt";
+      save(name);
+      step_checkpoints_.push_back(opt_.output_dir + "/" + name);
+      prune_step_checkpoints();
+    }
+    return stop;
+  };
+
+  bool done = false;
+  while (!done) {
+    if (state_.epoch > opt_.max_epochs) { result.stop_reason = "max_epochs"; break; }
+    const auto order = epoch_order(per_epoch, static_cast<uint64_t>(state_.seed), state_.epoch);
+    while (state_.batch_in_epoch < per_epoch) {
+      if (stop_requested()) { result.stop_reason = "interrupted"; done = true; break; }
+      if (opt_.max_steps > 0 && state_.step >= opt_.max_steps) { result.stop_reason = "max_steps"; done = true; break; }
+      if (opt_.max_minutes > 0 && elapsed() >= opt_.max_minutes * 60) { result.stop_reason = "max_minutes"; done = true; break; }
+
+      const auto step_t0 = Clock::now();
+      auto batch = make_batch(train_, batches_[order[state_.batch_in_epoch]]).to(device_);
+      auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+      auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
+      adam_->zero_grad();
+      (loss / static_cast<double>(batch.tgt_tokens)).backward();
+      if (opt_.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), opt_.clip_norm);
+      adam_->step();
+      ++state_.step;
+      ++state_.batch_in_epoch;
+      const double loss_sum = loss.item<double>();
+      if (!std::isfinite(loss_sum)) throw Error("training diverged: loss is " + std::to_string(loss_sum) + " at step " + std::to_string(state_.step) + "; lower --learning-rate");
+      train_seconds += seconds_since(step_t0);
+      trained_tokens += batch.tgt_tokens;
+      window_loss += loss_sum;
+      window_tokens += batch.tgt_tokens;
+      window_sents += batch.size();
+
+      if (opt_.log_every > 0 && state_.step % opt_.log_every == 0) {
+        const double w = seconds_since(window_t0);
+        const double mean = window_loss / std::max<int64_t>(window_tokens, 1);
+        const double done_frac = static_cast<double>(state_.step) / std::max<int64_t>(total_steps, 1);
+        double eta = done_frac > 0 ? elapsed() * (1 - done_frac) / done_frac : 0;
+        if (opt_.max_minutes > 0) eta = std::min(eta, std::max(0.0, opt_.max_minutes * 60 - elapsed()));
+        spdlog::info("epoch {} | step {}/{} | loss {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} tgt tok/s | {:.0f} sent/s | elapsed {} | eta {}",
+                     state_.epoch, state_.step, total_steps, mean, std::exp(mean), state_.learning_rate,
+                     window_tokens / w, window_sents / w, hms(elapsed()), hms(eta));
+        metrics_->write("{\"type\":\"train\",\"step\":" + std::to_string(state_.step) +
+                        ",\"epoch\":" + std::to_string(state_.epoch) + ",\"loss\":" + json_number(mean) +
+                        ",\"perplexity\":" + json_number(std::exp(mean)) + ",\"lr\":" + json_number(state_.learning_rate) +
+                        ",\"tgt_tokens_per_s\":" + json_number(window_tokens / w) +
+                        ",\"elapsed\":" + json_number(elapsed()) + "}");
+        window_loss = 0;
+        window_tokens = window_sents = 0;
+        window_t0 = Clock::now();
+      }
+      if (opt_.valid_every > 0 && state_.step % opt_.valid_every == 0 && validate_and_save()) {
+        result.stop_reason = "early_stopping";
+        done = true;
+        break;
+      }
+    }
+    if (done) break;
+    // End of epoch: validate unless this step just did.
+    ++state_.epoch;
+    state_.batch_in_epoch = 0;
+    if (!(opt_.valid_every > 0 && state_.step % opt_.valid_every == 0) && validate_and_save()) {
+      result.stop_reason = "early_stopping";
+      break;
+    }
+  }
+  // Nothing trained since the last save is lost: an interruption saves
+  // quickly, any other end validates first.
+  if (state_.step != saved_step) {
+    if (result.stop_reason == "interrupted") {
+      state_.elapsed_seconds = elapsed();
+      save("last.ckpt");
+    } else {
+      validate_and_save();
+    }
+  }
+  result.steps = state_.step;
+  result.epochs = state_.epoch;
+  result.best_metric = reported(opt_.stop_metric, state_.best_metric);
+  result.tokens_per_second = train_seconds > 0 ? trained_tokens / train_seconds : 0;
+  spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}",
+               result.stop_reason, result.steps, result.tokens_per_second, to_string(opt_.stop_metric),
+               result.best_metric, hms(elapsed()));
+  return result;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model,
+                  const std::atomic<bool>* stop) {
+  return Trainer(opt, tok, model, stop).run();
+}
+
+}  // namespace nmt

@@ -1,0 +1,29 @@
+// Training: data preparation (validation, tokenizer training, encoding),
+// the optimisation loop with validation, learning-rate schedule, early
+// stopping, progress logs, a metrics file and atomic checkpoints.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "options.h"
+
+namespace nmt {
+
+struct TrainResult {
+  int64_t steps = 0;            // optimizer steps at the end
+  int64_t epochs = 0;           // epochs started
+  double best_metric = 0;       // best validation figure (as reported: loss, ppl, BLEU or chrF)
+  double tokens_per_second = 0; // target tokens per second of training (excluding validation)
+  std::string stop_reason;      // "max_epochs", "max_steps", "max_minutes", "early_stopping" or "interrupted"
+};
+
+// Trains a model as `opt` says, writing to opt.output_dir: last.ckpt,
+// best.ckpt, step-N.ckpt (the newest keep_checkpoints), src.spm.model,
+// tgt.spm.model and metrics.jsonl. `model` gives the architecture (its vocab
+// sizes are filled from the tokenizers); on resume the checkpoint's own
+// architecture is used. When `stop` becomes true, training writes last.ckpt
+// and returns. Throws nmt::Error for bad data, options or files.
+TrainResult train(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model,
+                  const std::atomic<bool>* stop = nullptr);
+
+}  // namespace nmt

@@ -1,0 +1,32 @@
+// Streaming translation for nmt-translate: reads a window of lines, translates
+// it in sorted batches, writes the window in input order and flushes, so the
+// tool can sit in a pipe.
+#pragma once
+#include <string>
+
+#include "translator.h"
+
+namespace nmt {
+
+struct StreamOptions {
+  std::string model_path;     // checkpoint to load
+  std::string input;          // "" or "-": stdin
+  std::string output;         // "" or "-": stdout (a file is written via temp + rename)
+  TranslateOptions translate; // search and batching
+  int64_t window = 1000;      // lines read, sorted and translated together
+  std::string device = "auto";
+  int threads = 0;            // 0: NMT_THREADS or all cores
+};
+
+struct StreamSummary {
+  int64_t sentences = 0;
+  int64_t output_tokens = 0;
+  double seconds = 0;
+};
+
+// Translates input to output as `opt` says and logs a summary line. Throws
+// nmt::Error for a bad model, unreadable input (file and line named), or
+// unwritable output.
+StreamSummary translate_stream(const StreamOptions& opt);
+
+}  // namespace nmt

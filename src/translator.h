@@ -1,0 +1,44 @@
+// Translation of whole sentences: tokenizes, sorts by length to cut padding,
+// runs a Search over batches and restores input order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "search.h"
+
+namespace nmt {
+
+struct TranslateOptions {
+  SearchOptions search;          // greedy or beam, lengths, n-best
+  int64_t batch_sentences = 64;  // sentences per batch
+  int64_t batch_tokens = 0;      // source-token budget per batch; 0: sentences only
+};
+
+class Translator {
+ public:
+  // Uses `model` (moved to eval mode by translate calls) with its tokenizers.
+  Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok);
+  explicit Translator(const LoadedModel& m) : Translator(m.model, m.src_tok, m.tgt_tok) {}
+
+  // Translates `lines` and returns each line's hypotheses (best first), in
+  // input order. Empty lines get one empty hypothesis without running the
+  // model. The model's training/eval mode is restored afterwards.
+  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
+                                                 bool with_attention = false);
+  // Best hypothesis of each line, detokenized.
+  std::vector<std::string> translate_text(const std::vector<std::string>& lines, const TranslateOptions& opt);
+
+  // Source ids as the model reads them: pieces then EOS.
+  std::vector<int64_t> encode_source(const std::string& line) const;
+  const Tokenizer& src_tokenizer() const { return src_tok_; }
+  const Tokenizer& tgt_tokenizer() const { return tgt_tok_; }
+  Seq2Seq& model() { return model_; }
+
+ private:
+  Seq2Seq model_;
+  Tokenizer src_tok_;
+  Tokenizer tgt_tok_;
+};
+
+}  // namespace nmt

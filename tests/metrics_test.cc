@@ -1,0 +1,360 @@
+// Tests for nmt::corpus_bleu / corpus_chrf / tokenize_13a / lowercase.
+//
+// Expected values come from two places:
+//  * "sacreBLEU test suite" cases are copied verbatim from mjpost/sacrebleu
+//    test/test_bleu.py and test/test_chrf.py (2.x versions) with the expected
+//    numbers printed there.
+//  * All other values were computed with sacreBLEU 2.x's algorithm: a plain
+//    Python transcription of sacrebleu/tokenizers/tokenizer_13a.py,
+//    tokenizer_re.py, metrics/bleu.py, metrics/chrf.py, metrics/helpers.py,
+//    metrics/base.py (corpus_score path) and utils.py (my_log, sum_of_lists)
+//    from the sacreBLEU 2.x source (2.0-2.5 line: eps_smoothing chrF,
+//    lru_cache 13a tokenizer), run under Python 3.11. That transcription
+//    reproduces every expected value of test_bleu.py and test_chrf.py, and the
+//    C++ code matched it bit for bit on ~10k randomized corpora.
+#include "metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nmt::BleuOptions;
+using nmt::corpus_bleu;
+using nmt::corpus_chrf;
+using Strings = std::vector<std::string>;
+
+constexpr double kTol = 1e-9;
+
+// ---------------------------------------------------------------------------
+// BLEU
+
+TEST(BleuTest, PerfectMatchIs100) {
+  const Strings s = {"The cat sat on the mat.", "It is raining today."};
+  const auto b = corpus_bleu(s, s);
+  EXPECT_NEAR(b.score, 100.0, kTol);
+  EXPECT_DOUBLE_EQ(b.bp, 1.0);
+  for (double p : b.precisions) EXPECT_DOUBLE_EQ(p, 100.0);
+  EXPECT_EQ(b.sys_len, 12);
+  EXPECT_EQ(b.ref_len, 12);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 12 ref_len = 12)");
+}
+
+// sacreBLEU test suite (test/test_bleu.py, test_raw_bleu_cases): no match -> 0.0 (#141).
+TEST(BleuTest, NoMatchIsZero) {
+  const auto b = corpus_bleu({"this is a test", "another test"}, {"ref1", "ref2"});
+  EXPECT_EQ(b.score, 0.0);
+  for (double p : b.precisions) EXPECT_EQ(p, 0.0);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 3.000 hyp_len = 6 ref_len = 2)");
+}
+
+TEST(BleuTest, BrevityPenalty) {
+  const auto b = corpus_bleu({"the cat sat on the mat"}, {"the cat sat on the mat in the sun today"});
+  EXPECT_NEAR(b.bp, 0.513417119032592, kTol);  // exp(1 - 10/6)
+  EXPECT_NEAR(b.score, 51.341711903259224, kTol);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 51.34 100.0/100.0/100.0/100.0 (BP = 0.513 ratio = 0.600 hyp_len = 6 ref_len = 10)");
+}
+
+// Counts/totals from the sacreBLEU test suite (test/test_bleu.py,
+// test_case_statistics: common [4,2,1,0], total [6,5,4,3]); zero 4-gram
+// matches exercise 'exp' smoothing: p4 = 100 / (2 * 3).
+TEST(BleuTest, ExpSmoothingWithZeroFourGramMatches) {
+  const auto b = corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"});
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{4, 2, 1, 0}));
+  EXPECT_EQ(b.totals, (std::array<int64_t, 4>{6, 5, 4, 3}));
+  EXPECT_NEAR(b.precisions[3], 16.666666666666668, kTol);
+  EXPECT_NEAR(b.bp, 0.7165313105737893, kTol);
+  EXPECT_NEAR(b.score, 23.263472697663296, kTol);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 23.26 66.7/40.0/25.0/16.7 (BP = 0.717 ratio = 0.750 hyp_len = 6 ref_len = 8)");
+}
+
+TEST(BleuTest, ExpSmoothingWithPunctuation) {
+  const auto b = corpus_bleu({"The quick brown fox jumps over the dog."},
+                             {"A quick brown fox leaped over the lazy dog."});
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{7, 4, 1, 0}));
+  EXPECT_EQ(b.totals, (std::array<int64_t, 4>{9, 8, 7, 6}));
+  EXPECT_NEAR(b.precisions[3], 8.333333333333334, kTol);
+  EXPECT_NEAR(b.score, 23.341653606491416, kTol);
+}
+
+// sacreBLEU test suite (test/test_bleu.py, test_case_scoring): 0.8375922397 * 100.
+TEST(BleuTest, ComputeFromStatistics) {
+  const auto b = nmt::compute_bleu({9, 7, 5, 3}, {10, 8, 6, 4}, 11, 11);
+  EXPECT_NEAR(b.score / 100, 0.8375922397, 1e-8);
+  EXPECT_NEAR(b.score, 83.7592239708627, kTol);
+}
+
+// sacreBLEU test suite (test/test_bleu.py, test_corpus_bleu_cases): the README
+// example with two reference streams.
+TEST(BleuTest, SacreBleuReadmeMultiReference) {
+  const Strings hyps = {"The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."};
+  const std::vector<Strings> refs = {
+      {"The dog bit the man.", "It was not unexpected.", "The man bit him first."},
+      {"The dog had bit the man.", "No one was surprised.", "The man had bitten the dog."}};
+  EXPECT_NEAR(nmt::corpus_bleu_multiref(hyps, refs).score, 48.530827, 1e-6);
+  EXPECT_NEAR(nmt::corpus_bleu_multiref(hyps, refs).score, 48.530827009929865, kTol);
+  BleuOptions none;
+  none.tokenize = "none";
+  EXPECT_NEAR(nmt::corpus_bleu_multiref(hyps, refs, none).score, 49.1919566, 1e-6);
+  // Empty hypotheses are scored, not dropped.
+  EXPECT_EQ(nmt::corpus_bleu_multiref({"", "", ""}, refs).score, 0.0);
+  EXPECT_EQ(nmt::corpus_bleu_multiref(hyps, refs).signature(),
+            "nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x");
+}
+
+TEST(BleuTest, MultiSentenceCorpus) {
+  const Strings hyps = {"The president met the ministers on Monday.",
+                        "Prices rose by 3.5 percent in 2019.",
+                        "She didn't say anything about the plan.",
+                        "The match ended 2-1 after extra time."};
+  const Strings refs = {"The president met with the ministers on Monday.",
+                        "Prices increased by 3.5 percent in 2019.",
+                        "She did not say anything about the plan.",
+                        "The game ended 2-1 after extra time."};
+  const auto b = corpus_bleu(hyps, refs);
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{31, 23, 18, 13}));
+  EXPECT_EQ(b.totals, (std::array<int64_t, 4>{34, 30, 26, 22}));
+  EXPECT_NEAR(b.score, 68.94941129813849, kTol);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 68.95 91.2/76.7/69.2/59.1 (BP = 0.943 ratio = 0.944 hyp_len = 34 ref_len = 36)");
+  BleuOptions none;
+  none.tokenize = "none";
+  const auto bn = corpus_bleu(hyps, refs, none);
+  EXPECT_NEAR(bn.score, 59.431433649776245, kTol);
+  EXPECT_EQ(bn.sys_len, 28);
+  EXPECT_EQ(bn.ref_len, 30);
+  EXPECT_EQ(bn.signature(), "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.x");
+}
+
+TEST(BleuTest, LowercaseOptionGerman) {
+  const Strings hyps = {"DER GROSSE Ärger ÜBER Straßen"};
+  const Strings refs = {"der große ärger über straßen"};
+  EXPECT_EQ(corpus_bleu(hyps, refs).score, 0.0);
+  BleuOptions lc;
+  lc.lowercase = true;
+  const auto b = corpus_bleu(hyps, refs, lc);
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{4, 2, 1, 0}));  // "grosse" != "große"
+  EXPECT_NEAR(b.score, 42.72870063962342, kTol);
+  EXPECT_EQ(b.signature(), "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.x");
+}
+
+TEST(BleuTest, LowercaseOptionFrench) {
+  const Strings hyps = {"L'ÉTÉ À PARIS EST TRÈS CHAUD"};
+  const Strings refs = {"l'été à paris est très chaud"};
+  EXPECT_EQ(corpus_bleu(hyps, refs).score, 0.0);
+  BleuOptions lc;
+  lc.lowercase = true;
+  EXPECT_NEAR(corpus_bleu(hyps, refs, lc).score, 100.0, kTol);
+}
+
+TEST(BleuTest, EmptyCorpusIsZero) {
+  const auto b = corpus_bleu({}, {});
+  EXPECT_EQ(b.score, 0.0);
+  EXPECT_EQ(b.sys_len, 0);
+}
+
+TEST(BleuTest, MismatchedSizesThrow) {
+  EXPECT_THROW(corpus_bleu({"a", "b"}, {"a"}), std::invalid_argument);
+  EXPECT_THROW(corpus_bleu({"a"}, {"a", "b"}), std::invalid_argument);
+  EXPECT_THROW(nmt::corpus_bleu_multiref({"a"}, {}), std::invalid_argument);
+  EXPECT_THROW(nmt::corpus_bleu_multiref({"a"}, {{"a"}, {"a", "b"}}), std::invalid_argument);
+  EXPECT_THROW(corpus_chrf({"a", "b"}, {"a"}), std::invalid_argument);
+  try {
+    corpus_bleu({"a", "b", "c"}, {"a"});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("3 hypotheses but 1 references"), std::string::npos);
+  }
+}
+
+TEST(BleuTest, UnknownTokenizerThrows) {
+  BleuOptions opt;
+  opt.tokenize = "intl";
+  EXPECT_THROW(corpus_bleu({"a"}, {"a"}, opt), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+// 13a tokenizer
+
+TEST(Tokenize13aTest, EdgeCases) {
+  using nmt::tokenize_13a;
+  EXPECT_EQ(tokenize_13a("Hello, world!"), "Hello , world !");
+  EXPECT_EQ(tokenize_13a("He said &quot;hi&quot; &amp; left."), "He said \" hi \" & left .");
+  EXPECT_EQ(tokenize_13a("&amp;lt; &lt;tag&gt;"), "< < tag >");
+  EXPECT_EQ(tokenize_13a("It costs $3.5 or 1,000 dollars."), "It costs $ 3.5 or 1,000 dollars .");
+  EXPECT_EQ(tokenize_13a("state-of-the-art 1990-2000 e-mail"), "state-of-the-art 1990 - 2000 e-mail");
+  EXPECT_EQ(tokenize_13a("The end."), "The end .");
+  EXPECT_EQ(tokenize_13a("Pi is 3.14."), "Pi is 3.14 .");
+  EXPECT_EQ(tokenize_13a("a,b .5 5. x.y"), "a , b . 5 5 . x . y");
+  EXPECT_EQ(tokenize_13a("(see [1]) {ok} @user #tag 50% a/b"),
+            "( see [ 1 ] ) { ok } @ user # tag 50 % a / b");
+  EXPECT_EQ(tokenize_13a("don't <skipped>stop"), "don't stop");
+  EXPECT_EQ(tokenize_13a("line-\nbreak and\nnewline"), "linebreak and newline");
+  EXPECT_EQ(tokenize_13a("Ünïcödé café... naïve!"), "Ünïcödé café . . . naïve !");
+  EXPECT_EQ(tokenize_13a("U.S.A. 2.5-3.5"), "U . S . A . 2.5 - 3.5");
+  EXPECT_EQ(tokenize_13a(" leading  and   trailing  "), "leading and trailing");
+  EXPECT_EQ(tokenize_13a(""), "");
+  // Python str.split() also splits on Unicode spaces such as U+00A0 and U+3000.
+  EXPECT_EQ(tokenize_13a("a\xc2\xa0" "b\xe3\x80\x80" "c"), "a b c");
+}
+
+// ---------------------------------------------------------------------------
+// Lowercasing (Python str.lower())
+
+TEST(LowercaseTest, MatchesPythonStrLower) {
+  // Expected: Python 3.11 "...".lower().
+  EXPECT_EQ(nmt::lowercase("ÄÖÜ ÀÉÈÊÇ ŒŸ Straße İstanbul ĐŽŠĆČ ŁÓDŹ ÅNGSTRÖM ΑΒΓ ДОМ"),
+            "äöü àéèêç œÿ straße i\xcc\x87stanbul đžšćč łódź ångström αβγ дом");
+  EXPECT_EQ(nmt::lowercase("ABC xyz 123"), "abc xyz 123");
+  // Invalid UTF-8 bytes pass through unchanged.
+  EXPECT_EQ(nmt::lowercase("A\xff" "B"), "a\xff" "b");
+}
+
+// ---------------------------------------------------------------------------
+// chrF
+
+// sacreBLEU test suite (test/test_chrf.py, test_cases_effective_order). Those
+// use beta=3, but in every case precision == recall, so the F-score is the
+// same for the default beta=2.
+TEST(ChrfTest, SacreBleuEffectiveOrderCases) {
+  EXPECT_NEAR(corpus_chrf({"a"}, {"a"}).score, 100.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({""}, {"reference"}).score, 0.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a b c"}, {"a b c"}).score, 100.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a b c"}, {"abc"}).score, 100.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({""}, {"c"}).score, 0.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a", "b"}, {"a", "c"}).score, 50.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"aa"}, {"ab"}).score, 25.0, 1e-4);
+}
+
+TEST(ChrfTest, Ascii) {
+  const auto c = corpus_chrf({"The cat sat on the mat."}, {"The cat is on the mat."});
+  EXPECT_NEAR(c.score, 67.17273492330233, kTol);
+  EXPECT_EQ(c.to_string(), "chrF2 = 67.17");
+  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x");
+  EXPECT_NEAR(corpus_chrf({"abcdefg"}, {"hijklmnop"}).score, 0.0, kTol);
+}
+
+// Counting bytes instead of code points would give 64.0333 (German) and
+// 62.4664 (French), so these pin the Unicode handling.
+TEST(ChrfTest, GermanAccentedText) {
+  // Sentence pair from sacreBLEU's test/test_chrf.py, scored with the defaults.
+  const auto c = corpus_chrf({" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "},
+                             {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."});
+  EXPECT_NEAR(c.score, 64.818123726097, kTol);
+}
+
+TEST(ChrfTest, FrenchAccentedText) {
+  const auto c = corpus_chrf({"L'été dernier, nous sommes allés à la mer près de Nîmes."},
+                             {"L'été passé, nous sommes allées à la plage près de Nîmes."});
+  EXPECT_NEAR(c.score, 59.29316125793726, kTol);
+}
+
+// Czech sentence pairs from sacreBLEU's test/test_chrf.py, scored as one
+// corpus with the defaults (statistics are summed before the F-score).
+TEST(ChrfTest, CzechCorpus) {
+  const Strings hyps = {
+      "Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.",
+      "Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.",
+      "Lapali po dechu, jejich životy skončily dřív, než skutečně začaly."};
+  const Strings refs = {
+      "Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.",
+      "A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři.",
+      "Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli."};
+  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 43.03622941164886, kTol);
+  EXPECT_NEAR(corpus_bleu(hyps, refs).score, 24.66242872148067, kTol);
+}
+
+TEST(ChrfTest, MultiSentenceCorpus) {
+  const Strings hyps = {"The president met the ministers on Monday.",
+                        "Prices rose by 3.5 percent in 2019.",
+                        "She didn't say anything about the plan.",
+                        "The match ended 2-1 after extra time."};
+  const Strings refs = {"The president met with the ministers on Monday.",
+                        "Prices increased by 3.5 percent in 2019.",
+                        "She did not say anything about the plan.",
+                        "The game ended 2-1 after extra time."};
+  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 79.75716874603901, kTol);
+}
+
+// ---------------------------------------------------------------------------
+// A realistic 20-sentence news corpus (hand-written MT-like hypotheses).
+
+const Strings kRealRefs = {
+    "The European Central Bank left interest rates unchanged on Thursday.",
+    "Officials said the new bridge would open to traffic in early 2025.",
+    "More than 1,200 people attended the concert in the city's main square.",
+    "The company reported a net profit of $3.5 billion for the third quarter.",
+    "Heavy rain caused flooding in several villages along the river.",
+    "\"We are very happy with the result,\" the coach told reporters.",
+    "The museum will be closed for renovation until the end of March.",
+    "Scientists have discovered a new species of frog in the rainforest.",
+    "The minister resigned after the scandal was made public.",
+    "Tickets for the festival sold out within two hours.",
+    "The train from Munich to Zurich was delayed by 45 minutes.",
+    "According to the report, unemployment fell to 4.8 percent in June.",
+    "Police arrested two men suspected of stealing cars in the area.",
+    "The new law will come into force on January 1.",
+    "She won the gold medal in the women's 200-metre freestyle.",
+    "Local residents are worried about the rising cost of housing.",
+    "The talks between the two countries ended without an agreement.",
+    "The hospital has hired 30 additional nurses this year.",
+    "Thousands of fans welcomed the team at the airport.",
+    "The film received three awards at the Venice Film Festival.",
+};
+const Strings kRealHyps = {
+    "The European Central Bank left the interest rates unchanged on Thursday.",
+    "Officials said that the new bridge will be open to traffic at the beginning of 2025.",
+    "More than 1,200 people attended the concert on the main square of the city.",
+    "The company reported a net profit of 3.5 billion dollars for the third quarter.",
+    "Heavy rains caused floods in several villages along the river.",
+    "\"We are very satisfied with the result,\" said the coach to the journalists.",
+    "The museum will be closed for renovation until the end of March.",
+    "Scientists discovered a new kind of frog in the rain forest.",
+    "The minister resigned after the scandal became public.",
+    "The tickets for the festival were sold out in two hours.",
+    "The train from Munich to Zurich had a delay of 45 minutes.",
+    "According to the report, the unemployment fell to 4.8 per cent in June.",
+    "The police arrested two men who are suspected to have stolen cars in the region.",
+    "The new law enters into force on 1 January.",
+    "She won the gold medal in the 200 m freestyle of the women.",
+    "Local residents are concerned about the rising costs of housing.",
+    "The negotiations between both countries ended without agreement.",
+    "The hospital hired 30 additional nurses this year.",
+    "Thousands of fans received the team at the airport.",
+    "The film got three prizes at the film festival of Venice.",
+};
+
+TEST(RealisticCorpusTest, Bleu13a) {
+  const auto b = corpus_bleu(kRealHyps, kRealRefs);
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{194, 130, 86, 53}));
+  EXPECT_EQ(b.totals, (std::array<int64_t, 4>{252, 232, 212, 192}));
+  EXPECT_NEAR(b.score, 46.881170565135285, kTol);
+  EXPECT_EQ(b.to_string(),
+            "BLEU = 46.88 77.0/56.0/40.6/27.6 (BP = 1.000 ratio = 1.063 hyp_len = 252 ref_len = 237)");
+  EXPECT_EQ(b.signature(), "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x");
+}
+
+TEST(RealisticCorpusTest, BleuLowercaseAndNoTokenizer) {
+  BleuOptions lc;
+  lc.lowercase = true;
+  EXPECT_NEAR(corpus_bleu(kRealHyps, kRealRefs, lc).score, 48.107096334685785, kTol);
+  BleuOptions none;
+  none.tokenize = "none";
+  const auto b = corpus_bleu(kRealHyps, kRealRefs, none);
+  EXPECT_NEAR(b.score, 43.975577916625085, kTol);
+  EXPECT_EQ(b.sys_len, 228);
+  EXPECT_EQ(b.ref_len, 210);
+}
+
+TEST(RealisticCorpusTest, Chrf) {
+  EXPECT_NEAR(corpus_chrf(kRealHyps, kRealRefs).score, 76.40391102247047, kTol);
+}
+
+}  // namespace

@@ -1,0 +1,96 @@
+// Shared test helpers.
+#include "test_util.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace nmt::test {
+namespace fs = std::filesystem;
+
+namespace {
+// Removes the folders made by temp_dir() when the test binary exits, unless
+// NMT_KEEP_TEST_FILES is set.
+struct TempDirs {
+  std::vector<fs::path> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    if (!std::getenv("NMT_KEEP_TEST_FILES"))
+      for (auto& d : dirs) fs::remove_all(d, ec);
+  }
+};
+TempDirs g_temp_dirs;
+}  // namespace
+
+std::string temp_dir(const std::string& tag) {
+  static int counter = 0;
+  auto dir = fs::temp_directory_path() /
+             ("nmt_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  g_temp_dirs.dirs.push_back(dir);
+  return dir.string();
+}
+
+void write_lines(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& l : lines) out << l << '\n';
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void toy_corpus(int n, uint64_t seed, std::vector<std::string>* src, std::vector<std::string>* tgt) {
+  static const char* words[] = {"red", "blue", "cat", "dog", "sees", "runs", "big", "small", "tree", "house",
+                                "green", "bird", "eats", "fish", "old", "new"};
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) {
+    int len = 2 + static_cast<int>(rng() % 6);
+    std::vector<std::string> w;
+    for (int k = 0; k < len; ++k) w.push_back(words[rng() % 16]);
+    std::string s, t;
+    for (int k = 0; k < len; ++k) s += (k ? " " : "") + w[k];
+    for (int k = len - 1; k >= 0; --k) t += (k != len - 1 ? " " : "") + w[k] + "o";
+    src->push_back(s);
+    tgt->push_back(t);
+  }
+}
+
+const Tokenizer& toy_tokenizer() {
+  static const Tokenizer tok = [] {
+    std::vector<std::string> s, t;
+    toy_corpus(500, 7, &s, &t);
+    s.insert(s.end(), t.begin(), t.end());
+    TokenizerOptions opt;
+    opt.vocab_size = 60;
+    return Tokenizer::train(s, opt);
+  }();
+  return tok;
+}
+
+ModelOptions tiny_model(AttentionType attention) {
+  ModelOptions m;
+  m.src_vocab = m.tgt_vocab = toy_tokenizer().vocab_size();
+  m.emb_dim = 16;
+  m.enc_hidden = 12;
+  m.dec_hidden = 24;
+  m.attn_dim = 10;
+  m.dropout = 0.0;
+  m.attention = attention;
+  return m;
+}
+
+}  // namespace nmt::test

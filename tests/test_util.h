@@ -1,0 +1,30 @@
+// Helpers shared by the unit tests: a tiny real model trained in seconds on
+// a generated toy corpus, temp folders, file writing.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "tokenizer.h"
+
+namespace nmt::test {
+
+// A fresh empty folder under the system temp dir, removed at exit.
+std::string temp_dir(const std::string& tag);
+
+// Writes `lines` (each followed by '\n') to `path`.
+void write_lines(const std::string& path, const std::vector<std::string>& lines);
+void write_bytes(const std::string& path, const std::string& bytes);
+std::string read_bytes(const std::string& path);
+
+// A small deterministic toy parallel corpus: target = source words reversed
+// with a suffix, so the model must attend in reverse order.
+void toy_corpus(int n, uint64_t seed, std::vector<std::string>* src, std::vector<std::string>* tgt);
+
+// A tokenizer trained on the toy corpus (cached per process).
+const Tokenizer& toy_tokenizer();
+
+// Tiny model sizes for tests, with vocabularies from toy_tokenizer().
+ModelOptions tiny_model(AttentionType attention = AttentionType::kAdditive);
+
+}  // namespace nmt::test
