@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
   app.set_config("--config", "", "TOML file of options (keys are the long option names)");
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not ignored
   app.get_formatter()->column_width(34);
 
   auto* data = "Data";

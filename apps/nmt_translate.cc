@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.add_option("--length-penalty", opt.translate.search.length_penalty, "GNMT length penalty alpha")->capture_default_str();
   app.add_option("--max-length-ratio", opt.translate.search.max_length_ratio, "Output length cap: ratio * source + 5")->capture_default_str();
   app.add_option("--max-length", opt.translate.search.max_length, "Output length cap in pieces")->capture_default_str();
+  app.add_option("--reference", opt.reference, "Score the output against this file (BLEU, chrF, exact match on stderr)");
   app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU threads (0: NMT_THREADS or all cores)")->capture_default_str();

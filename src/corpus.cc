@@ -75,13 +75,15 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
   int64_t line = 0;
   while (std::getline(in, raw)) {
     ++line;
-    std::string text = checked_line(raw, path, line);
-    if (text.empty()) { ++c.stats.lines; ++c.stats.empty; continue; }
-    size_t tab = text.find('\t');
-    if (tab == std::string::npos || text.find('\t', tab + 1) != std::string::npos)
+    checked_line(raw, path, line);  // UTF-8 and NUL checks on the whole line
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    if (trim(raw).empty()) { ++c.stats.lines; ++c.stats.empty; continue; }
+    // Split before trimming: an empty side must not take the tab with it.
+    size_t tab = raw.find('\t');
+    if (tab == std::string::npos || raw.find('\t', tab + 1) != std::string::npos)
       throw Error(located(path, line, "expected exactly one tab (source<TAB>target)"));
-    add_pair(c, std::string(trim(std::string_view(text).substr(0, tab))),
-             std::string(trim(std::string_view(text).substr(tab + 1))), line, limits);
+    add_pair(c, std::string(trim(std::string_view(raw).substr(0, tab))),
+             std::string(trim(std::string_view(raw).substr(tab + 1))), line, limits);
   }
   if (in.bad()) throw Error(located(path, line, "read error"));
   return c;

@@ -569,4 +569,15 @@ std::string ChrfScore::signature() const {
 
 std::string ChrfScore::to_string() const { return format("chrF2 = %.2f", score); }
 
+double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  if (hyps.size() != refs.size())
+    throw std::invalid_argument(std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
+                                " references");
+  if (hyps.empty()) return 0.0;
+  size_t same = 0;
+  for (size_t i = 0; i < hyps.size(); ++i) same += hyps[i] == refs[i];
+  return 100.0 * static_cast<double>(same) / static_cast<double>(hyps.size());
+}
+
 }  // namespace nmt
+

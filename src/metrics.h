@@ -105,6 +105,10 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 // before calling this, as sacreBLEU does. Never throws.
 std::string tokenize_13a(const std::string& line);
 
+// Percentage (0..100) of hypotheses equal to their reference, byte for byte.
+// Throws std::invalid_argument when the sizes differ; 0 for an empty corpus.
+double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+
 // Python 3 str.lower() on UTF-8 text (exposed for tests). Uses the full
 // simple-lowercase table of Python 3.11 (Unicode 14.0) for all scripts, plus
 // the special case U+0130 'İ' -> "i̇" (i + U+0307). Limits: Greek final-sigma

@@ -1,33 +1,84 @@
-// SentencePiece wrapper: training from memory, loading from bytes, encoding.
+// SentencePiece wrapper over the isolated module: training from memory,
+// loading from bytes, encoding and decoding.
 #include "tokenizer.h"
 
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <unordered_map>
 
 #include "error.h"
+#include "spm_module.h"
 
 namespace nmt {
 namespace {
 
-// Feeds in-memory sentences to the SentencePiece trainer.
-class VectorIterator : public sentencepiece::SentenceIterator {
- public:
-  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
-  bool done() const override { return i_ >= v_.size(); }
-  void Next() override { ++i_; }
-  const std::string& value() const override { return v_[i_]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  const std::vector<std::string>& v_;
-  size_t i_ = 0;
+struct Module {
+  const spm::ModuleApi* api = nullptr;
+  std::string path;
 };
 
+std::string exe_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.find_last_of('/'));
+}
+
+// Loads libnmt_spm.so once: from $NMT_SPM_MODULE, next to the executable,
+// one folder up (tests), ../lib/nmt (installed), or the build tree.
+const Module& module() {
+  static Module m;
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("NMT_SPM_MODULE")) candidates.push_back(env);
+    const std::string dir = exe_dir();
+    candidates.push_back(dir + "/libnmt_spm.so");
+    candidates.push_back(dir + "/../libnmt_spm.so");
+    candidates.push_back(dir + "/../lib/nmt/libnmt_spm.so");
+#ifdef NMT_SPM_MODULE_PATH
+    candidates.push_back(NMT_SPM_MODULE_PATH);
+#endif
+    std::string tried;
+    for (const auto& c : candidates) {
+      if (::access(c.c_str(), R_OK) != 0) {
+        tried += " " + c;
+        continue;
+      }
+      // RTLD_DEEPBIND: SentencePiece resolves protobuf to its own copy.
+      void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (!h) {
+        error = std::string("cannot load SentencePiece module ") + c + ": " + ::dlerror();
+        return;
+      }
+      using ApiFn = const spm::ModuleApi* (*)();
+      auto fn = reinterpret_cast<ApiFn>(::dlsym(h, "nmt_spm_module_api"));
+      if (!fn || !fn() || fn()->abi != spm::kModuleAbi) {
+        error = "SentencePiece module " + c + " is from another nmt build (rebuild nmt)";
+        return;
+      }
+      m.api = fn();
+      m.path = c;
+      return;
+    }
+    error = "cannot find the SentencePiece module libnmt_spm.so (looked at" + tried +
+            "); build nmt with cmake or set NMT_SPM_MODULE";
+  });
+  if (!m.api) throw Error(error);
+  return m;
+}
+
+const spm::ModuleApi& api() { return *module().api; }
+
 }  // namespace
+
+std::string Tokenizer::module_path() { return module().path; }
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& sentences, const TokenizerOptions& opt) {
   if (opt.model_type != "unigram" && opt.model_type != "bpe")
@@ -48,20 +99,21 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& sentences, const Toke
       {"minloglevel", "2"},
       {"model_prefix", ""},
   };
-  VectorIterator it(sentences);
-  std::string bytes;
-  auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
-  if (!status.ok()) throw Error("SentencePiece training failed: " + status.ToString());
+  std::string bytes, err;
+  if (!api().train(args, sentences, &bytes, &err)) throw Error("SentencePiece training failed: " + err);
   return from_bytes(bytes, "trained tokenizer");
 }
 
 Tokenizer Tokenizer::from_bytes(const std::string& bytes, const std::string& origin) {
+  const auto& a = api();
+  std::string err;
+  void* p = a.load(bytes, &err);
+  if (!p) throw Error(origin + ": not a SentencePiece model (" + err + ")");
   Tokenizer t;
-  t.sp_ = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  auto status = t.sp_->LoadFromSerializedProto(bytes);
-  if (!status.ok()) throw Error(origin + ": not a SentencePiece model (" + status.ToString() + ")");
-  if (t.sp_->pad_id() != kPadId || t.sp_->unk_id() != kUnkId || t.sp_->bos_id() != kBosId ||
-      t.sp_->eos_id() != kEosId)
+  t.sp_ = std::shared_ptr<void>(p, a.destroy);
+  int pad, unk, bos, eos;
+  a.special_ids(p, &pad, &unk, &bos, &eos);
+  if (pad != kPadId || unk != kUnkId || bos != kBosId || eos != kEosId)
     throw Error(origin + ": SentencePiece model must use pad=0 unk=1 bos=2 eos=3 (train it with "
                          "--pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3, or let nmt-train train one)");
   t.bytes_ = bytes;
@@ -78,15 +130,15 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
   std::vector<int> ids;
-  auto status = sp_->Encode(text, &ids);
-  if (!status.ok()) throw Error("tokenizer: " + status.ToString());
+  std::string err;
+  if (!api().encode_ids(sp_.get(), text, &ids, &err)) throw Error("tokenizer: " + err);
   return std::vector<int64_t>(ids.begin(), ids.end());
 }
 
 std::vector<std::string> Tokenizer::pieces(const std::string& text) const {
   std::vector<std::string> out;
-  auto status = sp_->Encode(text, &out);
-  if (!status.ok()) throw Error("tokenizer: " + status.ToString());
+  std::string err;
+  if (!api().encode_pieces(sp_.get(), text, &out, &err)) throw Error("tokenizer: " + err);
   return out;
 }
 
@@ -94,20 +146,19 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   std::vector<int> keep;
   for (int64_t id : ids) {
     if (id == kEosId) break;
-    if (id == kPadId || id == kBosId) continue;
+    if (id == kPadId || id == kBosId || id < 0 || id >= vocab_size()) continue;
     keep.push_back(static_cast<int>(id));
   }
-  std::string out;
-  auto status = sp_->Decode(keep, &out);
-  if (!status.ok()) throw Error("tokenizer: " + status.ToString());
+  std::string out, err;
+  if (!api().decode(sp_.get(), keep, &out, &err)) throw Error("tokenizer: " + err);
   return out;
 }
 
 std::string Tokenizer::piece(int64_t id) const {
   if (id < 0 || id >= vocab_size()) return "<unk>";
-  return sp_->IdToPiece(static_cast<int>(id));
+  return api().id_to_piece(sp_.get(), static_cast<int>(id));
 }
 
-int64_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+int64_t Tokenizer::vocab_size() const { return api().piece_size(sp_.get()); }
 
 }  // namespace nmt

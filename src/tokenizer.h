@@ -1,6 +1,7 @@
 // SentencePiece front end: trains or loads a subword model, encodes text to
 // ids and decodes ids back to text. The serialized model travels inside the
-// checkpoint, so a checkpoint alone can translate.
+// checkpoint, so a checkpoint alone can translate. SentencePiece itself runs
+// in a separately loaded module (see spm_module.h for why).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,8 +9,6 @@
 #include <vector>
 
 #include "options.h"
-
-namespace sentencepiece { class SentencePieceProcessor; }
 
 namespace nmt {
 
@@ -37,10 +36,14 @@ class Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const;         // stops at EOS, skips pad/BOS
   std::string piece(int64_t id) const;                               // "<unk>" for out-of-range ids
   int64_t vocab_size() const;
+
+  // Path of the loaded SentencePiece module; loads it if needed. Throws
+  // nmt::Error naming the places searched when it cannot be loaded.
+  static std::string module_path();
   const std::string& bytes() const { return bytes_; }                // serialized model
 
  private:
-  std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::shared_ptr<void> sp_;  // a processor inside the SentencePiece module (spm_module.h)
   std::string bytes_;
 };
 

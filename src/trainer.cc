@@ -96,7 +96,7 @@ struct ValidResult {
   double perplexity = 0;
   double bleu = 0;
   double chrf = 0;
-  std::string bleu_text;
+  double exact_match = 0;  // % of sentences translated exactly as the reference
 };
 
 void set_learning_rate(torch::optim::Adam& adam, double lr) {
@@ -278,8 +278,8 @@ ValidResult Trainer::validate() {
   auto hyps = tr.translate_text(valid_corpus_.src, to);
   auto bleu = corpus_bleu(hyps, valid_corpus_.tgt);
   r.bleu = bleu.score;
-  r.bleu_text = bleu.to_string();
   r.chrf = corpus_chrf(hyps, valid_corpus_.tgt).score;
+  r.exact_match = exact_match(hyps, valid_corpus_.tgt);
   model_->train();
   return r;
 }
@@ -345,14 +345,14 @@ TrainResult Trainer::run() {
         }
       }
       stop = opt_.early_stopping > 0 && state_.bad_validations >= opt_.early_stopping;
-      spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | {}{} | {:.1f}s",
-                   state_.step, v.loss, v.perplexity, v.bleu, v.chrf,
+      spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}{}{} | {:.1f}s",
+                   state_.step, v.loss, v.perplexity, v.bleu, v.chrf, v.exact_match,
                    improved ? "new best " : "no improvement ", to_string(opt_.stop_metric),
                    improved ? "" : " (" + std::to_string(state_.bad_validations) + ")", seconds_since(v0));
       metrics_->write("{\"type\":\"valid\",\"step\":" + std::to_string(state_.step) +
                       ",\"epoch\":" + std::to_string(state_.epoch) + ",\"loss\":" + json_number(v.loss) +
                       ",\"perplexity\":" + json_number(v.perplexity) + ",\"bleu\":" + json_number(v.bleu) +
-                      ",\"chrf\":" + json_number(v.chrf) + ",\"lr\":" + json_number(state_.learning_rate) +
+                      ",\"chrf\":" + json_number(v.chrf) + ",\"exact_match\":" + json_number(v.exact_match) + ",\"lr\":" + json_number(state_.learning_rate) +
                       ",\"elapsed\":" + json_number(state_.elapsed_seconds) + "}");
       if (improved) save("best.ckpt");
     } else {
@@ -431,7 +431,7 @@ TrainResult Trainer::run() {
   }
   // Nothing trained since the last save is lost: an interruption saves
   // quickly, any other end validates first.
-  if (state_.step != saved_step) {
+  if (state_.step != saved_step || !fs::exists(opt_.output_dir + "/last.ckpt")) {
     if (result.stop_reason == "interrupted") {
       state_.elapsed_seconds = elapsed();
       save("last.ckpt");

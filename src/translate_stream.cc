@@ -11,6 +11,7 @@
 #include "corpus.h"
 #include "device.h"
 #include "error.h"
+#include "metrics.h"
 
 namespace nmt {
 
@@ -41,13 +42,17 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   std::ostream& out = to_stdout ? std::cout : fout;
 
   StreamSummary sum;
+  std::vector<std::string> refs, outputs;
+  if (!opt.reference.empty()) refs = read_lines(opt.reference);  // read first: fail before translating
   std::vector<std::string> window;
   std::string raw;
   int64_t line = 0;
   auto flush_window = [&] {
     auto hyps = tr.translate(window, opt.translate);
     for (const auto& h : hyps) {
-      out << tr.tgt_tokenizer().decode(h.front().ids) << '\n';
+      std::string text = tr.tgt_tokenizer().decode(h.front().ids);
+      out << text << '\n';
+      if (!opt.reference.empty()) outputs.push_back(std::move(text));
       sum.output_tokens += static_cast<int64_t>(h.front().ids.size());
     }
     out.flush();
@@ -69,6 +74,17 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("translated {} sentences ({} tokens) in {:.2f}s: {:.1f} sentences/s", sum.sentences,
                sum.output_tokens, sum.seconds, sum.sentences / std::max(sum.seconds, 1e-9));
+  if (!opt.reference.empty()) {
+    if (refs.size() != outputs.size())
+      throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
+                                                std::to_string(outputs.size()) + " input lines"));
+    auto bleu = corpus_bleu(outputs, refs);
+    sum.bleu = bleu.score;
+    sum.chrf = corpus_chrf(outputs, refs).score;
+    sum.exact_match = exact_match(outputs, refs);
+    spdlog::info("{} | signature {}", bleu.to_string(), bleu.signature());
+    spdlog::info("chrF2 = {:.2f} | exact match = {:.2f}%", sum.chrf, sum.exact_match);
+  }
   return sum;
 }
 

@@ -16,17 +16,20 @@ struct StreamOptions {
   int64_t window = 1000;      // lines read, sorted and translated together
   std::string device = "auto";
   int threads = 0;            // 0: NMT_THREADS or all cores
+  std::string reference;      // when set, score the output against it (BLEU, chrF, exact match)
 };
 
 struct StreamSummary {
   int64_t sentences = 0;
   int64_t output_tokens = 0;
   double seconds = 0;
+  double bleu = -1, chrf = -1, exact_match = -1;  // with a reference
 };
 
-// Translates input to output as `opt` says and logs a summary line. Throws
-// nmt::Error for a bad model, unreadable input (file and line named), or
-// unwritable output.
+// Translates input to output as `opt` says and logs a summary line (and the
+// scores against opt.reference when given). Throws nmt::Error for a bad
+// model, unreadable input (file and line named), unwritable output, or a
+// reference whose line count differs from the input's.
 StreamSummary translate_stream(const StreamOptions& opt);
 
 }  // namespace nmt

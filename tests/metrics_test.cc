@@ -358,3 +358,9 @@ TEST(RealisticCorpusTest, Chrf) {
 }
 
 }  // namespace
+
+TEST(ExactMatch, CountsIdenticalLines) {
+  EXPECT_DOUBLE_EQ(nmt::exact_match({"a b", "c", "d"}, {"a b", "c ", "d"}), 100.0 * 2 / 3);
+  EXPECT_DOUBLE_EQ(nmt::exact_match({}, {}), 0.0);
+  EXPECT_THROW(nmt::exact_match({"a"}, {}), std::invalid_argument);
+}

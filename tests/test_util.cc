@@ -93,4 +93,27 @@ ModelOptions tiny_model(AttentionType attention) {
   return m;
 }
 
+ToyFiles write_toy_corpus(const std::string& dir, int n_train, int n_valid) {
+  ToyFiles f{dir + "/train.src", dir + "/train.tgt", dir + "/valid.src", dir + "/valid.tgt"};
+  std::vector<std::string> s, t;
+  toy_corpus(n_train, 1, &s, &t);
+  write_lines(f.train_src, s);
+  write_lines(f.train_tgt, t);
+  s.clear();
+  t.clear();
+  toy_corpus(n_valid, 2, &s, &t);
+  write_lines(f.valid_src, s);
+  write_lines(f.valid_tgt, t);
+  return f;
+}
+
+const std::string& toy_tokenizer_file() {
+  static const std::string path = [] {
+    std::string p = temp_dir("toy_tokenizer") + "/toy.model";
+    write_bytes(p, toy_tokenizer().bytes());
+    return p;
+  }();
+  return path;
+}
+
 }  // namespace nmt::test

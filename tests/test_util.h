@@ -27,4 +27,14 @@ const Tokenizer& toy_tokenizer();
 // Tiny model sizes for tests, with vocabularies from toy_tokenizer().
 ModelOptions tiny_model(AttentionType attention = AttentionType::kAdditive);
 
+// The toy corpus written to `dir` as train.src/train.tgt (n_train pairs, seed
+// 1) and valid.src/valid.tgt (n_valid pairs, seed 2).
+struct ToyFiles {
+  std::string train_src, train_tgt, valid_src, valid_tgt;
+};
+ToyFiles write_toy_corpus(const std::string& dir, int n_train, int n_valid);
+
+// toy_tokenizer() saved as a .model file (once per process).
+const std::string& toy_tokenizer_file();
+
 }  // namespace nmt::test

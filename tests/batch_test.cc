@@ -1,0 +1,204 @@
+// Batching: plan_batches (token budget, bucketing, determinism),
+// epoch_order and make_batch.
+#include "batch.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "tokenizer.h"
+
+namespace {
+
+using nmt::Example;
+
+// Random examples: src ends with EOS (as the trainer builds them), lengths vary.
+std::vector<Example> random_examples(int n, uint64_t seed, int max_len = 30) {
+  std::mt19937_64 rng(seed);
+  std::vector<Example> ex(n);
+  for (auto& e : ex) {
+    int ls = 1 + static_cast<int>(rng() % max_len);
+    int lt = 1 + static_cast<int>(rng() % max_len);
+    for (int k = 0; k < ls; ++k) e.src.push_back(4 + static_cast<int64_t>(rng() % 50));
+    e.src.push_back(nmt::kEosId);
+    for (int k = 0; k < lt; ++k) e.tgt.push_back(4 + static_cast<int64_t>(rng() % 50));
+  }
+  return ex;
+}
+
+int64_t padded_len(const Example& e) {
+  return std::max<int64_t>(e.src.size(), e.tgt.size() + 1);
+}
+
+TEST(BatchPlanTest, EveryExampleExactlyOnceWithinBudget) {
+  const auto ex = random_examples(500, 1);
+  nmt::BatchPlanOptions opt;
+  opt.max_tokens = 200;
+  opt.max_sentences = 1000;
+  const auto plan = nmt::plan_batches(ex, opt, 7);
+  std::vector<int> seen(ex.size(), 0);
+  for (const auto& b : plan) {
+    ASSERT_FALSE(b.empty());
+    int64_t max_len = 0;
+    for (int64_t i : b) {
+      ASSERT_GE(i, 0);
+      ASSERT_LT(i, static_cast<int64_t>(ex.size()));
+      ++seen[i];
+      max_len = std::max(max_len, padded_len(ex[i]));
+    }
+    if (b.size() > 1) EXPECT_LE(static_cast<int64_t>(b.size()) * max_len, opt.max_tokens);
+  }
+  for (size_t i = 0; i < ex.size(); ++i) EXPECT_EQ(seen[i], 1) << "example " << i;
+  // The budget is used: batches are not needlessly small (mean fill above half).
+  EXPECT_LT(plan.size(), ex.size() / 4);
+}
+
+TEST(BatchPlanTest, OverBudgetExampleGetsItsOwnBatch) {
+  auto ex = random_examples(50, 2, 10);
+  Example big;
+  big.src.assign(100, 5);
+  big.tgt.assign(20, 6);
+  ex.push_back(big);
+  nmt::BatchPlanOptions opt;
+  opt.max_tokens = 60;
+  const auto plan = nmt::plan_batches(ex, opt, 1);
+  int found = 0;
+  for (const auto& b : plan)
+    if (std::find(b.begin(), b.end(), static_cast<int64_t>(ex.size() - 1)) != b.end()) {
+      ++found;
+      EXPECT_EQ(b.size(), 1u);
+    }
+  EXPECT_EQ(found, 1);
+}
+
+TEST(BatchPlanTest, MaxSentencesCap) {
+  const auto ex = random_examples(300, 3, 3);
+  nmt::BatchPlanOptions opt;
+  opt.max_tokens = 100000;
+  opt.max_sentences = 16;
+  const auto plan = nmt::plan_batches(ex, opt, 1);
+  size_t total = 0;
+  for (const auto& b : plan) {
+    EXPECT_LE(b.size(), 16u);
+    total += b.size();
+  }
+  EXPECT_EQ(total, ex.size());
+  EXPECT_EQ(plan.size(), (ex.size() + 15) / 16);  // the budget never binds: only full batches and one rest
+}
+
+TEST(BatchPlanTest, DeterministicPerSeed) {
+  const auto ex = random_examples(400, 4, 8);  // many equal lengths: ties are shuffled by the seed
+  nmt::BatchPlanOptions opt;
+  opt.max_tokens = 120;
+  const auto a = nmt::plan_batches(ex, opt, 42);
+  const auto b = nmt::plan_batches(ex, opt, 42);
+  const auto c = nmt::plan_batches(ex, opt, 43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(BatchPlanTest, LengthsWithinBatchAreClose) {
+  const auto ex = random_examples(1000, 5, 40);
+  nmt::BatchPlanOptions opt;
+  opt.max_tokens = 400;
+  const auto plan = nmt::plan_batches(ex, opt, 9);
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& e : ex) {
+    lo = std::min<int64_t>(lo, e.src.size());
+    hi = std::max<int64_t>(hi, e.src.size());
+  }
+  const int64_t range = hi - lo;
+  ASSERT_GE(range, 30);
+  int64_t worst = 0;
+  for (const auto& b : plan) {
+    int64_t bl = INT64_MAX, bh = 0;
+    for (int64_t i : b) {
+      bl = std::min<int64_t>(bl, ex[i].src.size());
+      bh = std::max<int64_t>(bh, ex[i].src.size());
+    }
+    worst = std::max(worst, bh - bl);
+  }
+  // Sorted bucketing: 1000 examples over ~40 lengths, ~10-40 per batch, so a
+  // batch spans at most a couple of source lengths.
+  EXPECT_LE(worst, range / 10) << "corpus range " << range;
+}
+
+TEST(EpochOrderTest, PermutationDeterministicAndVarying) {
+  const int64_t n = 100;
+  const auto a = nmt::epoch_order(n, 5, 1);
+  ASSERT_EQ(a.size(), static_cast<size_t>(n));
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(n);
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(sorted, iota);
+  EXPECT_NE(a, iota);  // actually shuffled
+  EXPECT_EQ(nmt::epoch_order(n, 5, 1), a);
+  EXPECT_NE(nmt::epoch_order(n, 5, 2), a);
+  EXPECT_NE(nmt::epoch_order(n, 6, 1), a);
+  // Seeds that differ only in the high 32 bits give different orders too.
+  EXPECT_NE(nmt::epoch_order(n, 5 + (uint64_t{1} << 32), 1), a);
+  EXPECT_TRUE(nmt::epoch_order(0, 1, 1).empty());
+  EXPECT_EQ(nmt::epoch_order(1, 1, 3), std::vector<int64_t>{0});
+}
+
+TEST(MakeBatchTest, ShapesPaddingAndShift) {
+  std::vector<Example> ex(3);
+  ex[0].src = {10, 11, 12, nmt::kEosId};
+  ex[0].tgt = {20, 21};
+  ex[1].src = {13, nmt::kEosId};
+  ex[1].tgt = {22, 23, 24, 25, 26};
+  ex[2].src = {14, 15, nmt::kEosId};
+  ex[2].tgt = {27};
+  const std::vector<int64_t> idx = {2, 0, 1};
+  const auto b = nmt::make_batch(ex, idx);
+  ASSERT_EQ(b.size(), 3);
+  EXPECT_EQ(b.src.sizes(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(b.tgt_in.sizes(), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(b.tgt_out.sizes(), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(b.src.scalar_type(), torch::kInt64);
+  EXPECT_EQ(b.tgt_in.scalar_type(), torch::kInt64);
+  EXPECT_TRUE(b.src_len.device().is_cpu());
+  EXPECT_TRUE(torch::equal(b.src_len, torch::tensor({3, 4, 2}, torch::kInt64)));
+  EXPECT_EQ(b.src_tokens, 9);
+  EXPECT_EQ(b.tgt_tokens, (1 + 1) + (2 + 1) + (5 + 1));
+
+  for (int64_t r = 0; r < 3; ++r) {
+    const auto& e = ex[idx[r]];
+    const int64_t S = e.src.size(), T = e.tgt.size();
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_EQ(b.src[r][k].item<int64_t>(), k < S ? e.src[k] : nmt::kPadId) << r << "," << k;
+    EXPECT_EQ(b.tgt_in[r][0].item<int64_t>(), nmt::kBosId);
+    for (int64_t k = 0; k < 6; ++k) {
+      const int64_t want_out = k < T ? e.tgt[k] : (k == T ? nmt::kEosId : nmt::kPadId);
+      EXPECT_EQ(b.tgt_out[r][k].item<int64_t>(), want_out) << r << "," << k;
+      if (k + 1 < 6 && k < T) {  // tgt_in is tgt_out shifted right by one, behind BOS
+        EXPECT_EQ(b.tgt_in[r][k + 1].item<int64_t>(), b.tgt_out[r][k].item<int64_t>()) << r << "," << k;
+      }
+      if (k > T) EXPECT_EQ(b.tgt_in[r][k].item<int64_t>(), nmt::kPadId) << r << "," << k;
+    }
+  }
+  // Non-pad positions of tgt_out count tgt_tokens.
+  EXPECT_EQ(b.tgt_out.ne(nmt::kPadId).sum().item<int64_t>(), b.tgt_tokens);
+  EXPECT_EQ(b.src.ne(nmt::kPadId).sum().item<int64_t>(), b.src_tokens);
+}
+
+TEST(MakeBatchTest, WithoutTarget) {
+  std::vector<Example> ex(2);
+  ex[0].src = {5, 6, nmt::kEosId};
+  ex[1].src = {7, nmt::kEosId};
+  const auto b = nmt::make_batch(ex, {1, 0}, /*with_target=*/false);
+  EXPECT_EQ(b.src.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_FALSE(b.tgt_in.defined());
+  EXPECT_FALSE(b.tgt_out.defined());
+  EXPECT_TRUE(torch::equal(b.src[0], torch::tensor(std::vector<int64_t>{7, nmt::kEosId, nmt::kPadId})));
+  EXPECT_EQ(b.src_tokens, 5);
+  const auto moved = b.to(torch::kCPU);
+  EXPECT_TRUE(torch::equal(moved.src, b.src));
+  EXPECT_FALSE(moved.tgt_in.defined());
+}
+
+}  // namespace

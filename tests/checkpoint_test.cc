@@ -1,0 +1,282 @@
+// Checkpoint files: round trip, header checks, corrupt files, atomic writes,
+// training state and optimizer restore.
+#include "checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "batch.h"
+#include "error.h"
+#include "test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nmt::test::read_bytes;
+using nmt::test::temp_dir;
+using nmt::test::write_bytes;
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const nmt::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected nmt::Error, got another exception: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected nmt::Error, nothing was thrown";
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+nmt::Batch toy_batch(int n = 6, uint64_t seed = 3) {
+  const auto& tok = nmt::test::toy_tokenizer();
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(n, seed, &s, &t);
+  std::vector<nmt::Example> ex(n);
+  std::vector<int64_t> idx;
+  for (int i = 0; i < n; ++i) {
+    ex[i].src = tok.encode(s[i]);
+    ex[i].src.push_back(nmt::kEosId);
+    ex[i].tgt = tok.encode(t[i]);
+    idx.push_back(i);
+  }
+  return nmt::make_batch(ex, idx);
+}
+
+nmt::Seq2Seq tiny(bool tie = false) {
+  torch::manual_seed(5);
+  auto opt = nmt::test::tiny_model();
+  opt.tie_embeddings = tie;
+  nmt::Seq2Seq m(opt);
+  m->eval();
+  return m;
+}
+
+torch::Tensor logits_of(nmt::Seq2Seq& m, const nmt::Batch& b) {
+  torch::NoGradGuard ng;
+  return m->forward(b.src, b.src_len, b.tgt_in);
+}
+
+void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b) {
+  auto pa = a->named_parameters();
+  auto pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& p : pa) {
+    ASSERT_TRUE(pb.contains(p.key())) << p.key();
+    EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  }
+}
+
+TEST(CheckpointTest, RoundTrip) {
+  for (bool tie : {false, true}) {
+    const auto dir = temp_dir("ckpt_roundtrip");
+    const auto path = dir + "/m.ckpt";
+    auto model = tiny(tie);
+    const auto& tok = nmt::test::toy_tokenizer();
+    nmt::save_checkpoint(path, model, tok, tok);
+    const auto bytes = read_bytes(path);
+    ASSERT_GT(bytes.size(), 12u);
+    EXPECT_EQ(bytes.substr(0, 8), "NMTCKPT\n");
+    EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\x00\x00\x00", 4));  // version 1, little-endian
+
+    auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+    EXPECT_EQ(loaded.options.serialize(), model->options().serialize());
+    EXPECT_EQ(loaded.src_tok.bytes(), tok.bytes());
+    EXPECT_EQ(loaded.tgt_tok.bytes(), tok.bytes());
+    EXPECT_FALSE(loaded.model->is_training());
+    expect_same_weights(model, loaded.model);
+    const auto b = toy_batch();
+    EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b))) << (tie ? "tied" : "untied");
+    // Saving the loaded model gives the same file.
+    nmt::save_checkpoint(dir + "/again.ckpt", loaded.model, loaded.src_tok, loaded.tgt_tok);
+    auto again = nmt::load_checkpoint(dir + "/again.ckpt", torch::kCPU);
+    expect_same_weights(model, again.model);
+  }
+}
+
+TEST(CheckpointTest, TruncatedFileIsAnErrorNamingThePath) {
+  const auto dir = temp_dir("ckpt_trunc");
+  const auto path = dir + "/m.ckpt";
+  auto model = tiny();
+  nmt::save_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  const auto bytes = read_bytes(path);
+  for (size_t keep : {size_t{5}, size_t{12}, size_t{13}, bytes.size() / 2, bytes.size() - 30}) {
+    const auto cut = dir + "/cut-" + std::to_string(keep) + ".ckpt";
+    write_bytes(cut, bytes.substr(0, keep));
+    const auto msg = error_of([&] { nmt::load_checkpoint(cut, torch::kCPU); });
+    EXPECT_TRUE(contains(msg, cut)) << "kept " << keep << " bytes: " << msg;
+  }
+}
+
+TEST(CheckpointTest, ForeignFileIsNotACheckpoint) {
+  const auto dir = temp_dir("ckpt_foreign");
+  const auto path = dir + "/random.ckpt";
+  std::mt19937 rng(1);
+  std::string junk;
+  for (int i = 0; i < 4096; ++i) junk.push_back(static_cast<char>(rng()));
+  write_bytes(path, junk);
+  auto msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, "not an nmt checkpoint")) << msg;
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  // A SentencePiece model given where a checkpoint is expected.
+  write_bytes(path, nmt::test::toy_tokenizer().bytes());
+  msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, "not an nmt checkpoint")) << msg;
+  write_bytes(path, "");
+  msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, "not an nmt checkpoint")) << msg;
+}
+
+TEST(CheckpointTest, NewerVersionIsRejected) {
+  const auto dir = temp_dir("ckpt_version");
+  const auto path = dir + "/m.ckpt";
+  auto model = tiny();
+  nmt::save_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  auto bytes = read_bytes(path);
+  bytes[8] = 99;
+  write_bytes(path, bytes);
+  auto msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, "newer")) << msg;
+  EXPECT_TRUE(contains(msg, "99")) << msg;
+  bytes[8] = 0;
+  write_bytes(path, bytes);
+  msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+}
+
+TEST(CheckpointTest, MissingFile) {
+  const auto path = temp_dir("ckpt_missing") + "/nope.ckpt";
+  const auto msg = error_of([&] { nmt::load_checkpoint(path, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+}
+
+TEST(CheckpointTest, WriteFileAtomic) {
+  const auto dir = temp_dir("ckpt_atomic");
+  const auto path = dir + "/f.bin";
+  nmt::write_file_atomic(path, "first");
+  EXPECT_EQ(read_bytes(path), "first");
+  nmt::write_file_atomic(path, std::string("sec\0ond", 7));
+  EXPECT_EQ(read_bytes(path), std::string("sec\0ond", 7));
+  nmt::write_file_atomic(path, "");
+  EXPECT_EQ(read_bytes(path), "");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "f.bin") << "left behind: " << e.path();
+  }
+  EXPECT_EQ(files, 1);
+  // An unwritable place is an nmt::Error, not a crash.
+  const auto msg = error_of([&] { nmt::write_file_atomic(dir + "/no/such/dir/f.bin", "x"); });
+  EXPECT_TRUE(contains(msg, dir + "/no/such/dir/f.bin")) << msg;
+}
+
+TEST(CheckpointTest, SaveOverExistingFileKeepsItValid) {
+  const auto dir = temp_dir("ckpt_overwrite");
+  const auto path = dir + "/m.ckpt";
+  const auto& tok = nmt::test::toy_tokenizer();
+  auto a = tiny();
+  nmt::save_checkpoint(path, a, tok, tok);
+  torch::manual_seed(99);
+  nmt::Seq2Seq b(nmt::test::tiny_model());
+  b->eval();
+  nmt::save_checkpoint(path, b, tok, tok);
+  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  expect_same_weights(b, loaded.model);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) ++files, (void)e;
+  EXPECT_EQ(files, 1);
+}
+
+// A few Adam steps on a fixed batch.
+void train_steps(nmt::Seq2Seq& m, torch::optim::Adam& adam, const nmt::Batch& b, int n) {
+  m->train();
+  for (int i = 0; i < n; ++i) {
+    adam.zero_grad();
+    auto loss = nmt::sequence_loss(m->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
+    (loss / static_cast<double>(b.tgt_tokens)).backward();
+    adam.step();
+  }
+}
+
+TEST(CheckpointTest, TrainingCheckpointRestoresStateAndOptimizer) {
+  const auto dir = temp_dir("ckpt_train");
+  const auto path = dir + "/train.ckpt";
+  const auto& tok = nmt::test::toy_tokenizer();
+  const auto b = toy_batch(8, 4);
+  auto model = tiny();
+  const auto adam_opt = torch::optim::AdamOptions(3e-3).betas({0.9, 0.98});
+  torch::optim::Adam adam(model->parameters(), adam_opt);
+  train_steps(model, adam, b, 3);
+
+  nmt::TrainState st;
+  st.step = 3;
+  st.epoch = 2;
+  st.batch_in_epoch = 5;
+  st.learning_rate = 3e-3;
+  st.best_metric = -12.5;
+  st.has_best = true;
+  st.bad_validations = 1;
+  st.plateau = 2;
+  st.seed = 77;
+  st.elapsed_seconds = 12.25;
+  torch::manual_seed(1234);
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    st.rng_state = gen.get_state();
+  }
+  nmt::save_checkpoint(path, model, tok, tok, &adam, &st);
+
+  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  expect_same_weights(model, loaded.model);
+  torch::optim::Adam adam2(loaded.model->parameters(), adam_opt);
+  const auto st2 = nmt::load_train_state(path, adam2, torch::kCPU);
+  EXPECT_EQ(st2.step, st.step);
+  EXPECT_EQ(st2.epoch, st.epoch);
+  EXPECT_EQ(st2.batch_in_epoch, st.batch_in_epoch);
+  EXPECT_DOUBLE_EQ(st2.learning_rate, st.learning_rate);
+  EXPECT_DOUBLE_EQ(st2.best_metric, st.best_metric);
+  EXPECT_EQ(st2.has_best, st.has_best);
+  EXPECT_EQ(st2.bad_validations, st.bad_validations);
+  EXPECT_EQ(st2.plateau, st.plateau);
+  EXPECT_EQ(st2.seed, st.seed);
+  EXPECT_DOUBLE_EQ(st2.elapsed_seconds, st.elapsed_seconds);
+  ASSERT_TRUE(st2.rng_state.defined());
+  EXPECT_TRUE(torch::equal(st2.rng_state, st.rng_state));
+
+  // One more step from the originals and from the loaded copies: same weights.
+  // (A fresh optimizer would take a different first step: Adam's moments matter.)
+  train_steps(model, adam, b, 1);
+  train_steps(loaded.model, adam2, b, 1);
+  expect_same_weights(model, loaded.model);
+
+  // Control: the same step with a fresh optimizer diverges, so the check above has teeth.
+  auto control = nmt::load_checkpoint(path, torch::kCPU);
+  torch::optim::Adam fresh(control.model->parameters(), adam_opt);
+  train_steps(control.model, fresh, b, 1);
+  EXPECT_FALSE(torch::equal(control.model->named_parameters()["decoder.out_bias"],
+                            model->named_parameters()["decoder.out_bias"]));
+}
+
+TEST(CheckpointTest, LoadTrainStateNeedsATrainingCheckpoint) {
+  const auto dir = temp_dir("ckpt_notrain");
+  const auto path = dir + "/m.ckpt";
+  auto model = tiny();
+  nmt::save_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto msg = error_of([&] { nmt::load_train_state(path, adam, torch::kCPU); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  EXPECT_TRUE(contains(msg, "training")) << msg;
+}
+
+}  // namespace

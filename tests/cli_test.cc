@@ -1,0 +1,266 @@
+// The real executables (nmt-train, nmt-translate, nmt-align): exit codes and
+// one-line errors for bad input, and a tiny end-to-end run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "test_util.h"
+#include "translator.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nmt::test::read_bytes;
+using nmt::test::temp_dir;
+using nmt::test::write_bytes;
+using nmt::test::write_lines;
+
+const std::string kBin = NMT_BINARY_DIR;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+  std::vector<std::string> err_lines;  // non-empty stderr lines
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `args` (already quoted where needed) with stdout and stderr captured.
+Result run(const std::string& exe, const std::string& args, const std::string& dir,
+           const std::string& stdin_file = "/dev/null") {
+  const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/" + exe) + " " + args + " < " + quote(stdin_file) + " > " +
+                          quote(out) + " 2> " + quote(err);
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = read_bytes(out);
+  r.err = read_bytes(err);
+  std::istringstream in(r.err);
+  std::string l;
+  while (std::getline(in, l))
+    if (!l.empty()) r.err_lines.push_back(l);
+  return r;
+}
+
+// Asserts a clean failure: exit code 1 (a user error), exactly one error line
+// containing every string of `parts`, and no crash report.
+void expect_one_line_error(const Result& r, const std::vector<std::string>& parts) {
+  EXPECT_EQ(r.exit_code, 1) << "stderr:\n" << r.err;
+  int error_lines = 0;
+  for (const auto& l : r.err_lines) {
+    if (l.find("error") == std::string::npos) continue;
+    ++error_lines;
+    for (const auto& p : parts) EXPECT_NE(l.find(p), std::string::npos) << "'" << p << "' missing from: " << l;
+  }
+  EXPECT_EQ(error_lines, 1) << "stderr:\n" << r.err;
+  for (const char* bad : {"terminate called", "Exception raised from", "frame #", "Aborted", "Segmentation"})
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << "crash output '" << bad << "' in stderr:\n" << r.err;
+}
+
+std::string train_args(const nmt::test::ToyFiles& f, const std::string& out) {
+  return "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " --valid-src " +
+         quote(f.valid_src) + " --valid-tgt " + quote(f.valid_tgt) + " -o " + quote(out) +
+         " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --vocab-size 60 --threads 1 --device cpu"
+         " --batch-tokens 300";
+}
+
+TEST(CliTest, TrainRejectsMismatchedLineCounts) {
+  const auto dir = temp_dir("cli_mismatch");
+  auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  write_lines(f.train_src, {"red cat", "big dog"});
+  write_lines(f.train_tgt, {"cato redo", "dogo bigo", "extra"});
+  const auto r = run("nmt-train", train_args(f, dir + "/run") + " --max-steps 5", dir);
+  expect_one_line_error(r, {"train.tgt:3:"});
+  EXPECT_FALSE(fs::exists(dir + "/run/last.ckpt"));
+}
+
+TEST(CliTest, TrainRejectsInvalidUtf8) {
+  const auto dir = temp_dir("cli_utf8");
+  auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  write_lines(f.train_src, {"red cat", "big dog", "old fish"});
+  write_lines(f.train_tgt, {"cato redo", "dogo \xC3\x28 bigo", "fisho oldo"});
+  const auto r = run("nmt-train", train_args(f, dir + "/run") + " --max-steps 5", dir);
+  expect_one_line_error(r, {"train.tgt:2:", "invalid UTF-8"});
+}
+
+TEST(CliTest, TrainRejectsMissingFile) {
+  const auto dir = temp_dir("cli_missing");
+  auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  f.valid_tgt = dir + "/no-such-file.tgt";
+  const auto r = run("nmt-train", train_args(f, dir + "/run") + " --max-steps 5", dir);
+  expect_one_line_error(r, {"no-such-file.tgt"});
+}
+
+TEST(CliTest, TrainRejectsUnknownConfigKey) {
+  const auto dir = temp_dir("cli_config");
+  auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto cfg = dir + "/bad.toml";
+  write_lines(cfg, {"train-src = \"" + f.train_src + "\"", "train-tgt = \"" + f.train_tgt + "\"",
+                    "emb-dimm = 16", "max-steps = 1"});
+  const auto r = run("nmt-train", "--config " + quote(cfg) + " -o " + quote(dir + "/run"), dir);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("emb-dimm"), std::string::npos) << "the bad key is not named:\n" << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/run/last.ckpt"));
+}
+
+TEST(CliTest, TranslateRejectsMissingModel) {
+  const auto dir = temp_dir("cli_nomodel");
+  const auto model = dir + "/absent.ckpt";
+  const auto r = run("nmt-translate", "-m " + quote(model) + " --device cpu --threads 1", dir);
+  expect_one_line_error(r, {model});
+}
+
+TEST(CliTest, TranslateRejectsCorruptModel) {
+  const auto dir = temp_dir("cli_corrupt");
+  const auto model = dir + "/corrupt.ckpt";
+  std::mt19937 rng(9);
+  std::string junk;
+  for (int i = 0; i < 5000; ++i) junk.push_back(static_cast<char>(rng()));
+  write_bytes(model, junk);
+  auto r = run("nmt-translate", "-m " + quote(model) + " --device cpu --threads 1", dir);
+  expect_one_line_error(r, {model, "not an nmt checkpoint"});
+  // A real header followed by garbage: the archive does not open.
+  write_bytes(model, std::string("NMTCKPT\n\x01\x00\x00\x00", 12) + junk);
+  r = run("nmt-translate", "-m " + quote(model) + " --device cpu --threads 1", dir);
+  expect_one_line_error(r, {model});
+}
+
+// Splits one CSV line with "..." quoting ("" inside quotes is a quote).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+TEST(CliTest, TrainTranslateAlignEndToEnd) {
+  const auto dir = temp_dir("cli_e2e");
+  const auto f = nmt::test::write_toy_corpus(dir, 200, 20);
+  const auto run_dir = dir + "/model";
+  auto r = run("nmt-train", train_args(f, run_dir) + " --max-steps 150 --valid-every 50 --log-every 50 --learning-rate 0.01", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto ckpt = run_dir + "/best.ckpt";
+  ASSERT_TRUE(fs::exists(ckpt));
+  ASSERT_TRUE(fs::exists(run_dir + "/last.ckpt"));
+
+  // Translate: one output line per input line, in order; empty stays empty.
+  const std::vector<std::string> input = {"red cat sees big dog", "blue bird", "", "old fish eats new tree house",
+                                          "green", "", "small dog runs"};
+  const auto in_file = dir + "/input.txt";
+  write_lines(in_file, input);
+  r = run("nmt-translate", "-m " + quote(ckpt) + " --device cpu --threads 1 --batch-size 2", dir, in_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  {
+    std::istringstream s(r.out);
+    std::string l;
+    while (std::getline(s, l)) out.push_back(l);
+  }
+  ASSERT_EQ(out.size(), input.size()) << r.out;
+  EXPECT_EQ(r.out.back(), '\n');
+  // The model must tell the inputs apart, or the order check below is void.
+  std::set<std::string> distinct;
+  for (const auto& l : out)
+    if (!l.empty()) distinct.insert(l);
+  EXPECT_GE(distinct.size(), 4u) << r.out;
+  auto loaded = nmt::load_checkpoint(ckpt, torch::kCPU);
+  nmt::Translator tr(loaded);
+  nmt::TranslateOptions one;
+  one.batch_sentences = 1;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (input[i].empty()) {
+      EXPECT_EQ(out[i], "") << "line " << i;
+    } else {
+      EXPECT_EQ(out[i], tr.translate_text({input[i]}, one)[0]) << "line " << i << " out of order or wrong";
+    }
+  }
+  // --output writes a file with the same lines.
+  r = run("nmt-translate", "-m " + quote(ckpt) + " --device cpu --threads 1 -i " + quote(in_file) + " -o " +
+                               quote(dir + "/out.txt"),
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string joined;
+  for (const auto& l : out) joined += l + "\n";
+  EXPECT_EQ(read_bytes(dir + "/out.txt"), joined);
+
+  // Align (forced): CSV blocks with the source pieces as header; rows sum to 1.
+  const std::vector<std::string> asrc = {"red cat sees big dog", "old fish"};
+  const std::vector<std::string> atgt = {"dogo bigo seeso cato redo", "fisho oldo"};
+  write_lines(dir + "/a.src", asrc);
+  write_lines(dir + "/a.tgt", atgt);
+  r = run("nmt-align", "-m " + quote(ckpt) + " --device cpu --threads 1 --src " + quote(dir + "/a.src") + " --tgt " +
+                           quote(dir + "/a.tgt"),
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::vector<std::string>> blocks(1);
+  {
+    std::istringstream s(r.out);
+    std::string l;
+    while (std::getline(s, l)) {
+      if (l.empty()) blocks.emplace_back();
+      else blocks.back().push_back(l);
+    }
+  }
+  ASSERT_EQ(blocks.size(), asrc.size()) << r.out;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const auto& block = blocks[k];
+    auto src_pieces = loaded.src_tok.pieces(asrc[k]);
+    src_pieces.push_back("</s>");
+    auto tgt_pieces = loaded.tgt_tok.pieces(atgt[k]);
+    tgt_pieces.push_back("</s>");
+    ASSERT_EQ(block.size(), tgt_pieces.size() + 1) << "block " << k;
+    const auto header = csv_fields(block[0]);
+    ASSERT_EQ(header.size(), src_pieces.size() + 1);
+    EXPECT_EQ(header[0], "");
+    for (size_t j = 0; j < src_pieces.size(); ++j) EXPECT_EQ(header[j + 1], src_pieces[j]) << "block " << k;
+    for (size_t t = 0; t < tgt_pieces.size(); ++t) {
+      const auto row = csv_fields(block[t + 1]);
+      ASSERT_EQ(row.size(), header.size()) << block[t + 1];
+      EXPECT_EQ(row[0], tgt_pieces[t]);
+      double sum = 0;
+      for (size_t j = 1; j < row.size(); ++j) {
+        const double w = std::stod(row[j]);
+        EXPECT_GE(w, 0.0);
+        sum += w;
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-4) << block[t + 1];
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,279 @@
+// The attention model: masks, padding invariance, gradients, tied
+// embeddings, step-vs-forward equivalence and ModelOptions.
+#include "model.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "batch.h"
+#include "error.h"
+#include "test_util.h"
+#include "tokenizer.h"
+
+namespace nmt {
+// Readable parameter names in test output and CTest listings.
+void PrintTo(AttentionType t, std::ostream* os) { *os << to_string(t); }
+}  // namespace nmt
+
+namespace {
+
+using nmt::AttentionType;
+using nmt::Example;
+
+// Sentences of clearly different lengths, so a batch of them is padded.
+const std::vector<std::pair<std::string, std::string>> kPairs = {
+    {"red cat", "cato redo"},
+    {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
+    {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
+    {"blue", "blueo"},
+};
+
+std::vector<Example> examples() {
+  const auto& tok = nmt::test::toy_tokenizer();
+  std::vector<Example> ex;
+  for (const auto& [s, t] : kPairs) {
+    Example e;
+    e.src = tok.encode(s);
+    e.src.push_back(nmt::kEosId);
+    e.tgt = tok.encode(t);
+    ex.push_back(e);
+  }
+  return ex;
+}
+
+std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
+
+nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  nmt::Seq2Seq m(opt);
+  m->eval();
+  return m;
+}
+
+class ModelAttentionTest : public ::testing::TestWithParam<AttentionType> {};
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ModelAttentionTest,
+                         ::testing::Values(AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral,
+                                           AttentionType::kConcat, AttentionType::kNone),
+                         [](const ::testing::TestParamInfo<AttentionType>& i) {
+                           return std::string(nmt::to_string(i.param));
+                         });
+
+TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
+  auto opt = nmt::test::tiny_model(GetParam());
+  ASSERT_NO_THROW(opt.validate());
+  auto model = make_model(opt);
+  const auto ex = examples();
+  const auto b = nmt::make_batch(ex, all_indices());
+  torch::NoGradGuard ng;
+  torch::Tensor alpha;
+  const auto logits = model->forward(b.src, b.src_len, b.tgt_in, &alpha);
+  ASSERT_TRUE(alpha.defined());
+  const int64_t B = b.size(), T = b.tgt_in.size(1), S = b.src.size(1);
+  ASSERT_EQ(alpha.sizes(), (std::vector<int64_t>{B, T, S}));
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{B, T, opt.tgt_vocab}));
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t len = b.src_len[r].item<int64_t>();
+    auto real = alpha[r].narrow(1, 0, len);  // [T, len]
+    EXPECT_TRUE(torch::allclose(real.sum(1), torch::ones({T}), 0, 1e-5)) << "row " << r << ": " << real.sum(1);
+    EXPECT_TRUE(real.ge(0).all().item<bool>());
+    if (len < S) {
+      auto pad = alpha[r].narrow(1, len, S - len);
+      EXPECT_TRUE(pad.eq(0.0).all().item<bool>()) << "attention on padding, row " << r << ": " << pad;
+    }
+  }
+  if (GetParam() == AttentionType::kNone) {
+    // Without attention the weights are uniform over the real positions.
+    const int64_t len = b.src_len[2].item<int64_t>();
+    EXPECT_TRUE(torch::allclose(alpha[2].narrow(1, 0, len), torch::full({T, len}, 1.0 / len), 0, 1e-6));
+  }
+}
+
+TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
+  auto model = make_model(nmt::test::tiny_model(GetParam()));
+  const auto ex = examples();
+  const auto b = nmt::make_batch(ex, all_indices());
+  torch::NoGradGuard ng;
+  const auto enc = model->encoder->forward(b.src, b.src_len);
+  const auto logits = model->forward(b.src, b.src_len, b.tgt_in);
+  for (int64_t r = 0; r < b.size(); ++r) {
+    const auto one = nmt::make_batch(ex, {r});
+    const int64_t S = one.src.size(1), T = one.tgt_in.size(1);
+    const auto enc1 = model->encoder->forward(one.src, one.src_len);
+    EXPECT_TRUE(torch::allclose(enc.annotations[r].narrow(0, 0, S), enc1.annotations[0], 1e-5, 1e-5))
+        << "annotations of sentence " << r;
+    if (S < b.src.size(1))
+      EXPECT_TRUE(enc.annotations[r].narrow(0, S, b.src.size(1) - S).eq(0).all().item<bool>())
+          << "annotations not zero on padding, sentence " << r;
+    EXPECT_TRUE(torch::equal(enc.mask[r].narrow(0, 0, S), enc1.mask[0]));
+    EXPECT_TRUE(torch::allclose(enc.init_state[r], enc1.init_state[0], 1e-5, 1e-5)) << "init_state " << r;
+    const auto logits1 = model->forward(one.src, one.src_len, one.tgt_in);
+    EXPECT_TRUE(torch::allclose(logits[r].narrow(0, 0, T), logits1[0], 1e-5, 1e-5)) << "logits of sentence " << r;
+  }
+}
+
+TEST_P(ModelAttentionTest, GradientsReachEveryParameter) {
+  for (bool tie : {false, true}) {
+    auto opt = nmt::test::tiny_model(GetParam());
+    opt.tie_embeddings = tie;
+    opt.dropout = 0.1;
+    auto model = make_model(opt);
+    model->train();
+    const auto b = nmt::make_batch(examples(), all_indices());
+    auto loss = nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
+    loss.backward();
+    for (const auto& p : model->named_parameters()) {
+      ASSERT_TRUE(p.value().grad().defined()) << "no gradient for " << p.key() << (tie ? " (tied)" : "");
+      EXPECT_GT(p.value().grad().norm().item<double>(), 0.0)
+          << "zero gradient for " << p.key() << (tie ? " (tied)" : "");
+    }
+  }
+}
+
+TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
+  // The search path (DecoderImpl::step) must compute what training optimizes.
+  auto model = make_model(nmt::test::tiny_model(GetParam()));
+  const auto b = nmt::make_batch(examples(), all_indices());
+  torch::NoGradGuard ng;
+  torch::Tensor alpha;
+  const auto logits = model->forward(b.src, b.src_len, b.tgt_in, &alpha);
+  const auto enc = model->encoder->forward(b.src, b.src_len);
+  const auto keys = model->decoder->attention->keys(enc.annotations);
+  auto state = enc.init_state;
+  for (int64_t t = 0; t < b.tgt_in.size(1); ++t) {
+    const auto out = model->decoder->step(b.tgt_in.select(1, t), state, enc, keys);
+    EXPECT_TRUE(torch::allclose(out.logits, logits.select(1, t), 1e-5, 1e-5)) << "step " << t;
+    EXPECT_TRUE(torch::allclose(out.alpha, alpha.select(1, t), 1e-5, 1e-5)) << "alpha at step " << t;
+    state = out.state;
+  }
+}
+
+TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {
+  auto opt = nmt::test::tiny_model();
+  auto untied = make_model(opt);
+  opt.tie_embeddings = true;
+  auto tied = make_model(opt);
+  const auto np_untied = untied->named_parameters();
+  const auto np_tied = tied->named_parameters();
+  EXPECT_EQ(np_tied.size() + 1, np_untied.size());
+  EXPECT_TRUE(np_untied.contains("decoder.out_weight"));
+  EXPECT_FALSE(np_tied.contains("decoder.out_weight"));
+  EXPECT_EQ(nmt::count_parameters(*untied) - nmt::count_parameters(*tied), opt.tgt_vocab * opt.emb_dim);
+
+  // A target token that never appears in tgt_in still gets an embedding
+  // gradient when tied (through the output projection), never when untied.
+  const auto ex = examples();
+  const auto b = nmt::make_batch(ex, all_indices());
+  std::set<int64_t> used;
+  auto flat = b.tgt_in.flatten();
+  for (int64_t i = 0; i < flat.numel(); ++i) used.insert(flat[i].item<int64_t>());
+  int64_t unused = -1;
+  for (int64_t id = 4; id < opt.tgt_vocab; ++id)
+    if (!used.count(id)) { unused = id; break; }
+  ASSERT_GE(unused, 0);
+  for (auto* m : {&untied, &tied}) {
+    (*m)->train();
+    nmt::sequence_loss((*m)->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.0).backward();
+  }
+  const auto& g_untied = np_untied["decoder.embed.weight"].grad();
+  const auto& g_tied = np_tied["decoder.embed.weight"].grad();
+  EXPECT_EQ(g_untied[unused].abs().sum().item<double>(), 0.0);
+  EXPECT_GT(g_tied[unused].abs().sum().item<double>(), 0.0);
+}
+
+TEST(ModelTest, SequenceLossIgnoresPadding) {
+  auto model = make_model(nmt::test::tiny_model());
+  const auto ex = examples();
+  const auto b = nmt::make_batch(ex, all_indices());
+  torch::NoGradGuard ng;
+  const double batch_loss =
+      nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1).item<double>();
+  double sum = 0;
+  for (int64_t r = 0; r < b.size(); ++r) {
+    const auto one = nmt::make_batch(ex, {r});
+    sum += nmt::sequence_loss(model->forward(one.src, one.src_len, one.tgt_in), one.tgt_out, 0.1).item<double>();
+  }
+  EXPECT_NEAR(batch_loss, sum, 1e-3 * std::abs(sum));
+  EXPECT_GT(batch_loss, 0.0);
+}
+
+TEST(ModelOptionsTest, ValidateRejectsBadOptions) {
+  auto opt = nmt::test::tiny_model(AttentionType::kDot);
+  EXPECT_NO_THROW(opt.validate());
+  opt.dec_hidden = 2 * opt.enc_hidden + 1;
+  try {
+    opt.validate();
+    FAIL() << "dot attention with dec_hidden != 2 * enc_hidden accepted";
+  } catch (const nmt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dot"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(nmt::Seq2Seq{opt}, nmt::Error);
+  opt.attention = AttentionType::kGeneral;  // general handles any sizes
+  EXPECT_NO_THROW(opt.validate());
+
+  auto bad = nmt::test::tiny_model();
+  bad.emb_dim = 0;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+  bad = nmt::test::tiny_model();
+  bad.dropout = 1.0;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+  bad = nmt::test::tiny_model();
+  bad.src_vocab = 0;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+}
+
+TEST(ModelOptionsTest, SerializeParseRoundTrip) {
+  auto opt = nmt::test::tiny_model(AttentionType::kConcat);
+  opt.enc_layers = 2;
+  opt.dropout = 0.35;
+  opt.tie_embeddings = true;
+  opt.attn_dim = 17;
+  const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
+  EXPECT_EQ(back.src_vocab, opt.src_vocab);
+  EXPECT_EQ(back.tgt_vocab, opt.tgt_vocab);
+  EXPECT_EQ(back.emb_dim, opt.emb_dim);
+  EXPECT_EQ(back.enc_hidden, opt.enc_hidden);
+  EXPECT_EQ(back.enc_layers, opt.enc_layers);
+  EXPECT_EQ(back.dec_hidden, opt.dec_hidden);
+  EXPECT_EQ(back.attn_dim, opt.attn_dim);
+  EXPECT_EQ(back.attention, opt.attention);
+  EXPECT_DOUBLE_EQ(back.dropout, opt.dropout);
+  EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
+  EXPECT_EQ(back.serialize(), opt.serialize());
+  for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,
+                 AttentionType::kNone}) {
+    EXPECT_EQ(nmt::parse_attention(nmt::to_string(t)), t);
+    auto o = nmt::test::tiny_model(t);
+    EXPECT_EQ(nmt::ModelOptions::parse(o.serialize(), "x").attention, t);
+  }
+  EXPECT_THROW(nmt::parse_attention("multihead"), nmt::Error);
+}
+
+TEST(ModelOptionsTest, ParseRejectsUnknownAndMissingKeys) {
+  const auto text = nmt::test::tiny_model().serialize();
+  try {
+    nmt::ModelOptions::parse(text + "num_heads=8\n", "some.ckpt");
+    FAIL() << "unknown key accepted";
+  } catch (const nmt::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("num_heads"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("some.ckpt"), std::string::npos) << msg;
+  }
+  // Dropping a line: the key is named.
+  std::string missing = text;
+  missing.erase(missing.find("emb_dim="), missing.find('\n', missing.find("emb_dim=")) - missing.find("emb_dim=") + 1);
+  try {
+    nmt::ModelOptions::parse(missing, "o");
+    FAIL() << "missing key accepted";
+  } catch (const nmt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("emb_dim"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(nmt::ModelOptions::parse("garbage without equals sign\n", "o"), nmt::Error);
+}
+
+}  // namespace

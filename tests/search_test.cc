@@ -1,0 +1,186 @@
+// Greedy search: batch independence, length caps, attention rows, scores
+// that agree with teacher-forced decoding; and the Translator around it.
+#include "search.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "test_util.h"
+#include "tokenizer.h"
+#include "translator.h"
+
+namespace {
+
+using nmt::Example;
+
+std::vector<Example> source_examples(int n, uint64_t seed) {
+  const auto& tok = nmt::test::toy_tokenizer();
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(n, seed, &s, &t);
+  std::vector<Example> ex(n);
+  for (int i = 0; i < n; ++i) {
+    ex[i].src = tok.encode(s[i]);
+    ex[i].src.push_back(nmt::kEosId);
+  }
+  return ex;
+}
+
+std::vector<int64_t> iota(int n) {
+  std::vector<int64_t> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+nmt::Seq2Seq tiny_model(uint64_t seed = 2, nmt::AttentionType att = nmt::AttentionType::kAdditive) {
+  torch::manual_seed(seed);
+  nmt::Seq2Seq m(nmt::test::tiny_model(att));
+  m->eval();
+  return m;
+}
+
+// Makes EOS (almost) impossible, so every hypothesis runs to its length cap.
+void suppress_eos(nmt::Seq2Seq& m) {
+  torch::NoGradGuard ng;
+  m->named_parameters()["decoder.out_bias"][nmt::kEosId].fill_(-1e4);
+}
+
+TEST(SearchTest, BatchedEqualsAlone) {
+  for (auto att : {nmt::AttentionType::kAdditive, nmt::AttentionType::kGeneral}) {
+    auto model = tiny_model(3, att);
+    const auto ex = source_examples(7, 11);
+    auto search = nmt::make_search(nmt::SearchOptions{});
+    torch::NoGradGuard ng;
+    const auto batched = search->run(model, nmt::make_batch(ex, iota(7), false), true);
+    ASSERT_EQ(batched.size(), 7u);
+    for (int64_t i = 0; i < 7; ++i) {
+      const auto alone = search->run(model, nmt::make_batch(ex, {i}, false), true);
+      ASSERT_EQ(alone.size(), 1u);
+      ASSERT_EQ(batched[i].size(), 1u);
+      EXPECT_EQ(batched[i][0].ids, alone[0][0].ids) << "sentence " << i;
+      EXPECT_NEAR(batched[i][0].score, alone[0][0].score, 1e-4) << "sentence " << i;
+      EXPECT_TRUE(torch::allclose(batched[i][0].attention, alone[0][0].attention, 1e-5, 1e-5)) << "sentence " << i;
+    }
+  }
+}
+
+TEST(SearchTest, LengthCaps) {
+  auto model = tiny_model(4);
+  suppress_eos(model);
+  const auto ex = source_examples(6, 12);
+  const auto batch = nmt::make_batch(ex, iota(6), false);
+  torch::NoGradGuard ng;
+  {
+    nmt::SearchOptions opt;
+    opt.max_length = 3;
+    const auto hyps = nmt::make_search(opt)->run(model, batch, false);
+    for (const auto& h : hyps) EXPECT_EQ(h[0].ids.size(), 3u);  // EOS suppressed: exactly at the cap
+  }
+  {
+    nmt::SearchOptions opt;
+    opt.max_length_ratio = 0.5;
+    const auto hyps = nmt::make_search(opt)->run(model, batch, true);
+    for (size_t i = 0; i < hyps.size(); ++i) {
+      const size_t cap = ex[i].src.size() / 2 + 5;  // floor(ratio * |src|) + 5
+      EXPECT_EQ(hyps[i][0].ids.size(), cap) << "sentence " << i << " (source length " << ex[i].src.size() << ")";
+      for (int64_t id : hyps[i][0].ids) {
+        EXPECT_NE(id, nmt::kEosId);
+        EXPECT_NE(id, nmt::kPadId);
+      }
+      // The forced EOS at the cap is part of the score and of the attention.
+      EXPECT_LT(hyps[i][0].score, -1000.0);
+      EXPECT_EQ(hyps[i][0].attention.size(0), static_cast<int64_t>(cap) + 1);
+    }
+  }
+}
+
+TEST(SearchTest, AttentionRowsSumToOne) {
+  auto model = tiny_model(5);
+  const auto ex = source_examples(5, 13);
+  torch::NoGradGuard ng;
+  const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, nmt::make_batch(ex, iota(5), false), true);
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto& h = hyps[i][0];
+    ASSERT_TRUE(h.attention.defined());
+    EXPECT_TRUE(h.attention.device().is_cpu());
+    EXPECT_EQ(h.attention.scalar_type(), torch::kFloat);
+    EXPECT_EQ(h.attention.size(0), static_cast<int64_t>(h.ids.size()) + 1) << i;
+    EXPECT_EQ(h.attention.size(1), static_cast<int64_t>(ex[i].src.size())) << i;
+    EXPECT_TRUE(torch::allclose(h.attention.sum(1), torch::ones({h.attention.size(0)}), 0, 1e-5)) << i;
+  }
+  // Without attention requested, none is returned.
+  const auto plain = nmt::make_search(nmt::SearchOptions{})->run(model, nmt::make_batch(ex, iota(5), false), false);
+  EXPECT_FALSE(plain[0][0].attention.defined());
+}
+
+TEST(SearchTest, GreedyScoreEqualsForcedDecodingLogProb) {
+  for (bool capped : {false, true}) {
+    auto model = tiny_model(6);
+    if (capped) suppress_eos(model);
+    auto ex = source_examples(6, 14);
+    torch::NoGradGuard ng;
+    nmt::SearchOptions opt;
+    opt.max_length = 6;
+    const auto hyps = nmt::make_search(opt)->run(model, nmt::make_batch(ex, iota(6), false), false);
+    for (size_t i = 0; i < ex.size(); ++i) ex[i].tgt = hyps[i][0].ids;
+    const auto b = nmt::make_batch(ex, iota(6), true);
+    const auto logp = torch::log_softmax(model->forward(b.src, b.src_len, b.tgt_in), -1);  // [B, T, V]
+    const auto tok_logp = logp.gather(2, b.tgt_out.unsqueeze(2)).squeeze(2).masked_fill(b.tgt_out.eq(nmt::kPadId), 0);
+    for (size_t i = 0; i < ex.size(); ++i) {
+      // tgt_out is ids then EOS, as greedy search scores it.
+      EXPECT_NEAR(hyps[i][0].score, tok_logp[i].sum().item<double>(), 1e-4 * std::max(1.0, std::abs(hyps[i][0].score)))
+          << "sentence " << i << (capped ? " (capped)" : "");
+      // Greedy: each produced token is the argmax of its step.
+      const auto best = std::get<1>(logp[i].max(-1));
+      for (size_t k = 0; k < hyps[i][0].ids.size(); ++k)
+        EXPECT_EQ(best[k].item<int64_t>(), hyps[i][0].ids[k]) << "sentence " << i << " token " << k;
+    }
+  }
+}
+
+TEST(SearchTest, BadOptionsThrow) {
+  nmt::SearchOptions opt;
+  opt.beam_size = 0;
+  EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+  opt.beam_size = -3;
+  EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+  opt = {};
+  opt.max_length = 0;
+  EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+  EXPECT_NO_THROW(nmt::make_search(nmt::SearchOptions{}));
+}
+
+TEST(TranslatorTest, OrderEmptyLinesAndBatching) {
+  auto model = tiny_model(7);
+  const auto& tok = nmt::test::toy_tokenizer();
+  nmt::Translator tr(model, tok, tok);
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(9, 15, &s, &t);
+  s.insert(s.begin() + 3, "");
+  s.push_back("");
+  nmt::TranslateOptions opt;
+  opt.batch_sentences = 4;
+  opt.batch_tokens = 20;
+  model->train();
+  const auto out = tr.translate_text(s, opt);
+  EXPECT_TRUE(model->is_training()) << "translate must restore training mode";
+  ASSERT_EQ(out.size(), s.size());
+  EXPECT_EQ(out[3], "");
+  EXPECT_EQ(out.back(), "");
+  nmt::TranslateOptions one;
+  one.batch_sentences = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i].empty()) continue;
+    EXPECT_EQ(out[i], tr.translate_text({s[i]}, one)[0]) << "line " << i;
+  }
+  const auto ids = tr.encode_source("red cat");
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.back(), nmt::kEosId);
+  opt.batch_sentences = 0;
+  EXPECT_THROW(tr.translate_text(s, opt), nmt::Error);
+}
+
+}  // namespace
