@@ -36,12 +36,17 @@ done
   echo "# cpu: $(lscpu | sed -n 's/^Model name: *//p'), libtorch $(dpkg-query -W -f='${Version}' libtorch-dev)"
   echo "# median over $rounds interleaved rounds (each round's figure is itself a median of 20 steps; 3 for reference)"
   printf '%-18s %13s %12s %10s %12s\n' flavour torch_threads blas_threads median_ms vs_best
-  sort -k1,1 -k2,2n -k3,3n "$tmp" | awk '
-    { key=$1" "$2" "$3; v[key]=v[key]" "$4; n[key]++ }
-    END { for (k in v) { m=split(substr(v[k],2),a," "); asort(a); med[k]=(m%2)?a[(m+1)/2]:(a[m/2]+a[m/2+1])/2;
-                         if (best==""||med[k]<best) best=med[k] }
-          for (k in v) { split(k,f," "); printf "%-18s %13s %12s %10.2f %11.2fx\n", f[1], f[2], f[3], med[k], med[k]/best } }' |
-    sort -k4,4n
+  python3 - "$tmp" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    runs.setdefault(tuple(f[:3]), []).append(float(f[3]))
+med = {k: statistics.median(v) for k, v in runs.items()}
+best = min(med.values())
+for k, m in sorted(med.items(), key=lambda kv: kv[1]):
+    print(f"{k[0]:<18} {k[1]:>13} {k[2]:>12} {m:>10.2f} {m / best:>11.2f}x")
+PY
 } | tee "$out"
 rm -f "$tmp"
 echo "written: $out"

@@ -3,14 +3,15 @@
 # when everything is installed it only checks and returns in about a second.
 #   scripts/setup.sh
 # BLAS: LibTorch on Debian calls the system BLAS (libblas.so.3). The reference
-# BLAS makes GRU training ~26x slower; OpenBLAS's pthread flavour measured
-# fastest here (bench/blas.sh, figures in bench/results/blas-*.txt), so it is
-# installed and selected.
+# BLAS makes a GRU training step 26x slower than OpenBLAS. OpenBLAS's OpenMP
+# flavour measured fastest (bench/blas.sh, bench/results/blas-*.txt) and
+# shares LibTorch's OpenMP thread pool, so the two never oversubscribe the
+# cores; it is installed and selected.
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config ccache
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-openmp
   libsentencepiece-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
 )
 
@@ -32,12 +33,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Select OpenBLAS (pthread) as the system BLAS even if another flavour was
-# installed later with a higher priority.
-blas=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
-current=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
-if [[ -e "$blas" && "$current" != "$(readlink -f "$blas")" ]]; then
-  $sudo update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null
-  echo "setup.sh: system BLAS set to OpenBLAS (pthread)"
-fi
+# Select OpenBLAS (OpenMP) for every BLAS/LAPACK alternative libtorch loads
+# (libblas.so.3, liblapack.so.3 and libopenblas.so.0 are switched separately;
+# mixing flavours in one process loads two OpenBLAS builds).
+lib=/usr/lib/x86_64-linux-gnu
+for alt in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+  want=$lib/openblas-openmp/$alt
+  current=$(readlink -f "$lib/$alt" || true)
+  if [[ -e "$want" && "$current" != "$(readlink -f "$want")" ]]; then
+    $sudo update-alternatives --set "$alt-x86_64-linux-gnu" "$want" >/dev/null
+    echo "setup.sh: $alt now OpenBLAS (OpenMP)"
+  fi
+done
 echo "setup.sh: all packages present"

@@ -28,23 +28,49 @@ torch::Device resolve_device(const std::string& name) {
   throw Error("bad device '" + name + "' (expected cpu, cuda, cuda:N or auto)");
 }
 
+namespace {
+
+// OpenBLAS's threading model: 0 sequential, 1 pthreads, 2 OpenMP; -1 when
+// the BLAS in this process is not OpenBLAS.
+int openblas_parallel() {
+  using GetFn = int (*)();
+  auto fn = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  return fn ? fn() : -1;
+}
+
+}  // namespace
+
 int set_threads(int n) {
   if (n <= 0) {
     const char* env = std::getenv("NMT_THREADS");
     n = env ? std::atoi(env) : 0;
   }
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(n);
-  // OpenBLAS keeps its own pool; LibTorch does not size it. Without this, n
-  // LibTorch threads each start OpenBLAS's threads and oversubscribe the cores.
   using SetFn = void (*)(int);
-  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
+  auto set_blas = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  // OpenBLAS with pthreads keeps a pool of its own: n LibTorch (OpenMP)
+  // threads each entering n BLAS threads oversubscribe the cores (4x slower
+  // GRU steps, bench/results/blas-*.txt). There the BLAS gets the threads and
+  // LibTorch's element-wise work runs on one. OpenBLAS built with OpenMP
+  // shares LibTorch's pool, so both get n.
+  const bool own_pool = openblas_parallel() == 1;
+  torch::set_num_threads(own_pool ? 1 : n);
+  if (set_blas) set_blas(n);
   return n;
+}
+
+std::string blas_description() {
+  switch (openblas_parallel()) {
+    case 0: return "OpenBLAS (sequential)";
+    case 1: return "OpenBLAS (pthreads)";
+    case 2: return "OpenBLAS (OpenMP)";
+    default: return "BLAS";
+  }
 }
 
 std::string describe_device(const torch::Device& device) {
   if (device.is_cuda()) return "cuda:" + std::to_string(device.has_index() ? device.index() : 0);
-  return "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
+  return "cpu (" + blas_description() + ", LibTorch threads " + std::to_string(torch::get_num_threads()) + ")";
 }
 
 }  // namespace nmt

@@ -94,6 +94,11 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   cell = register_module("cell", torch::nn::GRUCell(opt.emb_dim + C, opt.dec_hidden));
   deep = register_module("deep", torch::nn::Linear(opt.dec_hidden + C + opt.emb_dim, opt.emb_dim));
   if (opt.tie_embeddings) {
+    // The embedding doubles as the output projection: N(0, 1/E) keeps the
+    // initial logits O(1) (with N(0, 1) rows of norm sqrt(E) they start huge).
+    torch::NoGradGuard no_grad;
+    torch::nn::init::normal_(embed->weight, 0.0, 1.0 / std::sqrt(static_cast<double>(opt.emb_dim)));
+    embed->weight[kPadId].zero_();
     out_weight = embed->weight;
   } else {
     out_weight = register_parameter("out_weight", torch::empty({opt.tgt_vocab, opt.emb_dim}));

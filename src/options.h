@@ -87,7 +87,7 @@ struct TrainOptions {
 
   // bookkeeping
   int64_t log_every = 100;        // progress line every N steps
-  int64_t valid_every = 1000;     // validate (and checkpoint) every N steps; also at epoch end
+  int64_t valid_every = 1000;     // validate (and checkpoint) every N steps and at each epoch end; 0: epoch ends only
   int64_t keep_checkpoints = 3;   // step-N.ckpt files kept besides last/best
   int64_t valid_max_sentences = 0;   // translate at most N validation sentences (0: all)
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
