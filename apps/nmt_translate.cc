@@ -1,6 +1,8 @@
 // nmt-translate: translates text from stdin (or --input) to stdout (or
-// --output), one line per line, in order.
+// --output), one line per line, in order; or scores given translations.
 //   nmt-translate -m model/best.ckpt < in.txt > out.txt
+//   nmt-translate -m model/best.ckpt -b 5 --n-best 5 < in.txt
+//   nmt-translate -m model/best.ckpt --score < pairs.tsv
 #include <CLI/CLI.hpp>
 
 #include "app.h"
@@ -19,6 +21,12 @@ int main(int argc, char** argv) {
   app.add_option("--length-penalty", opt.translate.search.length_penalty, "GNMT length penalty alpha")->capture_default_str();
   app.add_option("--max-length-ratio", opt.translate.search.max_length_ratio, "Output length cap: ratio * source + 5")->capture_default_str();
   app.add_option("--max-length", opt.translate.search.max_length, "Output length cap in pieces")->capture_default_str();
+  app.add_option("--n-best", opt.translate.search.n_best, "Print the N best hypotheses as 'i ||| hyp ||| score' (N <= beam size)")->capture_default_str();
+  app.add_flag("--scores", opt.scores, "Append ' ||| score' (length-normalized log-probability) to each line");
+  app.add_flag("--replace-unk", opt.replace_unk, "Replace generated <unk> by the most attended source piece");
+  app.add_flag("--score", opt.score_mode, "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)");
+  app.add_option("--src", opt.src, "Score mode: source file");
+  app.add_option("--tgt", opt.tgt, "Score mode: target file");
   app.add_option("--reference", opt.reference, "Score the output against this file (BLEU, chrF, exact match on stderr)");
   app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str();

@@ -35,12 +35,16 @@ std::string CorpusStats::summary() const {
          " empty, " + std::to_string(too_long) + " over-long)";
 }
 
-std::string checked_line(const std::string& raw, const std::string& path, int64_t line) {
+void validate_line(const std::string& raw, const std::string& path, int64_t line) {
   if (raw.find('\0') != std::string::npos)
     throw Error(located(path, line, "NUL byte at byte " + std::to_string(raw.find('\0') + 1) + " (binary file?)"));
   size_t bad = find_invalid_utf8(raw);
   if (bad != std::string_view::npos)
     throw Error(located(path, line, "invalid UTF-8 at byte " + std::to_string(bad + 1)));
+}
+
+std::string checked_line(const std::string& raw, const std::string& path, int64_t line) {
+  validate_line(raw, path, line);
   return std::string(trim(raw));
 }
 
@@ -75,7 +79,7 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
   int64_t line = 0;
   while (std::getline(in, raw)) {
     ++line;
-    checked_line(raw, path, line);  // UTF-8 and NUL checks on the whole line
+    validate_line(raw, path, line);
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     if (trim(raw).empty()) { ++c.stats.lines; ++c.stats.empty; continue; }
     // Split before trimming: an empty side must not take the tab with it.

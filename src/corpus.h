@@ -42,8 +42,12 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits = {}
 // Throws nmt::Error for unreadable files, invalid UTF-8 or NUL bytes.
 std::vector<std::string> read_lines(const std::string& path);
 
-// Checks one line and returns its trimmed form; throws nmt::Error located at
-// path:line for invalid UTF-8 or a NUL byte. Exposed for the readers' tests.
+// Checks one line; throws nmt::Error located at path:line for invalid UTF-8
+// or a NUL byte.
+void validate_line(const std::string& raw, const std::string& path, int64_t line);
+
+// validate_line(), then the line trimmed of surrounding whitespace (tabs
+// included: split TSV fields before trimming).
 std::string checked_line(const std::string& raw, const std::string& path, int64_t line);
 
 }  // namespace nmt

@@ -1,5 +1,5 @@
-// Greedy search: one argmax per step for the whole batch, stopping when every
-// sentence has produced EOS or reached its length cap.
+// Greedy search (an argmax per step for the whole batch) and batched beam
+// search (B sentences x K hypotheses decoded as one batch of B*K rows).
 #include "search.h"
 
 #include <cmath>
@@ -9,6 +9,11 @@
 
 namespace nmt {
 namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// GNMT length penalty ((5 + n) / 6)^alpha for n output tokens (EOS included).
+double length_penalty(double n, double alpha) { return alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha); }
 
 // Per-sentence output cap: ratio * source length + 5, at most max_length.
 torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
@@ -65,6 +70,7 @@ class GreedySearch : public Search {
         h.ids.push_back(id);
       }
       h.score = sc[b].item<double>();
+      h.norm_score = h.score / length_penalty(static_cast<double>(h.ids.size() + 1), opt_.length_penalty);
       if (with_attention) {
         int64_t rows = std::min<int64_t>(len + 1, tok.size(1));
         h.attention = att[b].narrow(0, 0, rows).narrow(1, 0, batch.src_len[b].item<int64_t>()).clone();
@@ -78,13 +84,135 @@ class GreedySearch : public Search {
   SearchOptions opt_;
 };
 
+
+// Beam search. Each step is one decoder call on [B*K] rows, one top-k over
+// [B, K*V] candidates and index gathers; bookkeeping stays on the device.
+// Finished hypotheses remain in the beam, extended by padding at no cost, so
+// they compete with live ones by normalized score until the end. The search
+// stops when every hypothesis of every sentence has finished.
+class BeamSearch : public Search {
+ public:
+  explicit BeamSearch(const SearchOptions& opt) : opt_(opt) {}
+
+  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) override {
+    const int64_t B = batch.size(), K = opt_.beam_size;
+    const int64_t V = model->options().tgt_vocab;
+    const auto device = batch.src.device();
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    auto enc = model->encoder->forward(batch.src, batch.src_len);
+    // Each sentence's encoder output repeated for its K hypotheses: [B*K, ...].
+    EncoderOutput encK{enc.annotations.repeat_interleave(K, 0), enc.mask.repeat_interleave(K, 0),
+                       enc.init_state.repeat_interleave(K, 0)};
+    auto keys = model->decoder->attention->keys(encK.annotations);  // [B*K, S, A]
+    auto caps = length_caps(batch, opt_);                             // [B] on CPU
+    const int64_t steps = caps.max().item<int64_t>() + 1;
+    auto capsK = caps.to(device).repeat_interleave(K).unsqueeze(1);   // [B*K, 1]
+    const int64_t S = encK.annotations.size(1);
+
+    auto y = torch::full({B * K}, kBosId, i64);
+    auto state = encK.init_state;                     // [B*K, D]
+    auto score = torch::full({B, K}, kNegInf, f32);   // raw log-probability sums
+    score.select(1, 0).fill_(0);                      // one live hypothesis per sentence at first
+    auto finished = torch::zeros({B, K}, i64.dtype(torch::kBool));
+    auto length = torch::zeros({B, K}, i64);          // tokens emitted, EOS included
+    auto history = torch::empty({B, K, 0}, i64);      // [B, K, t]
+    auto att_history = torch::empty({B, K, 0, S}, f32);  // [B, K, t, S] when with_attention
+    const auto row0 = (torch::arange(B, i64) * K).unsqueeze(1);  // [B, 1] first row of each sentence
+    // Rows that may only end (at the length cap) or only pad (finished).
+    auto eos_mask = torch::full({1, V}, kNegInf, f32);
+    eos_mask.select(1, kEosId).fill_(0);
+    auto pad_only = torch::full({1, V}, kNegInf, f32);
+    pad_only.select(1, kPadId).fill_(0);
+
+    for (int64_t t = 0; t < steps; ++t) {
+      auto out = model->decoder->step(y, state, encK, keys);
+      auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);   // [B*K, V]
+      logp = torch::where(capsK.le(t), logp + eos_mask, logp);
+      logp = torch::where(finished.view({B * K, 1}), pad_only.expand({B * K, V}), logp);
+      auto cand = score.unsqueeze(2) + logp.view({B, K, V});              // [B, K, V]
+      auto cand_len = (length + finished.logical_not().to(torch::kInt64)).to(torch::kFloat);  // [B, K]
+      auto ranked = cand / penalty(cand_len).unsqueeze(2);                // normalized
+      auto top = std::get<1>(ranked.view({B, K * V}).topk(K, 1));         // [B, K]
+      auto beam = top.div(V, "floor");                                    // hypothesis extended
+      auto token = top.remainder(V);                                      // token appended
+      auto rows = (row0 + beam).view({-1});                               // [B*K] rows kept
+      score = cand.view({B, K * V}).gather(1, top);
+      auto was_finished = finished.gather(1, beam);
+      length = length.gather(1, beam) + was_finished.logical_not().to(torch::kInt64);
+      finished = was_finished.logical_or(token.eq(kEosId));
+      history = torch::cat({history.gather(1, beam.unsqueeze(2).expand({B, K, history.size(2)})),
+                            token.unsqueeze(2)}, 2);
+      if (with_attention) {
+        auto prev = att_history.view({B * K, t, S}).index_select(0, rows).view({B, K, t, S});
+        att_history = torch::cat({prev, out.alpha.to(torch::kFloat).index_select(0, rows).view({B, K, 1, S})}, 2);
+      }
+      y = token.view({-1});
+      state = out.state.index_select(0, rows);
+      if (finished.all().item<bool>()) break;
+    }
+
+    auto norm = score / penalty(length.to(torch::kFloat));       // [B, K]
+    auto order = std::get<1>(norm.sort(1, /*descending=*/true));  // best first
+    auto tok = history.cpu();
+    auto len = length.cpu();
+    auto sc = score.cpu();
+    auto nm = norm.cpu();
+    auto ord = order.cpu();
+    torch::Tensor att = with_attention ? att_history.cpu() : torch::Tensor();
+    const int64_t n_best = std::min(opt_.n_best, K);
+    std::vector<std::vector<Hypothesis>> result(B);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t src_len = batch.src_len[b].item<int64_t>();
+      for (int64_t r = 0; r < n_best; ++r) {
+        const int64_t k = ord[b][r].item<int64_t>();
+        Hypothesis h;
+        const int64_t n = len[b][k].item<int64_t>();  // EOS included
+        auto ids = tok[b][k];
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t id = ids[i].item<int64_t>();
+          if (id == kEosId) break;
+          h.ids.push_back(id);
+        }
+        h.score = sc[b][k].item<double>();
+        h.norm_score = nm[b][k].item<double>();
+        if (with_attention) h.attention = att[b][k].narrow(0, 0, n).narrow(1, 0, src_len).clone();
+        result[b].push_back(std::move(h));
+      }
+    }
+    return result;
+  }
+
+ private:
+  torch::Tensor penalty(const torch::Tensor& n) const {
+    if (opt_.length_penalty == 0) return torch::ones_like(n);
+    return ((n + 5.0) / 6.0).pow(opt_.length_penalty);
+  }
+
+  SearchOptions opt_;
+};
+
+}  // namespace
+
+namespace {
+void check_options(const SearchOptions& opt) {
+  if (opt.beam_size < 1) throw Error("beam size must be at least 1");
+  if (opt.max_length < 1) throw Error("max length must be at least 1");
+  if (opt.n_best < 1 || opt.n_best > opt.beam_size)
+    throw Error("n-best must be between 1 and the beam size (" + std::to_string(opt.beam_size) + ")");
+  if (opt.max_length_ratio <= 0) throw Error("max length ratio must be positive");
+}
 }  // namespace
 
 std::unique_ptr<Search> make_search(const SearchOptions& opt) {
-  if (opt.beam_size < 1) throw Error("beam size must be at least 1");
-  if (opt.max_length < 1) throw Error("max length must be at least 1");
+  check_options(opt);
   if (opt.beam_size == 1) return std::make_unique<GreedySearch>(opt);
-  throw Error("beam search (beam size > 1) is not available yet; use --beam-size 1");
+  return std::make_unique<BeamSearch>(opt);
+}
+
+std::unique_ptr<Search> make_beam_search(const SearchOptions& opt) {
+  check_options(opt);
+  return std::make_unique<BeamSearch>(opt);
 }
 
 }  // namespace nmt

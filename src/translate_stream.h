@@ -1,6 +1,6 @@
 // Streaming translation for nmt-translate: reads a window of lines, translates
 // it in sorted batches, writes the window in input order and flushes, so the
-// tool can sit in a pipe.
+// tool can sit in a pipe. Also forced-decoding scores (--score).
 #pragma once
 #include <string>
 
@@ -10,10 +10,14 @@ namespace nmt {
 
 struct StreamOptions {
   std::string model_path;     // checkpoint to load
-  std::string input;          // "" or "-": stdin
+  std::string input;          // "" or "-": stdin. In score mode: TSV source<TAB>target
   std::string output;         // "" or "-": stdout (a file is written via temp + rename)
   TranslateOptions translate; // search and batching
   int64_t window = 1000;      // lines read, sorted and translated together
+  bool scores = false;        // append " ||| score" (the normalized score) to each line
+  bool replace_unk = false;   // replace generated <unk> by the most attended source piece
+  bool score_mode = false;    // print log P(target | source) per pair instead of translating
+  std::string src, tgt;       // score mode: two files instead of a TSV input
   std::string device = "auto";
   int threads = 0;            // 0: NMT_THREADS or all cores
   std::string reference;      // when set, score the output against it (BLEU, chrF, exact match)
@@ -26,10 +30,12 @@ struct StreamSummary {
   double bleu = -1, chrf = -1, exact_match = -1;  // with a reference
 };
 
-// Translates input to output as `opt` says and logs a summary line (and the
-// scores against opt.reference when given). Throws nmt::Error for a bad
-// model, unreadable input (file and line named), unwritable output, or a
-// reference whose line count differs from the input's.
+// Translates (or scores) input to output as `opt` says and logs a summary
+// line, plus the scores against opt.reference when given. Output: one line
+// per input line; with n_best > 1, n lines "i ||| hypothesis ||| score" per
+// input (i 0-based, best first). Throws nmt::Error for a bad model,
+// unreadable input (file and line named), unwritable output, or a reference
+// whose line count differs from the input's.
 StreamSummary translate_stream(const StreamOptions& opt);
 
 }  // namespace nmt

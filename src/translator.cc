@@ -68,4 +68,64 @@ std::vector<std::string> Translator::translate_text(const std::vector<std::strin
   return out;
 }
 
+std::vector<double> Translator::score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                                      int64_t batch_sentences) {
+  if (src.size() != tgt.size())
+    throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
+  if (batch_sentences < 1) throw Error("batch size must be at least 1");
+  const bool was_training = model_->is_training();
+  model_->eval();
+  c10::InferenceMode guard;
+  const auto device = model_->parameters().front().device();
+  std::vector<Example> ex(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    ex[i].src = encode_source(src[i]);
+    ex[i].tgt = tgt_tok_.encode(tgt[i]);
+  }
+  std::vector<int64_t> order(src.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ex[a].src.size() > ex[b].src.size(); });
+  std::vector<double> out(src.size());
+  for (size_t pos = 0; pos < order.size(); pos += batch_sentences) {
+    std::vector<int64_t> idx(order.begin() + pos, order.begin() + std::min(order.size(), pos + batch_sentences));
+    auto b = make_batch(ex, idx).to(device);
+    auto logp = torch::log_softmax(model_->forward(b.src, b.src_len, b.tgt_in).to(torch::kFloat), -1);  // [B, T, V]
+    auto tok = logp.gather(2, b.tgt_out.unsqueeze(2)).squeeze(2);                                       // [B, T]
+    auto sums = tok.masked_fill(b.tgt_out.eq(kPadId), 0.0).sum(1).to(torch::kDouble).cpu();             // [B]
+    for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = sums[k].item<double>();
+  }
+  if (was_training) model_->train();
+  return out;
+}
+
+std::string Translator::detokenize(const Hypothesis& h, const std::string& src_line, bool replace_unk) const {
+  bool has_unk = std::find(h.ids.begin(), h.ids.end(), kUnkId) != h.ids.end();
+  if (!replace_unk || !has_unk) return tgt_tok_.decode(h.ids);
+  if (!h.attention.defined()) throw Error("--replace-unk needs the attention of the hypothesis");
+  const auto src_pieces = src_tok_.pieces(src_line);
+  auto best = std::get<1>(h.attention.max(1));  // [len + 1] most attended source position per step
+  // Join pieces as SentencePiece does: U+2581 marks a word start.
+  std::string text;
+  for (size_t i = 0; i < h.ids.size(); ++i) {
+    std::string piece = tgt_tok_.piece(h.ids[i]);
+    if (h.ids[i] == kUnkId) {
+      const int64_t j = best[static_cast<int64_t>(i)].item<int64_t>();
+      piece = j < static_cast<int64_t>(src_pieces.size()) ? src_pieces[j] : "";
+    }
+    text += piece;
+  }
+  const std::string marker = "\xe2\x96\x81";  // U+2581
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, marker.size(), marker) == 0) {
+      if (!out.empty()) out += ' ';
+      i += marker.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace nmt
+

@@ -29,6 +29,16 @@ class Translator {
   // Best hypothesis of each line, detokenized.
   std::vector<std::string> translate_text(const std::vector<std::string>& lines, const TranslateOptions& opt);
 
+  // Forced decoding: the log-probability of each target given its source
+  // (summed over the target's tokens and EOS), in input order. Empty lines
+  // are scored as empty sentences. Throws nmt::Error if the sizes differ.
+  std::vector<double> score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                            int64_t batch_sentences);
+
+  // Best hypothesis as text; with `replace_unk`, each generated <unk> becomes
+  // the source piece it attended to most (needs the hypothesis' attention).
+  std::string detokenize(const Hypothesis& h, const std::string& src_line, bool replace_unk) const;
+
   // Source ids as the model reads them: pieces then EOS.
   std::vector<int64_t> encode_source(const std::string& line) const;
   const Tokenizer& src_tokenizer() const { return src_tok_; }

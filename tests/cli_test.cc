@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -261,6 +262,83 @@ TEST(CliTest, TrainTranslateAlignEndToEnd) {
       EXPECT_NEAR(sum, 1.0, 1e-4) << block[t + 1];
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> split_bars(const std::string& line) {
+  std::vector<std::string> f;
+  size_t pos = 0;
+  while (true) {
+    size_t bar = line.find(" ||| ", pos);
+    f.push_back(line.substr(pos, bar == std::string::npos ? std::string::npos : bar - pos));
+    if (bar == std::string::npos) return f;
+    pos = bar + 5;
+  }
+}
+
+TEST(CliTest, TranslateNBestFormatAndRanks) {
+  const auto dir = temp_dir("cli_nbest");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/in.txt", {"red cat sees big dog", "", "old fish eats"});
+  auto r = run("nmt-translate", "-m " + quote(ckpt) + " -b 4 --n-best 3", dir, dir + "/in.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = lines_of(r.out);
+  std::map<int, std::vector<double>> scores;
+  for (const auto& l : out) {
+    auto f = split_bars(l);
+    ASSERT_EQ(f.size(), 3u) << "not 'i ||| hyp ||| score': " << l;
+    scores[std::stoi(f[0])].push_back(std::stod(f[2]));
+  }
+  ASSERT_EQ(scores.size(), 3u) << r.out;
+  EXPECT_EQ(scores[0].size(), 3u);
+  EXPECT_EQ(scores[1].size(), 1u);  // an empty line has one (empty) hypothesis
+  EXPECT_EQ(scores[2].size(), 3u);
+  for (auto& [i, s] : scores)
+    for (size_t k = 1; k < s.size(); ++k) EXPECT_GE(s[k - 1], s[k]) << "sentence " << i << " not best first";
+  // The first hypothesis of each sentence is the plain output of the same beam.
+  auto plain = run("nmt-translate", "-m " + quote(ckpt) + " -b 4 --scores", dir, dir + "/in.txt");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto p = lines_of(plain.out);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(split_bars(p[0])[0], split_bars(out[0])[1]);
+  EXPECT_EQ(std::stod(split_bars(p[0])[1]), scores[0][0]);
+}
+
+TEST(CliTest, TranslateScoreModePrintsOneLogProbPerPair) {
+  const auto dir = temp_dir("cli_score");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  nmt::test::write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\nred cat\tfisho fisho fisho\n\tcato\n");
+  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --score", dir, dir + "/pairs.tsv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = lines_of(r.out);
+  ASSERT_EQ(out.size(), 3u) << r.out;
+  const double good = std::stod(out[0]), bad = std::stod(out[1]);
+  EXPECT_LT(good, 0);
+  EXPECT_GT(good, bad) << "the right translation should be more probable";
+  auto loaded = nmt::load_checkpoint(ckpt, torch::kCPU);
+  nmt::Translator tr(loaded);
+  EXPECT_NEAR(good, tr.score({"red cat"}, {"cato redo"}, 1)[0], 1e-3);
+  // A line without a tab is a located error.
+  nmt::test::write_bytes(dir + "/bad.tsv", "red cat\tcato\nno tab here\n");
+  r = run("nmt-translate", "-m " + quote(ckpt) + " --score -i " + quote(dir + "/bad.tsv"), dir);
+  expect_one_line_error(r, {"bad.tsv:2:", "tab"});
+}
+
+TEST(CliTest, TranslateRejectsBadSearchOptions) {
+  const auto dir = temp_dir("cli_badopt");
+  auto r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " -b 2 --n-best 5", dir);
+  expect_one_line_error(r, {"n-best"});
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Shared test helpers.
 #include "test_util.h"
 
+#include "trainer.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -116,4 +118,31 @@ const std::string& toy_tokenizer_file() {
   return path;
 }
 
+const std::string& trained_toy_checkpoint() {
+  static const std::string path = [] {
+    const std::string dir = temp_dir("trained_toy");
+    auto files = write_toy_corpus(dir, 400, 40);
+    TrainOptions opt;
+    opt.train_src = files.train_src;
+    opt.train_tgt = files.train_tgt;
+    opt.valid_src = files.valid_src;
+    opt.valid_tgt = files.valid_tgt;
+    opt.output_dir = dir + "/run";
+    opt.batch_tokens = 400;
+    opt.learning_rate = 0.01;
+    opt.max_steps = 300;
+    opt.early_stopping = 0;
+    opt.valid_every = 0;
+    opt.keep_checkpoints = 0;
+    opt.log_every = 0;
+    opt.threads = 1;
+    TokenizerOptions tok;
+    tok.src_model = tok.tgt_model = toy_tokenizer_file();
+    train(opt, tok, tiny_model());
+    return opt.output_dir + "/last.ckpt";
+  }();
+  return path;
+}
+
 }  // namespace nmt::test
+

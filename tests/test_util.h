@@ -37,4 +37,8 @@ ToyFiles write_toy_corpus(const std::string& dir, int n_train, int n_valid);
 // toy_tokenizer() saved as a .model file (once per process).
 const std::string& toy_tokenizer_file();
 
+// Path of a checkpoint of a tiny model trained briefly on the toy corpus
+// (trained once per test process, a few seconds).
+const std::string& trained_toy_checkpoint();
+
 }  // namespace nmt::test

@@ -1,0 +1,200 @@
+// Beam search and the translator around it, on a briefly trained tiny model:
+// beam 1 equals greedy, batching does not change results, n-best lists are
+// ranked, scores agree with forced decoding, attention rows are proper.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "search.h"
+#include "test_util.h"
+#include "translator.h"
+
+namespace {
+
+struct Fixture {
+  nmt::LoadedModel m;
+  std::vector<std::string> src;
+  std::vector<nmt::Example> ex;
+};
+
+const Fixture& fixture() {
+  static const Fixture f = [] {
+    Fixture f;
+    f.m = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+    std::vector<std::string> tgt;
+    nmt::test::toy_corpus(12, 99, &f.src, &tgt);
+    for (const auto& s : f.src) {
+      nmt::Example e;
+      e.src = f.m.src_tok.encode(s);
+      e.src.push_back(nmt::kEosId);
+      f.ex.push_back(e);
+    }
+    return f;
+  }();
+  return f;
+}
+
+std::vector<int64_t> all(const Fixture& f) {
+  std::vector<int64_t> v(f.ex.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
+  return v;
+}
+
+std::vector<std::vector<nmt::Hypothesis>> run(nmt::Search& s, const Fixture& f, const std::vector<int64_t>& idx,
+                                              bool att = false) {
+  c10::InferenceMode guard;
+  auto model = f.m.model;
+  return s.run(model, nmt::make_batch(f.ex, idx, false), att);
+}
+
+// Forced log-probability of ids + EOS for example i.
+double forced_logprob(const Fixture& f, int64_t i, const std::vector<int64_t>& ids) {
+  c10::InferenceMode guard;
+  std::vector<nmt::Example> ex{f.ex[i]};
+  ex[0].tgt = ids;
+  auto b = nmt::make_batch(ex, {0});
+  auto model = f.m.model;  // a handle: forward() is not const
+  auto logp = torch::log_softmax(model->forward(b.src, b.src_len, b.tgt_in), -1);
+  return logp.gather(2, b.tgt_out.unsqueeze(2)).sum().item<double>();
+}
+
+TEST(BeamTest, BeamOfOneEqualsGreedy) {
+  const auto& f = fixture();
+  nmt::SearchOptions opt;
+  auto greedy = nmt::make_search(opt);
+  auto beam1 = nmt::make_beam_search(opt);
+  const auto g = run(*greedy, f, all(f));
+  const auto b = run(*beam1, f, all(f));
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(g[i][0].ids, b[i][0].ids) << "sentence " << i;
+    EXPECT_NEAR(g[i][0].score, b[i][0].score, 1e-4) << "sentence " << i;
+    EXPECT_NEAR(g[i][0].norm_score, b[i][0].norm_score, 1e-4) << "sentence " << i;
+  }
+}
+
+TEST(BeamTest, BatchedEqualsAlone) {
+  const auto& f = fixture();
+  nmt::SearchOptions opt;
+  opt.beam_size = 5;
+  opt.n_best = 3;
+  auto beam = nmt::make_search(opt);
+  const auto batched = run(*beam, f, all(f));
+  for (int64_t i = 0; i < static_cast<int64_t>(f.ex.size()); ++i) {
+    const auto alone = run(*beam, f, {i});
+    ASSERT_EQ(alone[0].size(), batched[i].size());
+    for (size_t r = 0; r < alone[0].size(); ++r) {
+      EXPECT_EQ(alone[0][r].ids, batched[i][r].ids) << "sentence " << i << " rank " << r;
+      EXPECT_NEAR(alone[0][r].score, batched[i][r].score, 1e-4);
+    }
+  }
+}
+
+TEST(BeamTest, NBestIsRankedDistinctAndScoredLikeForcedDecoding) {
+  const auto& f = fixture();
+  nmt::SearchOptions opt;
+  opt.beam_size = 4;
+  opt.n_best = 4;
+  opt.length_penalty = 0.6;
+  auto beam = nmt::make_search(opt);
+  const auto res = run(*beam, f, all(f));
+  for (size_t i = 0; i < res.size(); ++i) {
+    ASSERT_EQ(res[i].size(), 4u);
+    for (size_t r = 0; r < res[i].size(); ++r) {
+      const auto& h = res[i][r];
+      if (r > 0) {
+        EXPECT_GE(res[i][r - 1].norm_score, h.norm_score) << "sentence " << i << " not ranked";
+        for (size_t q = 0; q < r; ++q) EXPECT_NE(res[i][q].ids, h.ids) << "duplicate hypothesis";
+      }
+      const double n = static_cast<double>(h.ids.size() + 1);
+      EXPECT_NEAR(h.norm_score, h.score / std::pow((5 + n) / 6, 0.6), 1e-4);
+      EXPECT_NEAR(h.score, forced_logprob(f, static_cast<int64_t>(i), h.ids), 1e-3) << "sentence " << i;
+    }
+  }
+}
+
+TEST(BeamTest, AttentionRowsSumToOneOverTheSource) {
+  const auto& f = fixture();
+  nmt::SearchOptions opt;
+  opt.beam_size = 3;
+  opt.n_best = 3;
+  const auto res = run(*nmt::make_search(opt), f, all(f), /*att=*/true);
+  for (size_t i = 0; i < res.size(); ++i)
+    for (const auto& h : res[i]) {
+      ASSERT_TRUE(h.attention.defined());
+      EXPECT_EQ(h.attention.size(0), static_cast<int64_t>(h.ids.size() + 1));
+      EXPECT_EQ(h.attention.size(1), static_cast<int64_t>(f.ex[i].src.size()));
+      EXPECT_TRUE(torch::allclose(h.attention.sum(1), torch::ones({h.attention.size(0)}), 1e-4, 1e-5));
+    }
+}
+
+TEST(BeamTest, LengthCapsHold) {
+  const auto& f = fixture();
+  nmt::SearchOptions opt;
+  opt.beam_size = 4;
+  opt.n_best = 4;
+  opt.max_length = 3;
+  for (const auto& hyps : run(*nmt::make_search(opt), f, all(f)))
+    for (const auto& h : hyps) EXPECT_LE(h.ids.size(), 3u);
+}
+
+TEST(BeamTest, TranslatorKeepsOrderAndEmptyLines) {
+  const auto& f = fixture();
+  nmt::Translator tr(f.m);
+  std::vector<std::string> lines = {f.src[0], "", f.src[1], f.src[2], "", f.src[3]};
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.batch_sentences = 2;  // several batches, sorted by length inside
+  const auto out = tr.translate_text(lines, opt);
+  ASSERT_EQ(out.size(), lines.size());
+  EXPECT_EQ(out[1], "");
+  EXPECT_EQ(out[4], "");
+  for (size_t i : {0u, 2u, 3u, 5u}) EXPECT_EQ(out[i], tr.translate_text({lines[i]}, opt)[0]) << "line " << i;
+}
+
+TEST(BeamTest, ForcedScoresMatchSearchScores) {
+  const auto& f = fixture();
+  nmt::Translator tr(f.m);
+  nmt::TranslateOptions opt;
+  auto hyps = tr.translate(f.src, opt);
+  std::vector<std::string> tgt;
+  for (const auto& h : hyps) tgt.push_back(f.m.tgt_tok.decode(h[0].ids));
+  const auto scores = tr.score(f.src, tgt, 5);
+  for (size_t i = 0; i < f.src.size(); ++i) {
+    if (f.m.tgt_tok.encode(tgt[i]) != hyps[i][0].ids) continue;  // re-tokenization may differ
+    EXPECT_NEAR(scores[i], hyps[i][0].score, 1e-3) << "sentence " << i;
+  }
+  EXPECT_THROW(tr.score({"a"}, {}, 4), nmt::Error);
+}
+
+TEST(BeamTest, ReplaceUnkCopiesTheMostAttendedSourcePiece) {
+  const auto& f = fixture();
+  nmt::Translator tr(f.m);
+  nmt::Hypothesis h;
+  h.ids = {nmt::kUnkId};
+  const std::string src = "red dog";
+  const auto pieces = f.m.src_tok.pieces(src);
+  ASSERT_GE(pieces.size(), 2u);
+  h.attention = torch::zeros({2, static_cast<int64_t>(pieces.size() + 1)});
+  h.attention[0][1] = 1.0;  // <unk> attended to the second source piece
+  h.attention[1][0] = 1.0;
+  std::string want = pieces[1];
+  const std::string marker = "\xe2\x96\x81";
+  if (want.rfind(marker, 0) == 0) want = want.substr(marker.size());
+  EXPECT_EQ(tr.detokenize(h, src, /*replace_unk=*/true), want);
+  EXPECT_NE(tr.detokenize(h, src, /*replace_unk=*/false), want);
+}
+
+TEST(BeamTest, BadOptionsAreRejected) {
+  nmt::SearchOptions opt;
+  opt.beam_size = 2;
+  opt.n_best = 3;
+  EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+  opt.n_best = 1;
+  opt.max_length_ratio = 0;
+  EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+}
+
+}  // namespace
