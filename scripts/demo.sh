@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: sets up and builds nmt, trains an attention model on the bundled
 # corpus (data/demo), translates a few test sentences, scores the whole test
-# split (exact match must reach 95%), and dumps one attention matrix as CSV.
+# split (exact match must reach 95%), dumps one attention matrix as CSV and
+# SVG, and scores the attention's hard alignments against the true ones (AER).
 #   scripts/demo.sh            # results in runs/demo/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,10 +27,14 @@ echo "== scoring the test split =="
   --reference data/demo/test.tgt 2>&1 | tee "$out/test.score" | grep -E "BLEU|exact"
 exact=$(sed -n 's/.*exact match = \([0-9.]*\)%.*/\1/p' "$out/test.score")
 
-echo "== attention of test pair 1 (forced alignment, CSV) =="
+echo "== attention of test pair 1 (forced alignment, word level, CSV; heatmap in $out/heatmap/0001.svg) =="
 "$bin/nmt-align" -m "$out/best.ckpt" --src data/demo/test.src --tgt data/demo/test.tgt -n 1 \
-  --output "$out/attention-1.csv" 2>/dev/null
+  --level word --heatmap "$out/heatmap" --output "$out/attention-1.csv" 2>/dev/null
 cat "$out/attention-1.csv"
+
+echo "== hard alignments of the test split vs the generator's true links =="
+"$bin/nmt-align" -m "$out/best.ckpt" --src data/demo/test.src --tgt data/demo/test.tgt --format pharaoh \
+  --eval-gold data/demo/test.align --output "$out/test.links" 2>&1 | grep -o "precision.*"
 
 if awk -v e="$exact" 'BEGIN{exit !(e >= 95)}'; then
   echo "demo: test exact match ${exact}% (>= 95%)"

@@ -1,0 +1,239 @@
+// Alignments from attention: word merging, hard links, gold parsing, AER,
+// CSV quoting (round trip through a CSV parser), SVG well-formedness (expat),
+// and forced attention of a trained tiny model.
+#include "align.h"
+
+#include <expat.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "checkpoint.h"
+#include "corpus.h"
+#include "error.h"
+#include "test_util.h"
+#include "utf8.h"
+
+namespace {
+
+using nmt::AttentionMatrix;
+using nmt::Link;
+
+const std::string W = "\xe2\x96\x81";  // SentencePiece word mark
+
+TEST(AlignTest, MergeToWordsSumsSourcePiecesAndAveragesTargetPieces) {
+  AttentionMatrix m;
+  m.src_tokens = {W + "ab", "c", W + "d", "</s>"};      // words: abc, d, </s>
+  m.tgt_tokens = {W + "x", W + "y", "z", "</s>"};        // words: x, yz, </s>
+  m.weights = {{0.1f, 0.2f, 0.6f, 0.1f},
+               {0.5f, 0.3f, 0.2f, 0.0f},
+               {0.1f, 0.1f, 0.7f, 0.1f},
+               {0.0f, 0.0f, 0.2f, 0.8f}};
+  const auto w = nmt::merge_to_words(m);
+  EXPECT_EQ(w.src_tokens, (std::vector<std::string>{"abc", "d", "</s>"}));
+  EXPECT_EQ(w.tgt_tokens, (std::vector<std::string>{"x", "yz", "</s>"}));
+  ASSERT_EQ(w.weights.size(), 3u);
+  const std::vector<std::vector<float>> want = {{0.3f, 0.6f, 0.1f},
+                                                {(0.8f + 0.2f) / 2, (0.2f + 0.7f) / 2, (0.0f + 0.1f) / 2},
+                                                {0.0f, 0.2f, 0.8f}};
+  for (size_t r = 0; r < 3; ++r) {
+    float sum = 0;
+    for (size_t c = 0; c < 3; ++c) {
+      EXPECT_NEAR(w.weights[r][c], want[r][c], 1e-6) << r << "," << c;
+      sum += w.weights[r][c];
+    }
+    EXPECT_NEAR(sum, 1.0f, 1e-6);
+  }
+}
+
+TEST(AlignTest, HardAlignmentArgmaxAndThresholdSkipEos) {
+  AttentionMatrix w;
+  w.src_tokens = {"a", "b", "</s>"};
+  w.tgt_tokens = {"x", "y", "z", "</s>"};
+  w.weights = {{0.7f, 0.2f, 0.1f}, {0.45f, 0.55f, 0.0f}, {0.1f, 0.1f, 0.8f}, {0.5f, 0.5f, 0.0f}};
+  EXPECT_EQ(nmt::hard_alignment(w, nmt::HardMethod::kArgmax), (std::set<Link>{{0, 0}, {1, 1}, {0, 2}}));
+  EXPECT_EQ(nmt::hard_alignment(w, nmt::HardMethod::kThreshold, 0.4),
+            (std::set<Link>{{0, 0}, {0, 1}, {1, 1}}));
+  EXPECT_EQ(nmt::to_pharaoh({{1, 1}, {0, 2}, {0, 0}}), "0-0 0-2 1-1");
+  EXPECT_THROW(nmt::parse_hard_method("max"), nmt::Error);
+}
+
+TEST(AlignTest, GoldLinesParseSureAndPossible) {
+  auto g = nmt::parse_gold_line("0-0 1?2 3p4", "g.txt", 1, false);
+  EXPECT_EQ(g.sure, (std::set<Link>{{0, 0}}));
+  EXPECT_EQ(g.possible, (std::set<Link>{{0, 0}, {1, 2}, {3, 4}}));
+  auto one = nmt::parse_gold_line("1-1 2p3", "g.talp", 1, true);
+  EXPECT_EQ(one.sure, (std::set<Link>{{0, 0}}));
+  EXPECT_EQ(one.possible, (std::set<Link>{{0, 0}, {1, 2}}));
+  EXPECT_TRUE(nmt::parse_gold_line("", "g.txt", 1, false).possible.empty());
+  try {
+    nmt::parse_gold_line("0-0 1x2", "g.txt", 7, false);
+    FAIL() << "no error";
+  } catch (const nmt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("g.txt:7:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1x2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(nmt::parse_gold_line("0-0 1-", "g.txt", 1, false), nmt::Error);
+  EXPECT_THROW(nmt::parse_gold_line("1-0", "g.talp", 1, true), nmt::Error);  // 0 is not 1-based
+}
+
+TEST(AlignTest, AerMatchesHandComputedValues) {
+  // Pair 1: A = {0-0, 1-1, 2-1}; S = {0-0, 1-2}; P = S + {2-1}.
+  //   |A∩S| = 1, |A∩P| = 2. Pair 2: A = {0-0}; S = {0-0}: |A∩S| = |A∩P| = 1.
+  // Totals: |A| = 4, |S| = 3, |A∩S| = 2, |A∩P| = 3.
+  // P = 3/4, R = 2/3, AER = 1 - (2 + 3) / (4 + 3) = 2/7.
+  std::vector<std::set<Link>> hyp = {{{0, 0}, {1, 1}, {2, 1}}, {{0, 0}}};
+  std::vector<nmt::GoldAlignment> gold = {nmt::parse_gold_line("0-0 1-2 2?1", "g", 1, false),
+                                          nmt::parse_gold_line("0-0", "g", 2, false)};
+  const auto s = nmt::alignment_error_rate(hyp, gold);
+  EXPECT_EQ(s.hyp, 4);
+  EXPECT_EQ(s.sure, 3);
+  EXPECT_EQ(s.hyp_sure, 2);
+  EXPECT_EQ(s.hyp_possible, 3);
+  EXPECT_DOUBLE_EQ(s.precision(), 0.75);
+  EXPECT_DOUBLE_EQ(s.recall(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.aer(), 2.0 / 7.0);
+  // Perfect links give AER 0; sizes must match.
+  EXPECT_DOUBLE_EQ(nmt::alignment_error_rate({{{0, 0}}}, {gold[1]}).aer(), 0.0);
+  EXPECT_THROW(nmt::alignment_error_rate(hyp, {gold[0]}), nmt::Error);
+}
+
+// RFC 4180 reader: quoted fields with doubled quotes, commas and newlines.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false, in_quotes = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_quotes) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') { field += '"'; ++i; }
+      else if (c == '"') in_quotes = false;
+      else field += c;
+    } else if (c == '"') { in_quotes = quoted = true; }
+    else if (c == ',') { rows.back().push_back(field); field.clear(); quoted = false; }
+    else if (c == '\n') { rows.back().push_back(field); field.clear(); quoted = false; rows.emplace_back(); }
+    else field += c;
+  }
+  if (!field.empty() || quoted) rows.back().push_back(field);
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+AttentionMatrix awkward_matrix() {
+  AttentionMatrix m;
+  m.src_tokens = {"a,b", "\"q\"", "x\ny", "</s>"};
+  m.tgt_tokens = {"\"\"", ",", "</s>"};
+  m.weights = {{0.25f, 0.25f, 0.5f, 0.0f}, {0.0f, 1.0f, 0.0f, 0.0f}, {0.1f, 0.2f, 0.3f, 0.4f}};
+  return m;
+}
+
+TEST(AlignTest, CsvRoundTripsThroughACsvParser) {
+  const auto m = awkward_matrix();
+  std::ostringstream out;
+  nmt::write_csv(out, m);
+  const auto rows = parse_csv(out.str());
+  ASSERT_EQ(rows.size(), m.tgt_tokens.size() + 1) << out.str();
+  ASSERT_EQ(rows[0].size(), m.src_tokens.size() + 1);
+  EXPECT_EQ(rows[0][0], "");
+  for (size_t j = 0; j < m.src_tokens.size(); ++j) EXPECT_EQ(rows[0][j + 1], m.src_tokens[j]);
+  for (size_t t = 0; t < m.tgt_tokens.size(); ++t) {
+    ASSERT_EQ(rows[t + 1].size(), m.src_tokens.size() + 1);
+    EXPECT_EQ(rows[t + 1][0], m.tgt_tokens[t]);
+    double sum = 0;
+    for (size_t j = 0; j < m.src_tokens.size(); ++j) {
+      EXPECT_NEAR(std::stod(rows[t + 1][j + 1]), m.weights[t][j], 1e-6);
+      sum += std::stod(rows[t + 1][j + 1]);
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+}
+
+TEST(AlignTest, SvgIsWellFormedXmlWithOneCellPerWeight) {
+  auto m = awkward_matrix();
+  m.src_tokens[0] = "<&>";
+  m.tgt_tokens[1] = std::string("ctl\x01");
+  std::ostringstream out;
+  nmt::write_svg(out, m);
+  const std::string svg = out.str();
+  struct Count { int rects = 0, texts = 0; } count;
+  XML_Parser p = XML_ParserCreate("UTF-8");
+  XML_SetUserData(p, &count);
+  XML_SetStartElementHandler(p, [](void* data, const XML_Char* name, const XML_Char**) {
+    auto* c = static_cast<Count*>(data);
+    if (std::string(name) == "rect") ++c->rects;
+    if (std::string(name) == "text") ++c->texts;
+  });
+  const bool ok = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
+  EXPECT_TRUE(ok) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p) << "\n" << svg;
+  XML_ParserFree(p);
+  EXPECT_EQ(count.rects, 1 + 4 * 3);  // background + one per weight
+  EXPECT_EQ(count.texts, 4 + 3);      // one label per token
+  EXPECT_NE(svg.find("&lt;&amp;&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("rgb(255,255,255)"), std::string::npos);  // weight 1 is white
+  EXPECT_NE(svg.find("rgb(0,0,0)"), std::string::npos);        // weight 0 is black
+}
+
+TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
+  auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::Translator tr(loaded);
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"red cat", "cato redo"}, {"old fish eats new tree house big", "bigo houseo treeo newo eatso fisho oldo"}};
+  for (const auto& [src, tgt] : pairs) {
+    const auto m = nmt::forced_attention(tr, src, tgt);
+    EXPECT_EQ(m.src_tokens.size(), loaded.src_tok.pieces(src).size() + 1);  // pieces + </s>, no padding
+    EXPECT_EQ(m.tgt_tokens.size(), loaded.tgt_tok.pieces(tgt).size() + 1);
+    ASSERT_EQ(m.weights.size(), m.tgt_tokens.size());
+    for (const auto& row : m.weights) {
+      ASSERT_EQ(row.size(), m.src_tokens.size());
+      double sum = 0;
+      for (float v : row) sum += v;
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+    for (const auto& row : nmt::merge_to_words(m).weights) {
+      double sum = 0;
+      for (float v : row) sum += v;
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+  // The long pair's matrix is the same whether or not it is aligned after a short one.
+  const auto a = nmt::forced_attention(tr, pairs[1].first, pairs[1].second);
+  const auto b = nmt::forced_attention(tr, pairs[1].first, pairs[1].second);
+  EXPECT_EQ(a.weights, b.weights);
+  EXPECT_THROW(nmt::forced_attention(tr, "", "x"), nmt::Error);
+}
+
+TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
+  const auto dir = nmt::test::temp_dir("align_run");
+  std::vector<std::string> src, tgt, gold;
+  nmt::test::toy_corpus(20, 5, &src, &tgt);
+  for (const auto& s : src) {  // the toy target reverses the source word order
+    const int n = static_cast<int>(nmt::split_ws(s).size());
+    std::string g;
+    for (int i = 0; i < n; ++i) g += (i ? " " : "") + std::to_string(i) + "-" + std::to_string(n - 1 - i);
+    gold.push_back(g);
+  }
+  nmt::test::write_lines(dir + "/s", src);
+  nmt::test::write_lines(dir + "/t", tgt);
+  nmt::test::write_lines(dir + "/g", gold);
+  nmt::AlignRunOptions opt;
+  opt.model_path = nmt::test::trained_toy_checkpoint();
+  opt.src = dir + "/s";
+  opt.tgt = dir + "/t";
+  opt.format = "pharaoh";
+  opt.output = dir + "/links";
+  opt.eval_gold = dir + "/g";
+  opt.threads = 1;
+  const auto score = nmt::run_alignment(opt);
+  const auto lines = nmt::read_lines(dir + "/links");
+  ASSERT_EQ(lines.size(), src.size());
+  std::vector<std::set<Link>> hyp;
+  std::vector<nmt::GoldAlignment> g;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    hyp.push_back(nmt::parse_gold_line(lines[k], "links", static_cast<int64_t>(k + 1), false).sure);
+    g.push_back(nmt::parse_gold_line(gold[k], "g", static_cast<int64_t>(k + 1), false));
+    EXPECT_EQ(hyp.back().size(), nmt::split_ws(tgt[k]).size()) << "argmax links every target word once";
+  }
+  EXPECT_DOUBLE_EQ(score.aer(), nmt::alignment_error_rate(hyp, g).aer());
+}
+
+}  // namespace
