@@ -91,6 +91,13 @@ int main(int argc, char** argv) {
   nmt::setup_logging(verbose);
   return nmt::run_guarded([&] {
     model.attention = nmt::parse_attention(attention);
+    // Model options given on the command line or in the config must agree with a resumed checkpoint.
+    const std::pair<const char*, const char*> model_flags[] = {
+        {"--emb-dim", "emb_dim"}, {"--enc-hidden", "enc_hidden"}, {"--enc-layers", "enc_layers"},
+        {"--dec-hidden", "dec_hidden"}, {"--attn-dim", "attn_dim"}, {"--attention", "attention"},
+        {"--dropout", "dropout"}, {"--tie-embeddings", "tie_embeddings"}};
+    for (const auto& [flag, field] : model_flags)
+      if (app.count(flag) > 0) opt.explicit_model_fields.push_back(field);
     opt.stop_metric = nmt::parse_stop_metric(stop_metric);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

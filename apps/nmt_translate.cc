@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--src", opt.src, "Score mode: source file");
   app.add_option("--tgt", opt.tgt, "Score mode: target file");
   app.add_option("--reference", opt.reference, "Score the output against this file (BLEU, chrF, exact match on stderr)");
+  app.add_option("--max-input-length", opt.translate.max_input_length, "Crop longer inputs to this many pieces (0: never)")->capture_default_str();
   app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU threads (0: NMT_THREADS or all cores)")->capture_default_str();

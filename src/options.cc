@@ -75,6 +75,14 @@ std::string ModelOptions::serialize() const {
   return o.str();
 }
 
+std::string ModelOptions::field(const std::string& name) const {
+  std::istringstream in(serialize());
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, name.size() + 1, name + "=") == 0) return line.substr(name.size() + 1);
+  throw Error("unknown model option '" + name + "'");
+}
+
 ModelOptions ModelOptions::parse(const std::string& text, const std::string& origin) {
   std::map<std::string, std::string> kv;
   std::istringstream in(text);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nmt {
 
@@ -48,6 +49,8 @@ struct ModelOptions {
   // Serializes as "key=value" lines; parse() rejects unknown keys with a hint.
   std::string serialize() const;
   static ModelOptions parse(const std::string& text, const std::string& origin);
+  // The value of `field` (a key of serialize()) as text; throws nmt::Error for an unknown field.
+  std::string field(const std::string& field) const;
 };
 
 // Which validation figure decides "best" and early stopping.
@@ -83,6 +86,7 @@ struct TrainOptions {
   int64_t max_steps = 0;          // 0: no step limit
   double max_minutes = 0;         // 0: no wall-clock limit
   int64_t early_stopping = 5;     // stop after this many validations without improvement; 0 disables
+  int64_t max_bad_steps = 10;     // consecutive steps with a NaN/Inf loss or gradient before giving up
   StopMetric stop_metric = StopMetric::kBleu;
 
   // bookkeeping
@@ -92,6 +96,9 @@ struct TrainOptions {
   int64_t valid_max_sentences = 0;   // translate at most N validation sentences (0: all)
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
   bool resume = false;            // continue from output_dir/last.ckpt
+  // Model fields the user set explicitly (e.g. "emb_dim"); on resume each
+  // must match the checkpoint's architecture, or training stops with a hint.
+  std::vector<std::string> explicit_model_fields;
   uint64_t seed = 1;              // one seed for weights, dropout and data order
 
   // hardware

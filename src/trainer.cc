@@ -27,6 +27,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Peak resident set size of this process (VmHWM), in MiB; 0 if unknown.
+int64_t peak_rss_mb() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      in >> kb;
+      return kb / 1024;
+    }
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -175,6 +190,10 @@ void Trainer::prepare() {
 
   if (resuming) {
     auto loaded = load_checkpoint(last, device_);
+    for (const auto& f : opt_.explicit_model_fields)
+      if (model_opt_.field(f) != loaded.options.field(f))
+        throw Error(located(last, 0, "was trained with " + f + "=" + loaded.options.field(f) + " but the options say " + f + "=" +
+                                         model_opt_.field(f) + "; drop that option to resume, or train into a new --output"));
     model_opt_ = loaded.options;
     src_tok_ = loaded.src_tok;
     tgt_tok_ = loaded.tgt_tok;
@@ -319,6 +338,7 @@ TrainResult Trainer::run() {
 
   auto elapsed = [&] { return elapsed0 + seconds_since(t0); };
   int64_t saved_step = state_.step;  // the step last.ckpt holds
+  int64_t bad_in_a_row = 0;          // consecutive non-finite steps
 
   // Runs a validation, updates best/plateau/early-stopping state and writes
   // checkpoints. Returns true when early stopping triggers.
@@ -383,13 +403,30 @@ TrainResult Trainer::run() {
       auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
       auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
       adam_->zero_grad();
-      (loss / static_cast<double>(batch.tgt_tokens)).backward();
-      if (opt_.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), opt_.clip_norm);
+      const double loss_sum = loss.item<double>();
+      bool finite = std::isfinite(loss_sum);
+      if (finite) {
+        (loss / static_cast<double>(batch.tgt_tokens)).backward();
+        // The clip returns the total gradient norm: NaN/Inf if any gradient is.
+        const double norm = torch::nn::utils::clip_grad_norm_(
+            model_->parameters(), opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
+        finite = std::isfinite(norm);
+      }
+      ++state_.batch_in_epoch;
+      if (!finite) {
+        adam_->zero_grad();
+        ++result.skipped_steps;
+        spdlog::warn("step {}: non-finite loss or gradient, batch skipped ({} in a row, {} in all)", state_.step + 1,
+                     ++bad_in_a_row, result.skipped_steps);
+        if (bad_in_a_row >= opt_.max_bad_steps)
+          throw Error("training stopped: " + std::to_string(bad_in_a_row) + " batches in a row had a NaN/Inf loss or "
+                      "gradient (lower --learning-rate or --clip-norm); the last good checkpoint is " +
+                      opt_.output_dir + "/last.ckpt (step " + std::to_string(saved_step) + ")");
+        continue;
+      }
+      bad_in_a_row = 0;
       adam_->step();
       ++state_.step;
-      ++state_.batch_in_epoch;
-      const double loss_sum = loss.item<double>();
-      if (!std::isfinite(loss_sum)) throw Error("training diverged: loss is " + std::to_string(loss_sum) + " at step " + std::to_string(state_.step) + "; lower --learning-rate");
       train_seconds += seconds_since(step_t0);
       trained_tokens += batch.tgt_tokens;
       window_loss += loss_sum;
@@ -443,9 +480,11 @@ TrainResult Trainer::run() {
   result.epochs = state_.epoch;
   result.best_metric = reported(opt_.stop_metric, state_.best_metric);
   result.tokens_per_second = train_seconds > 0 ? trained_tokens / train_seconds : 0;
-  spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}",
+  result.peak_rss_mb = peak_rss_mb();
+  spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
+               "{} skipped batches, peak memory {} MiB",
                result.stop_reason, result.steps, result.tokens_per_second, to_string(opt_.stop_metric),
-               result.best_metric, hms(elapsed()));
+               result.best_metric, hms(elapsed()), result.skipped_steps, result.peak_rss_mb);
   return result;
 }
 

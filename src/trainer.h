@@ -15,6 +15,8 @@ struct TrainResult {
   double best_metric = 0;       // best validation figure (as reported: loss, ppl, BLEU or chrF)
   double tokens_per_second = 0; // target tokens per second of training (excluding validation)
   std::string stop_reason;      // "max_epochs", "max_steps", "max_minutes", "early_stopping" or "interrupted"
+  int64_t skipped_steps = 0;    // batches skipped for a NaN/Inf loss or gradient
+  int64_t peak_rss_mb = 0;      // peak resident memory of the process
 };
 
 // Trains a model as `opt` says, writing to opt.output_dir: last.ckpt,
@@ -22,7 +24,10 @@ struct TrainResult {
 // tgt.spm.model and metrics.jsonl. `model` gives the architecture (its vocab
 // sizes are filled from the tokenizers); on resume the checkpoint's own
 // architecture is used. When `stop` becomes true, training writes last.ckpt
-// and returns. Throws nmt::Error for bad data, options or files.
+// and returns. A batch whose loss or gradient is NaN/Inf is skipped and
+// counted; max_bad_steps such batches in a row stop training with an error,
+// leaving the last good checkpoint in place. Throws nmt::Error for bad data,
+// options or files.
 TrainResult train(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model,
                   const std::atomic<bool>* stop = nullptr);
 

@@ -33,6 +33,11 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     examples[i].src = encode_source(lines[i]);
+    if (opt.max_input_length > 0 && static_cast<int64_t>(examples[i].src.size()) > opt.max_input_length + 1) {
+      examples[i].src.resize(opt.max_input_length);
+      examples[i].src.push_back(kEosId);
+      ++cropped_;
+    }
     order.push_back(static_cast<int64_t>(i));
   }
   std::stable_sort(order.begin(), order.end(),

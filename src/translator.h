@@ -13,6 +13,7 @@ struct TranslateOptions {
   SearchOptions search;          // greedy or beam, lengths, n-best
   int64_t batch_sentences = 64;  // sentences per batch
   int64_t batch_tokens = 0;      // source-token budget per batch; 0: sentences only
+  int64_t max_input_length = 1000;  // longer inputs (in pieces) are cropped to this, and counted
 };
 
 class Translator {
@@ -41,6 +42,8 @@ class Translator {
 
   // Source ids as the model reads them: pieces then EOS.
   std::vector<int64_t> encode_source(const std::string& line) const;
+  // Inputs cropped to max_input_length so far.
+  int64_t cropped_inputs() const { return cropped_; }
   const Tokenizer& src_tokenizer() const { return src_tok_; }
   const Tokenizer& tgt_tokenizer() const { return tgt_tok_; }
   Seq2Seq& model() { return model_; }
@@ -49,6 +52,7 @@ class Translator {
   Seq2Seq model_;
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
+  int64_t cropped_ = 0;
 };
 
 }  // namespace nmt

@@ -1,0 +1,280 @@
+// Interruptions and numerical trouble: SIGINT/SIGTERM make nmt-train save
+// and exit 0, SIGKILL never damages the previous checkpoints, a resumed run
+// equals an uninterrupted one, NaN/Inf batches are skipped (and too many in
+// a row stop training without touching last.ckpt), and resuming with model
+// options that contradict the checkpoint is refused. The signal tests run
+// the real executable on the bundled demo corpus.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "test_util.h"
+#include "trainer.h"
+
+extern char** environ;
+
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::string kSrc = NMT_SOURCE_DIR;
+const std::string kBin = NMT_BINARY_DIR;
+
+// A tiny, fast nmt-train run on the demo corpus that logs and checkpoints often.
+std::vector<std::string> demo_train_args(const std::string& out, int64_t max_steps) {
+  return {kBin + "/nmt-train", "--train-src", kSrc + "/data/demo/train.src", "--train-tgt",
+          kSrc + "/data/demo/train.tgt", "--valid-src", kSrc + "/data/demo/valid.src", "--valid-tgt",
+          kSrc + "/data/demo/valid.tgt", "--valid-max-sentences", "20", "-o", out, "--vocab-size", "300",
+          "--emb-dim", "16", "--enc-hidden", "16", "--dec-hidden", "32", "--attn-dim", "16", "--batch-tokens", "300",
+          "--log-every", "1", "--valid-every", "7", "--max-steps", std::to_string(max_steps), "--threads", "1",
+          "--early-stopping", "0", "--dropout", "0.1"};
+}
+
+struct Child {
+  pid_t pid = -1;
+  std::string log;
+};
+
+Child spawn(const std::vector<std::string>& args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child c;
+  c.log = log;
+  EXPECT_EQ(posix_spawn(&c.pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return c;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Waits until the child's log contains `text` (true) or it exits / times out.
+bool wait_for_log(const Child& c, const std::string& text, double seconds) {
+  const auto t0 = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
+    if (read_all(c.log).find(text) != std::string::npos) return true;
+    int status;
+    if (waitpid(c.pid, &status, WNOHANG) == c.pid) return read_all(c.log).find(text) != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Waits for exit; returns the exit code (128 + signal if killed), -1 on timeout.
+int wait_exit(const Child& c, double seconds) {
+  const auto t0 = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
+    int status;
+    pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r == c.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(c.pid, SIGKILL);
+  waitpid(c.pid, nullptr, 0);
+  return -1;
+}
+
+int run_to_end(const std::vector<std::string>& args, const std::string& log) {
+  return wait_exit(spawn(args, log), 300);
+}
+
+std::map<std::string, torch::Tensor> weights(const std::string& ckpt) {
+  auto m = nmt::load_checkpoint(ckpt, torch::kCPU);
+  std::map<std::string, torch::Tensor> w;
+  for (const auto& p : m.model->named_parameters()) w[p.key()] = p.value().clone();
+  return w;
+}
+
+void expect_equal_weights(const std::string& a, const std::string& b) {
+  auto wa = weights(a), wb = weights(b);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [k, v] : wa) EXPECT_TRUE(torch::equal(v, wb.at(k))) << k << " differs";
+}
+
+void check_signal_saves_and_resume_is_exact(int sig, const std::string& tag) {
+  const auto dir = nmt::test::temp_dir(tag);
+  const int64_t total = 60;
+  // Interrupted run: signal once training has taken a few steps.
+  auto c = spawn(demo_train_args(dir + "/b", total), dir + "/b.log");
+  ASSERT_TRUE(wait_for_log(c, "| step 12/", 120)) << read_all(c.log);
+  const auto t_signal = Clock::now();
+  kill(c.pid, sig);
+  const int code = wait_exit(c, 60);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t_signal).count();
+  EXPECT_EQ(code, 0) << read_all(c.log);
+  EXPECT_LT(seconds, 10.0) << "took too long to stop";
+  EXPECT_NE(read_all(c.log).find("training finished (interrupted)"), std::string::npos) << read_all(c.log);
+  ASSERT_TRUE(fs::exists(dir + "/b/last.ckpt"));
+  torch::optim::Adam probe(nmt::load_checkpoint(dir + "/b/last.ckpt", torch::kCPU).model->parameters());
+  const auto st = nmt::load_train_state(dir + "/b/last.ckpt", probe, torch::kCPU);
+  EXPECT_GE(st.step, 12);
+  EXPECT_LT(st.step, total);
+  // Resume to the end, and compare with a run that was never interrupted.
+  auto resume = demo_train_args(dir + "/b", total);
+  resume.push_back("--resume");
+  ASSERT_EQ(run_to_end(resume, dir + "/b2.log"), 0) << read_all(dir + "/b2.log");
+  EXPECT_NE(read_all(dir + "/b2.log").find("resumed from"), std::string::npos);
+  ASSERT_EQ(run_to_end(demo_train_args(dir + "/a", total), dir + "/a.log"), 0) << read_all(dir + "/a.log");
+  expect_equal_weights(dir + "/a/last.ckpt", dir + "/b/last.ckpt");
+}
+
+TEST(ReliabilityTest, SigintSavesExitsZeroAndResumesExactly) {
+  check_signal_saves_and_resume_is_exact(SIGINT, "sigint");
+}
+
+TEST(ReliabilityTest, SigtermSavesExitsZeroAndResumesExactly) {
+  check_signal_saves_and_resume_is_exact(SIGTERM, "sigterm");
+}
+
+TEST(ReliabilityTest, SigkillNeverDamagesTheCheckpoints) {
+  const auto dir = nmt::test::temp_dir("sigkill");
+  // Kill at several moments; checkpoints are written every 7 steps, so some
+  // kills land during or right after a write.
+  for (int round = 0; round < 4; ++round) {
+    auto args = demo_train_args(dir + "/run", 400);
+    if (fs::exists(dir + "/run/last.ckpt")) args.push_back("--resume");
+    auto c = spawn(args, dir + "/log" + std::to_string(round));
+    ASSERT_TRUE(wait_for_log(c, "valid | step", 120)) << read_all(c.log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 170 * round));
+    kill(c.pid, SIGKILL);
+    EXPECT_EQ(wait_exit(c, 30), 128 + SIGKILL);
+    for (const auto& e : fs::directory_iterator(dir + "/run")) {
+      const auto name = e.path().filename().string();
+      if (e.path().extension() == ".ckpt") {
+        EXPECT_NO_THROW(nmt::load_checkpoint(e.path().string(), torch::kCPU)) << name << " after kill " << round;
+      }
+    }
+    ASSERT_TRUE(fs::exists(dir + "/run/best.ckpt"));
+  }
+  // And the run still resumes and finishes.
+  torch::optim::Adam probe(nmt::load_checkpoint(dir + "/run/last.ckpt", torch::kCPU).model->parameters());
+  const int64_t at = nmt::load_train_state(dir + "/run/last.ckpt", probe, torch::kCPU).step;
+  auto fin = demo_train_args(dir + "/run", at + 5);
+  fin.push_back("--resume");
+  EXPECT_EQ(run_to_end(fin, dir + "/final.log"), 0) << read_all(dir + "/final.log");
+}
+
+// Trains a few steps into `out`, then rewrites last.ckpt with `poison`
+// applied to the model weights (optimizer and training state kept).
+void train_then_poison(const std::string& out, const std::function<void(nmt::Seq2Seq&)>& poison) {
+  fs::create_directories(out + "_data");
+  const auto files = nmt::test::write_toy_corpus(out + "_data", 200, 10);
+  nmt::TrainOptions opt;
+  opt.train_src = files.train_src;
+  opt.train_tgt = files.train_tgt;
+  opt.output_dir = out;
+  opt.batch_tokens = 24;  // two or three sentences per batch
+  opt.max_steps = 5;
+  opt.valid_every = 0;
+  opt.log_every = 0;
+  opt.keep_checkpoints = 0;
+  opt.threads = 1;
+  nmt::TokenizerOptions tok;
+  tok.src_model = tok.tgt_model = nmt::test::toy_tokenizer_file();
+  nmt::train(opt, tok, nmt::test::tiny_model());
+  auto m = nmt::load_checkpoint(out + "/last.ckpt", torch::kCPU);
+  torch::optim::Adam adam(m.model->parameters());
+  auto state = nmt::load_train_state(out + "/last.ckpt", adam, torch::kCPU);
+  {
+    torch::NoGradGuard ng;
+    poison(m.model);
+  }
+  nmt::save_checkpoint(out + "/last.ckpt", m.model, m.src_tok, m.tgt_tok, &adam, &state);
+}
+
+nmt::TrainOptions resume_options(const std::string& out, int64_t max_steps) {
+  const auto files = nmt::test::write_toy_corpus(out + "_data", 200, 10);
+  nmt::TrainOptions opt;
+  opt.train_src = files.train_src;
+  opt.train_tgt = files.train_tgt;
+  opt.output_dir = out;
+  opt.batch_tokens = 24;
+  opt.max_steps = max_steps;
+  opt.valid_every = 0;
+  opt.log_every = 0;
+  opt.keep_checkpoints = 0;
+  opt.threads = 1;
+  opt.resume = true;
+  return opt;
+}
+
+TEST(ReliabilityTest, NonFiniteBatchesAreSkippedAndCounted) {
+  const auto out = nmt::test::temp_dir("nan_skip") + "/run";
+  // A NaN embedding for one source word: batches containing it give NaN.
+  const int64_t fish = nmt::test::toy_tokenizer().encode("fish")[0];
+  train_then_poison(out, [&](nmt::Seq2Seq& m) { m->named_parameters()["encoder.embed.weight"][fish].fill_(NAN); });
+  auto opt = resume_options(out, 45);
+  opt.max_bad_steps = 1000;
+  const auto r = nmt::train(opt, {}, nmt::test::tiny_model());
+  EXPECT_EQ(r.steps, 45);
+  EXPECT_GT(r.skipped_steps, 0) << "no batch had the poisoned word?";
+  // Skipped batches never reach the weights: everything but that row stays finite.
+  auto m = nmt::load_checkpoint(out + "/last.ckpt", torch::kCPU);
+  for (const auto& p : m.model->named_parameters()) {
+    if (p.key() == "encoder.embed.weight") {
+      auto w = p.value().clone();
+      w[fish].zero_();
+      EXPECT_TRUE(torch::isfinite(w).all().item<bool>());
+    } else {
+      EXPECT_TRUE(torch::isfinite(p.value()).all().item<bool>()) << p.key();
+    }
+  }
+}
+
+TEST(ReliabilityTest, RepeatedNonFiniteBatchesStopAndKeepTheLastGoodCheckpoint) {
+  const auto out = nmt::test::temp_dir("nan_stop") + "/run";
+  train_then_poison(out, [](nmt::Seq2Seq& m) { m->named_parameters()["decoder.out_bias"].fill_(NAN); });
+  const auto before = nmt::test::read_bytes(out + "/last.ckpt");
+  auto opt = resume_options(out, 50);
+  opt.max_bad_steps = 4;
+  try {
+    nmt::train(opt, {}, nmt::test::tiny_model());
+    FAIL() << "training went on";
+  } catch (const nmt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 batches in a row"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("last.ckpt (step 5)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(nmt::test::read_bytes(out + "/last.ckpt"), before) << "last.ckpt was replaced";
+}
+
+TEST(ReliabilityTest, ResumeRefusesContradictingModelOptions) {
+  const auto out = nmt::test::temp_dir("mismatch") + "/run";
+  train_then_poison(out, [](nmt::Seq2Seq&) {});
+  auto opt = resume_options(out, 8);
+  auto arch = nmt::test::tiny_model();
+  arch.emb_dim = 99;
+  opt.explicit_model_fields = {"emb_dim"};
+  try {
+    nmt::train(opt, {}, arch);
+    FAIL() << "no error";
+  } catch (const nmt::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("emb_dim=16"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("emb_dim=99"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("new --output"), std::string::npos) << msg;
+  }
+  // The same option at the checkpoint's value, or not given at all, resumes.
+  opt.explicit_model_fields.clear();
+  EXPECT_EQ(nmt::train(opt, {}, arch).steps, 8);
+}
+
+}  // namespace
