@@ -1,23 +1,13 @@
-// Attention matrices as alignments: the weights alpha_tj of a model reading a
-// given target (forced) or producing its own translation (free); their merge
-// from SentencePiece pieces to words; hard (Pharaoh) alignments derived from
-// them; Alignment Error Rate against gold links; CSV and SVG output.
+// nmt-align's operations: the attention of a model reading a given target
+// (forced) or producing its own translation (free), and the tool's run over
+// a file of pairs. The matrices and their formats are in alignment.h.
 #pragma once
-#include <ostream>
-#include <set>
 #include <string>
-#include <utility>
-#include <vector>
 
+#include "alignment.h"
 #include "translator.h"
 
 namespace nmt {
-
-struct AttentionMatrix {
-  std::vector<std::string> src_tokens;      // source pieces (or words), then "</s>"
-  std::vector<std::string> tgt_tokens;      // target pieces (or words) emitted, then "</s>"
-  std::vector<std::vector<float>> weights;  // [tgt_tokens][src_tokens]; each row sums to 1
-};
 
 // Attention of the model while it reads `tgt` as the translation of `src`
 // (teacher forcing). Row t holds the weights the model used to emit target
@@ -27,64 +17,6 @@ AttentionMatrix forced_attention(Translator& tr, const std::string& src, const s
 
 // Attention while the model translates `src` with `search` (greedy or beam).
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {});
-
-// Merges pieces into words: a word starts at a piece beginning with U+2581
-// (SentencePiece's word-start mark) and "</s>" stays a word of its own.
-// Source columns of a word are summed and target rows of a word averaged, so
-// rows still sum to 1. Word tokens are the pieces joined without the mark.
-AttentionMatrix merge_to_words(const AttentionMatrix& pieces);
-
-// A link (source word i, target word j), 0-based.
-using Link = std::pair<int, int>;
-
-enum class HardMethod {
-  kArgmax,     // each target word links to its most attended source word
-  kThreshold,  // every (i, j) whose weight is at least the threshold
-};
-// Parses "argmax|threshold"; throws nmt::Error otherwise.
-HardMethod parse_hard_method(const std::string& s);
-
-// Hard alignment of a word-level matrix. Rows and columns of "</s>" never link.
-std::set<Link> hard_alignment(const AttentionMatrix& words, HardMethod method, double threshold = 0.5);
-
-// "i-j i-j ..." sorted by i then j (fast_align's and Marian's format).
-std::string to_pharaoh(const std::set<Link>& links);
-
-// Gold links of one sentence pair: sure links are also possible.
-struct GoldAlignment {
-  std::set<Link> sure;
-  std::set<Link> possible;  // includes every sure link
-};
-
-// Parses one line of gold links: "i-j" sure, "i?j" or "ipj" possible,
-// separated by spaces; `one_based` subtracts 1 from every index (NAACL/talp
-// files). Throws nmt::Error located at path:line for a malformed link.
-GoldAlignment parse_gold_line(const std::string& line, const std::string& path, int64_t line_no, bool one_based);
-
-// Precision, recall and Alignment Error Rate (Och & Ney 2003):
-// P = |A∩P|/|A|, R = |A∩S|/|S|, AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|).
-struct AerScore {
-  int64_t hyp = 0, sure = 0, hyp_sure = 0, hyp_possible = 0;  // |A|, |S|, |A∩S|, |A∩P|
-  double precision() const;
-  double recall() const;
-  double aer() const;
-};
-// Sums the counts over sentence pairs. Throws nmt::Error if the sizes differ.
-AerScore alignment_error_rate(const std::vector<std::set<Link>>& hyp, const std::vector<GoldAlignment>& gold);
-
-// One CSV block: a header row of source tokens (first cell empty), then one
-// row per target token. Every token is quoted, with '"' doubled.
-void write_csv(std::ostream& out, const AttentionMatrix& m);
-
-// Quotes a CSV field: "a""b" for a"b.
-std::string csv_quote(const std::string& s);
-
-// A standalone SVG heatmap: one cell per weight, grayscale (0 black, 1
-// white), source tokens across the top, target tokens down the left.
-void write_svg(std::ostream& out, const AttentionMatrix& m);
-
-// Escapes &, <, >, " and ' for XML text and attributes.
-std::string xml_escape(const std::string& s);
 
 // What nmt-align does.
 struct AlignRunOptions {

@@ -44,7 +44,7 @@ torch::serialize::InputArchive open_archive(const std::string& bytes, const std:
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, torch::Device(torch::kCPU));
-  } catch (const c10::Error& e) {
+  } catch (const std::exception&) {  // c10::Error and the zip reader's own errors
     throw Error(located(path, 0, "corrupt or truncated checkpoint (the archive does not open); "
                                  "use best.ckpt or an older step-N.ckpt"));
   }
@@ -129,14 +129,27 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
   write_file_atomic(path, bytes);
 }
 
+CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin) {
+  check_header(bytes, origin);
+  auto archive = open_archive(bytes, origin);
+  CheckpointInfo info;
+  info.options = ModelOptions::parse(read_string(archive, "config", origin), origin);
+  info.src_spm = read_string(archive, "src_spm", origin);
+  info.tgt_spm = read_string(archive, "tgt_spm", origin);
+  torch::serialize::InputArchive sub;
+  if (!archive.try_read("model", sub)) throw Error(located(origin, 0, "checkpoint lacks weights"));
+  info.has_train_state = archive.try_read("state", sub);
+  return info;
+}
+
 LoadedModel load_checkpoint(const std::string& path, const torch::Device& device) {
   const std::string bytes = read_file(path);
-  check_header(bytes, path);
+  auto info = inspect_checkpoint(bytes, path);
   auto archive = open_archive(bytes, path);
   LoadedModel m;
-  m.options = ModelOptions::parse(read_string(archive, "config", path), path);
-  m.src_tok = Tokenizer::from_bytes(read_string(archive, "src_spm", path), path + " (source tokenizer)");
-  m.tgt_tok = Tokenizer::from_bytes(read_string(archive, "tgt_spm", path), path + " (target tokenizer)");
+  m.options = info.options;
+  m.src_tok = Tokenizer::from_bytes(info.src_spm, path + " (source tokenizer)");
+  m.tgt_tok = Tokenizer::from_bytes(info.tgt_spm, path + " (target tokenizer)");
   if (m.src_tok.vocab_size() != m.options.src_vocab || m.tgt_tok.vocab_size() != m.options.tgt_vocab)
     throw Error(located(path, 0, "tokenizer and model vocabulary sizes differ (corrupt checkpoint)"));
   m.model = Seq2Seq(m.options);

@@ -48,6 +48,19 @@ struct LoadedModel {
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
                      torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr);
 
+// What a checkpoint's bytes hold, checked but not yet turned into a model.
+struct CheckpointInfo {
+  ModelOptions options;      // the architecture (validated)
+  std::string src_spm;       // SentencePiece model bytes, source side
+  std::string tgt_spm;       // target side
+  bool has_train_state = false;  // optimizer and training state present
+};
+
+// Parses checkpoint bytes: header (magic, version), archive, config and
+// tokenizer entries. `origin` names the source in errors. Throws nmt::Error
+// with a hint for anything malformed; never crashes on arbitrary bytes.
+CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
+
 // Reads a checkpoint's model and tokenizers onto `device`. Throws nmt::Error
 // with a hint for a missing file, a foreign or truncated file, or a format
 // version this build does not read.

@@ -43,6 +43,17 @@ void validate_line(const std::string& raw, const std::string& path, int64_t line
     throw Error(located(path, line, "invalid UTF-8 at byte " + std::to_string(bad + 1)));
 }
 
+std::pair<std::string, std::string> split_tsv_line(const std::string& raw, const std::string& path, int64_t line) {
+  validate_line(raw, path, line);
+  std::string_view v(raw);
+  if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+  // Split before trimming: an empty side must not take the tab with it.
+  const size_t tab = v.find('\t');
+  if (tab == std::string_view::npos || v.find('\t', tab + 1) != std::string_view::npos)
+    throw Error(located(path, line, "expected exactly one tab (source<TAB>target)"));
+  return {std::string(trim(v.substr(0, tab))), std::string(trim(v.substr(tab + 1)))};
+}
+
 std::string checked_line(const std::string& raw, const std::string& path, int64_t line) {
   validate_line(raw, path, line);
   return std::string(trim(raw));
@@ -79,15 +90,14 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
   int64_t line = 0;
   while (std::getline(in, raw)) {
     ++line;
-    validate_line(raw, path, line);
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    if (trim(raw).empty()) { ++c.stats.lines; ++c.stats.empty; continue; }
-    // Split before trimming: an empty side must not take the tab with it.
-    size_t tab = raw.find('\t');
-    if (tab == std::string::npos || raw.find('\t', tab + 1) != std::string::npos)
-      throw Error(located(path, line, "expected exactly one tab (source<TAB>target)"));
-    add_pair(c, std::string(trim(std::string_view(raw).substr(0, tab))),
-             std::string(trim(std::string_view(raw).substr(tab + 1))), line, limits);
+    if (trim(raw).empty()) {
+      validate_line(raw, path, line);
+      ++c.stats.lines;
+      ++c.stats.empty;
+      continue;
+    }
+    auto [src, tgt] = split_tsv_line(raw, path, line);
+    add_pair(c, std::move(src), std::move(tgt), line, limits);
   }
   if (in.bad()) throw Error(located(path, line, "read error"));
   return c;

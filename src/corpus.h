@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nmt {
@@ -45,6 +46,11 @@ std::vector<std::string> read_lines(const std::string& path);
 // Checks one line; throws nmt::Error located at path:line for invalid UTF-8
 // or a NUL byte.
 void validate_line(const std::string& raw, const std::string& path, int64_t line);
+
+// Splits one "source<TAB>target" line into its trimmed fields, after
+// validate_line() (a final CR is dropped). Throws nmt::Error located at
+// path:line unless the line has exactly one tab.
+std::pair<std::string, std::string> split_tsv_line(const std::string& raw, const std::string& path, int64_t line);
 
 // validate_line(), then the line trimmed of surrounding whitespace (tabs
 // included: split TSV fields before trimming).

@@ -21,6 +21,29 @@ struct Module {
   std::string path;
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+#define NMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NMT_ASAN 1
+#endif
+#endif
+
+// dlopen with RTLD_DEEPBIND. AddressSanitizer's dlopen interceptor refuses
+// that flag, so sanitizer builds call libc's dlopen directly; the module then
+// pairs allocations differently from ASan's view, so those runs set
+// ASAN_OPTIONS=alloc_dealloc_mismatch=0 (tests/CMakeLists.txt does).
+void* open_deepbind(const char* path) {
+  constexpr int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#ifdef NMT_ASAN
+  using OpenFn = void* (*)(const char*, int);
+  void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  auto real = libc ? reinterpret_cast<OpenFn>(::dlsym(libc, "dlopen")) : nullptr;
+  if (real) return real(path, flags);
+#endif
+  return ::dlopen(path, flags);
+}
+
 std::string exe_dir() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -52,7 +75,7 @@ const Module& module() {
         continue;
       }
       // RTLD_DEEPBIND: SentencePiece resolves protobuf to its own copy.
-      void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* h = open_deepbind(c.c_str());
       if (!h) {
         error = std::string("cannot load SentencePiece module ") + c + ": " + ::dlerror();
         return;

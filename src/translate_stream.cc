@@ -17,7 +17,6 @@
 #include "device.h"
 #include "error.h"
 #include "metrics.h"
-#include "utf8.h"
 
 namespace nmt {
 namespace {
@@ -69,21 +68,20 @@ class LineReader {
       if (!file_) throw Error(located(path, 0, "cannot open input"));
     }
   }
-  // The next line, validated and trimmed (`trimmed` false: only the CR of
-  // CRLF removed, for TSV whose fields are split first).
-  bool next(std::string* line, bool trimmed = true) {
+  // The next raw line (unvalidated), with its number counted.
+  bool next_raw(std::string* raw) {
     std::istream& in = name_ == "<stdin>" ? std::cin : file_;
-    if (!std::getline(in, raw_)) {
+    if (!std::getline(in, *raw)) {
       if (in.bad()) throw Error(located(name_, line_, "read error"));
       return false;
     }
-    validate_line(raw_, name_, ++line_);
-    if (trimmed) {
-      *line = std::string(trim(raw_));
-    } else {
-      if (!raw_.empty() && raw_.back() == '\r') raw_.pop_back();
-      *line = raw_;
-    }
+    ++line_;
+    return true;
+  }
+  // The next line, validated and trimmed.
+  bool next(std::string* line) {
+    if (!next_raw(&raw_)) return false;
+    *line = checked_line(raw_, name_, line_);
     return true;
   }
   const std::string& name() const { return name_; }
@@ -116,12 +114,10 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, Output& out)
   }
   LineReader in(opt.input);
   std::string line;
-  while (in.next(&line, /*trimmed=*/false)) {
-    size_t tab = line.find('\t');
-    if (tab == std::string::npos || line.find('\t', tab + 1) != std::string::npos)
-      throw Error(located(in.name(), in.line(), "expected exactly one tab (source<TAB>target)"));
-    src.emplace_back(trim(std::string_view(line).substr(0, tab)));
-    tgt.emplace_back(trim(std::string_view(line).substr(tab + 1)));
+  while (in.next_raw(&line)) {
+    auto [s, t] = split_tsv_line(line, in.name(), in.line());
+    src.push_back(std::move(s));
+    tgt.push_back(std::move(t));
     if (static_cast<int64_t>(src.size()) >= opt.window) flush();
   }
   if (!src.empty()) flush();

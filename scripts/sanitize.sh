@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the unit tests with AddressSanitizer and UndefinedBehaviorSanitizer
+# into build-asan/ and runs them; any sanitizer report fails the run.
+#   scripts/sanitize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+b=${NMT_SANITIZE_BUILD_DIR:-build-asan}
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [[ ! -f $b/CMakeCache.txt ]]; then
+  cmake -S . -B "$b" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNMT_SANITIZE=address,undefined
+fi
+cmake --build "$b" -j "$(nproc)"
+cd "$b"
+# halt_on_error makes UBSan findings fail the test that triggers them.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ctest --output-on-failure -j "$(nproc)"
