@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps", opt.max_steps, "Steps at most (0: no limit)")->capture_default_str()->group(tr);
   app.add_option("--max-minutes", opt.max_minutes, "Wall-clock minutes at most (0: no limit)")->capture_default_str()->group(tr);
   app.add_option("--early-stopping", opt.early_stopping, "Stop after N validations without improvement (0: off)")->capture_default_str()->group(tr);
+  app.add_option("--max-bad-steps", opt.max_bad_steps, "Stop after N batches in a row with a NaN/Inf loss or gradient")->capture_default_str()->group(tr);
   app.add_option("--stop-metric", stop_metric, "Validation figure for best model and early stopping")->check(CLI::IsMember({"loss", "perplexity", "bleu", "chrf"}))->capture_default_str()->group(tr);
   app.add_option("--seed", opt.seed, "Seed for weights, dropout and data order")->capture_default_str()->group(tr);
   app.add_flag("--resume", opt.resume, "Continue the run in --output from last.ckpt")->group(tr);

@@ -181,7 +181,9 @@ void Trainer::prepare() {
 
   auto train_corpus = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
   spdlog::info("training data: {}", train_corpus.stats.summary());
-  if (train_corpus.src.empty()) throw Error("no usable training pairs");
+  if (train_corpus.src.empty())
+    throw Error(located(opt_.train_tsv.empty() ? opt_.train_src : opt_.train_tsv, 0,
+                        "no usable training pairs (" + train_corpus.stats.summary() + ")"));
   const bool has_valid = !opt_.valid_tsv.empty() || !opt_.valid_src.empty() || !opt_.valid_tgt.empty();
   if (has_valid) {
     valid_corpus_ = read_corpus(opt_.valid_src, opt_.valid_tgt, opt_.valid_tsv, "valid");

@@ -342,3 +342,42 @@ TEST(CliTest, TranslateRejectsBadSearchOptions) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTest, TranslateCropsAMegabyteLine) {
+  const auto dir = temp_dir("cli_long");
+  std::string huge;
+  while (huge.size() < (1u << 20)) huge += "red cat sees big dog ";
+  write_lines(dir + "/in.txt", {"red cat", huge, "old fish"});
+  auto r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --max-input-length 200", dir,
+               dir + "/in.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 3u);
+  EXPECT_NE(r.err.find("1 input lines were longer than 200 pieces"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, TranslateReportsUnwritableOutputAndFullDisk) {
+  const auto dir = temp_dir("cli_full");
+  write_lines(dir + "/in.txt", {"red cat", "old fish"});
+  const auto model = quote(nmt::test::trained_toy_checkpoint());
+  auto r = run("nmt-translate", "-m " + model + " -i " + quote(dir + "/in.txt") + " -o " + quote(dir + "/no/such/dir/out"), dir);
+  expect_one_line_error(r, {"no/such/dir/out", "cannot open output"});
+  // stdout on a full disk: the write error is reported, not ignored.
+  const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/nmt-translate") + " -m " + model + " < " +
+                          quote(dir + "/in.txt") + " > /dev/full 2> " + quote(dir + "/err.txt");
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(read_bytes(dir + "/err.txt").find("write failed"), std::string::npos) << read_bytes(dir + "/err.txt");
+}
+
+TEST(CliTest, TrainRejectsAnEmptyCorpus) {
+  const auto dir = temp_dir("cli_empty");
+  nmt::test::write_bytes(dir + "/e.src", "");
+  nmt::test::write_bytes(dir + "/e.tgt", "");
+  auto r = run("nmt-train", "--train-src " + quote(dir + "/e.src") + " --train-tgt " + quote(dir + "/e.tgt") +
+                                " -o " + quote(dir + "/out"), dir);
+  expect_one_line_error(r, {"e.src", "no usable training pairs"});
+}
+
+}  // namespace
