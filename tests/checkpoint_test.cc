@@ -22,21 +22,8 @@ using nmt::test::read_bytes;
 using nmt::test::temp_dir;
 using nmt::test::write_bytes;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const nmt::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected nmt::Error, got another exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected nmt::Error, nothing was thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using nmt::test::contains;
+using nmt::test::error_of;
 
 nmt::Batch toy_batch(int n = 6, uint64_t seed = 3) {
   const auto& tok = nmt::test::toy_tokenizer();

@@ -16,22 +16,8 @@ using nmt::test::write_bytes;
 using nmt::test::write_lines;
 using V = std::vector<std::string>;
 
-// The message of the nmt::Error thrown by `f`; fails the test when none is thrown.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const nmt::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected nmt::Error, got another exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected nmt::Error, nothing was thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using nmt::test::contains;
+using nmt::test::error_of;
 
 struct Files {
   std::string dir, src, tgt;

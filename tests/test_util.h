@@ -1,9 +1,12 @@
 // Helpers shared by the unit tests: a tiny real model trained in seconds on
 // a generated toy corpus, temp folders, file writing.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
+#include "error.h"
 #include "options.h"
 #include "tokenizer.h"
 
@@ -36,6 +39,24 @@ ToyFiles write_toy_corpus(const std::string& dir, int n_train, int n_valid);
 
 // toy_tokenizer() saved as a .model file (once per process).
 const std::string& toy_tokenizer_file();
+
+// The message of the nmt::Error thrown by `f`; fails the test when none (or
+// another exception) is thrown.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected nmt::Error, got another exception: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected nmt::Error, nothing was thrown";
+  return "";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Path of a checkpoint of a tiny model trained briefly on the toy corpus
 // (trained once per test process, a few seconds).

@@ -21,19 +21,7 @@ const std::vector<std::string> kSentences = {
     "red cat sees big dog", "dogo bigo seeso cato redo", "the old fish eats a new bird",
     "house", "green tree runs", "small small small bird"};
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const nmt::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected nmt::Error, got: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected nmt::Error, nothing was thrown";
-  return "";
-}
+using nmt::test::error_of;
 
 TEST(TokenizerTest, ReservedIds) {
   const auto& tok = toy_tokenizer();
