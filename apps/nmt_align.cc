@@ -3,6 +3,8 @@
 //   nmt-align -m model/best.ckpt --src a.en --tgt a.de > attention.csv
 //   nmt-align -m model/best.ckpt --src a.en --tgt a.de --format pharaoh --eval-gold a.align
 //   nmt-align -m model/best.ckpt --src a.en --tgt a.de --level word --heatmap maps/
+//   nmt-align -m en-de.ckpt --reverse-model de-en.ckpt --symmetrize grow-diag-final-and
+//             --src a.en --tgt a.de --format pharaoh
 #include <CLI/CLI.hpp>
 
 #include "align.h"
@@ -11,6 +13,7 @@
 int main(int argc, char** argv) {
   nmt::AlignRunOptions opt;
   std::string method = "argmax";
+  std::string symmetrize = "none";
   bool verbose = false;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
   app.add_option("-m,--model", opt.model_path, "Checkpoint (.ckpt) written by nmt-train")->required();
@@ -27,6 +30,13 @@ int main(int argc, char** argv) {
   app.add_option("--method", method, "Hard links: argmax (most attended source word per target word) or threshold")
       ->check(CLI::IsMember({"argmax", "threshold"}))->capture_default_str();
   app.add_option("--threshold", opt.threshold, "Weight at or above which a word pair links (--method threshold)")->capture_default_str();
+  app.add_option("--shift", opt.shift, "Target token t takes the attention row of step t+N (the model reads y_t two steps later)")
+      ->check(CLI::Range(0, 4))->capture_default_str();
+  app.add_option("--reverse-model", opt.reverse_model, "Target->source checkpoint whose links are combined with --symmetrize (forced mode)");
+  app.add_option("--symmetrize", symmetrize,
+                 "Combine with --reverse-model: intersection, union, grow-diag, grow-diag-final, grow-diag-final-and, or average (mean of both matrices)")
+      ->check(CLI::IsMember({"none", "intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and", "average"}))
+      ->capture_default_str();
   app.add_option("--eval-gold", opt.eval_gold, "Gold links (i-j sure, i?j possible): print precision, recall, AER");
   app.add_flag("--gold-one-based", opt.gold_one_based, "Gold indices start at 1 (NAACL 2003 .talp files)");
   app.add_option("-b,--beam-size", opt.search.beam_size, "Free mode: beam size (1: greedy)")->capture_default_str();
@@ -38,6 +48,7 @@ int main(int argc, char** argv) {
   nmt::setup_logging(verbose);
   return nmt::run_guarded([&] {
     opt.method = nmt::parse_hard_method(method);
+    opt.symmetrize = nmt::parse_symmetrization(symmetrize);
     nmt::run_alignment(opt);
     return nmt::kExitOk;
   });

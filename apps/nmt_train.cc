@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   app.add_option("--vocab-size", tok.vocab_size, "Pieces per vocabulary")->capture_default_str()->group(tk);
   app.add_option("--character-coverage", tok.character_coverage, "Share of characters the vocabulary covers")->capture_default_str()->group(tk);
   app.add_flag("--shared-vocab", tok.shared, "One vocabulary for source and target")->group(tk);
+  app.add_option("--spm-sentences", tok.input_sentence_size, "Sentences sampled to train SentencePiece")->capture_default_str()->group(tk);
   app.add_option("--src-spm", tok.src_model, "Use this SentencePiece .model for the source instead of training one")->group(tk);
   app.add_option("--tgt-spm", tok.tgt_model, "Use this SentencePiece .model for the target")->group(tk);
 

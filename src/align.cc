@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "corpus.h"
@@ -83,6 +84,11 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   set_threads(opt.threads);
   auto loaded = load_checkpoint(opt.model_path, resolve_device(opt.device));
   Translator tr(loaded);
+  const bool symmetric = opt.symmetrize != Symmetrization::kNone;
+  if (symmetric != !opt.reverse_model.empty())
+    throw Error("symmetrization needs both a reverse model and a method other than none");
+  std::unique_ptr<Translator> reverse;
+  if (!opt.reverse_model.empty()) reverse = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, resolve_device(opt.device)));
   std::vector<std::string> src, tgt;
   if (!opt.tsv.empty()) {
     if (!opt.src.empty() || !opt.tgt.empty()) throw Error("give --tsv or --src/--tgt, not both");
@@ -106,6 +112,7 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     src.resize(opt.max_pairs);
     if (!tgt.empty()) tgt.resize(opt.max_pairs);
   }
+  if (reverse && tgt.empty()) throw Error("a reverse model needs forced mode: give the target sentences too");
   std::vector<GoldAlignment> gold;
   if (!opt.eval_gold.empty()) {
     auto lines = read_lines(opt.eval_gold);
@@ -141,9 +148,24 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   std::vector<std::set<Link>> hard;
   for (size_t k = 0; k < src.size(); ++k) {
     AttentionMatrix m = tgt.empty() ? free_attention(tr, src[k], opt.search) : forced_attention(tr, src[k], tgt[k]);
+    if (opt.shift > 0) m = shift_rows(m, opt.shift);
     AttentionMatrix words = merge_to_words(m);
+    std::set<Link> links;
+    if (reverse) {
+      // The reverse model reads the target as its source: its rows are our columns.
+      const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse, tgt[k], src[k]), opt.shift));
+      if (opt.symmetrize == Symmetrization::kAverage) {
+        words = average_with_reverse(words, rev_words);
+        m = words;  // the averaged matrix is what gets shown
+        links = hard_alignment(words, opt.method, opt.threshold);
+      } else {
+        links = symmetrize(hard_alignment(words, opt.method, opt.threshold),
+                           swap_links(hard_alignment(rev_words, opt.method, opt.threshold)), opt.symmetrize);
+      }
+    } else {
+      links = hard_alignment(words, opt.method, opt.threshold);
+    }
     const AttentionMatrix& shown = opt.level == "word" ? words : m;
-    const auto links = hard_alignment(words, opt.method, opt.threshold);
     if (!gold.empty()) hard.push_back(links);
     if (!opt.heatmap_dir.empty()) {
       std::ostringstream svg;

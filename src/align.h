@@ -30,6 +30,9 @@ struct AlignRunOptions {
   std::string heatmap_dir;          // also write NNNN.svg heatmaps here
   HardMethod method = HardMethod::kArgmax;  // hard alignments (pharaoh, eval)
   double threshold = 0.5;           // for HardMethod::kThreshold
+  int shift = 0;                    // target token t takes attention row t + shift (see shift_rows)
+  std::string reverse_model;        // target->source checkpoint for symmetrization (forced mode)
+  Symmetrization symmetrize = Symmetrization::kNone;  // how forward and reverse links combine
   std::string eval_gold;            // gold links file: print precision, recall, AER
   bool gold_one_based = false;      // gold indices start at 1 (NAACL 2003 .talp files)
   SearchOptions search;             // free mode

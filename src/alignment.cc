@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <iterator>
 
 #include "error.h"
 #include "utf8.h"
@@ -67,6 +68,86 @@ std::set<Link> hard_alignment(const AttentionMatrix& w, HardMethod method, doubl
     if (method == HardMethod::kArgmax && best >= 0) links.insert({best, static_cast<int>(t)});
   }
   return links;
+}
+
+AttentionMatrix shift_rows(const AttentionMatrix& m, int shift) {
+  if (shift < 0) throw Error("attention shift must be 0 or more, got " + std::to_string(shift));
+  AttentionMatrix out = m;
+  const size_t rows = m.weights.size();
+  for (size_t t = 0; t + 1 < rows; ++t) out.weights[t] = m.weights[std::min(t + static_cast<size_t>(shift), rows - 1)];
+  return out;
+}
+
+Symmetrization parse_symmetrization(const std::string& s) {
+  if (s == "none") return Symmetrization::kNone;
+  if (s == "intersection") return Symmetrization::kIntersection;
+  if (s == "union") return Symmetrization::kUnion;
+  if (s == "grow-diag") return Symmetrization::kGrowDiag;
+  if (s == "grow-diag-final") return Symmetrization::kGrowDiagFinal;
+  if (s == "grow-diag-final-and") return Symmetrization::kGrowDiagFinalAnd;
+  if (s == "average") return Symmetrization::kAverage;
+  throw Error("unknown symmetrization '" + s +
+              "' (expected none, intersection, union, grow-diag, grow-diag-final, grow-diag-final-and or average)");
+}
+
+std::set<Link> swap_links(const std::set<Link>& links) {
+  std::set<Link> out;
+  for (const auto& [i, j] : links) out.insert({j, i});
+  return out;
+}
+
+std::set<Link> symmetrize(const std::set<Link>& fwd, const std::set<Link>& rev, Symmetrization how) {
+  if (how == Symmetrization::kNone || how == Symmetrization::kAverage) return fwd;
+  std::set<Link> both, either = fwd;
+  either.insert(rev.begin(), rev.end());
+  std::set_intersection(fwd.begin(), fwd.end(), rev.begin(), rev.end(), std::inserter(both, both.end()));
+  if (how == Symmetrization::kIntersection) return both;
+  if (how == Symmetrization::kUnion) return either;
+  std::set<Link> a = both;
+  std::set<int> src_aligned, tgt_aligned;
+  for (const auto& [i, j] : a) { src_aligned.insert(i); tgt_aligned.insert(j); }
+  auto add = [&](const Link& l) {
+    a.insert(l);
+    src_aligned.insert(l.first);
+    tgt_aligned.insert(l.second);
+  };
+  // grow-diag: add union links next to (incl. diagonally) a link already
+  // chosen, when one of their words is still unaligned; repeat until stable.
+  static const int kNeighbours[8][2] = {{-1, 0}, {0, -1}, {1, 0}, {0, 1}, {-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+  for (bool grew = true; grew;) {
+    grew = false;
+    const std::set<Link> current = a;
+    for (const auto& [i, j] : current) {
+      for (const auto& d : kNeighbours) {
+        const Link n{i + d[0], j + d[1]};
+        if (either.count(n) && !a.count(n) && (!src_aligned.count(n.first) || !tgt_aligned.count(n.second))) {
+          add(n);
+          grew = true;
+        }
+      }
+    }
+  }
+  if (how == Symmetrization::kGrowDiag) return a;
+  // final(-and): union links whose words are unaligned (one of them, or both).
+  const bool need_both = how == Symmetrization::kGrowDiagFinalAnd;
+  for (const auto* side : {&fwd, &rev}) {
+    for (const auto& l : *side) {
+      const bool si = !src_aligned.count(l.first), tj = !tgt_aligned.count(l.second);
+      if (need_both ? (si && tj) : (si || tj)) add(l);
+    }
+  }
+  return a;
+}
+
+AttentionMatrix average_with_reverse(const AttentionMatrix& fwd, const AttentionMatrix& rev) {
+  if (rev.weights.size() != fwd.src_tokens.size() || rev.src_tokens.size() != fwd.tgt_tokens.size())
+    throw Error("the reverse model's words (" + std::to_string(rev.weights.size()) + " x " +
+                std::to_string(rev.src_tokens.size()) + ") do not match the forward model's (" +
+                std::to_string(fwd.src_tokens.size()) + " x " + std::to_string(fwd.tgt_tokens.size()) + ")");
+  AttentionMatrix out = fwd;
+  for (size_t t = 0; t < out.weights.size(); ++t)
+    for (size_t s = 0; s < out.weights[t].size(); ++s) out.weights[t][s] = 0.5f * (fwd.weights[t][s] + rev.weights[s][t]);
+  return out;
 }
 
 std::string to_pharaoh(const std::set<Link>& links) {

@@ -37,6 +37,41 @@ HardMethod parse_hard_method(const std::string& s);
 // Hard alignment of a word-level matrix. Rows and columns of "</s>" never link.
 std::set<Link> hard_alignment(const AttentionMatrix& words, HardMethod method, double threshold = 0.5);
 
+// Moves attention rows up by `shift` (>= 0): target token t gets the row the
+// model computed `shift` steps later; rows past the end repeat the last one
+// ("</s>"). Row t is computed from the decoder state before y_{t-1} is read,
+// so shift 2 gives the attention of the first state that has read y_t.
+// Throws nmt::Error for a negative shift.
+AttentionMatrix shift_rows(const AttentionMatrix& m, int shift);
+
+// How the links of a source->target model and of a target->source model
+// combine (Och & Ney 2003; Koehn et al. 2003, as in Moses' symal).
+enum class Symmetrization {
+  kNone,              // forward links only
+  kIntersection,      // links both directions agree on: high precision
+  kUnion,             // links of either direction: high recall
+  kGrowDiag,          // intersection grown into neighbouring union links
+  kGrowDiagFinal,     // grow-diag, then union links with an unaligned word
+  kGrowDiagFinalAnd,  // grow-diag, then union links whose two words are unaligned
+  kAverage,           // hard links of the mean of both word-level matrices
+};
+// Parses "none|intersection|union|grow-diag|grow-diag-final|grow-diag-final-and|average";
+// throws nmt::Error otherwise.
+Symmetrization parse_symmetrization(const std::string& s);
+
+// (i, j) -> (j, i): a target->source model's links in source->target order.
+std::set<Link> swap_links(const std::set<Link>& links);
+
+// Combines forward links with reverse links already swapped into (source,
+// target) order. kAverage and kNone return `fwd` (averaging works on the
+// matrices: see average_with_reverse).
+std::set<Link> symmetrize(const std::set<Link>& fwd, const std::set<Link>& rev, Symmetrization how);
+
+// The word-level matrix (fwd + rev^T) / 2, where `rev` is the reverse
+// model's word-level matrix of the same pair (its rows are fwd's columns).
+// Throws nmt::Error if the two do not have matching words.
+AttentionMatrix average_with_reverse(const AttentionMatrix& fwd, const AttentionMatrix& rev);
+
 // "i-j i-j ..." sorted by i then j (fast_align's and Marian's format).
 std::string to_pharaoh(const std::set<Link>& links);
 

@@ -6,6 +6,7 @@
 #include <expat.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "checkpoint.h"
@@ -56,6 +57,56 @@ TEST(AlignTest, HardAlignmentArgmaxAndThresholdSkipEos) {
             (std::set<Link>{{0, 0}, {0, 1}, {1, 1}}));
   EXPECT_EQ(nmt::to_pharaoh({{1, 1}, {0, 2}, {0, 0}}), "0-0 0-2 1-1");
   EXPECT_THROW(nmt::parse_hard_method("max"), nmt::Error);
+}
+
+TEST(AlignTest, ShiftRowsMovesRowsUpAndRepeatsTheLast) {
+  nmt::AttentionMatrix m;
+  m.src_tokens = {"a", "b", "</s>"};
+  m.tgt_tokens = {"x", "y", "</s>"};
+  m.weights = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  EXPECT_EQ(nmt::shift_rows(m, 0).weights, m.weights);
+  EXPECT_EQ(nmt::shift_rows(m, 1).weights, (std::vector<std::vector<float>>{{0, 1, 0}, {0, 0, 1}, {0, 0, 1}}));
+  EXPECT_EQ(nmt::shift_rows(m, 2).weights, (std::vector<std::vector<float>>{{0, 0, 1}, {0, 0, 1}, {0, 0, 1}}));
+  EXPECT_EQ(nmt::shift_rows(m, 1).tgt_tokens, m.tgt_tokens);
+  EXPECT_THROW(nmt::shift_rows(m, -1), nmt::Error);
+}
+
+TEST(AlignTest, SymmetrizationMatchesHandWorkedCases) {
+  using S = nmt::Symmetrization;
+  // Intersection {0-0, 1-1}; 1-2 neighbours 1-1 with target 2 unaligned, so
+  // grow-diag takes it; 3-3 touches nothing chosen, so only -final(-and) add it.
+  const std::set<Link> fwd{{0, 0}, {1, 1}, {1, 2}}, rev{{0, 0}, {1, 1}, {3, 3}};
+  EXPECT_EQ(nmt::symmetrize(fwd, rev, S::kIntersection), (std::set<Link>{{0, 0}, {1, 1}}));
+  EXPECT_EQ(nmt::symmetrize(fwd, rev, S::kUnion), (std::set<Link>{{0, 0}, {1, 1}, {1, 2}, {3, 3}}));
+  EXPECT_EQ(nmt::symmetrize(fwd, rev, S::kGrowDiag), (std::set<Link>{{0, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(nmt::symmetrize(fwd, rev, S::kGrowDiagFinalAnd), (std::set<Link>{{0, 0}, {1, 1}, {1, 2}, {3, 3}}));
+  EXPECT_EQ(nmt::symmetrize(fwd, rev, S::kNone), fwd);
+  // final vs final-and: 2-0 has an aligned target word, so only -final adds
+  // it (forward links first); 2-2 then has an unaligned target word only.
+  const std::set<Link> f2{{0, 0}, {2, 0}}, r2{{0, 0}, {2, 2}};
+  EXPECT_EQ(nmt::symmetrize(f2, r2, S::kGrowDiag), (std::set<Link>{{0, 0}}));
+  EXPECT_EQ(nmt::symmetrize(f2, r2, S::kGrowDiagFinalAnd), (std::set<Link>{{0, 0}, {2, 2}}));
+  EXPECT_EQ(nmt::symmetrize(f2, r2, S::kGrowDiagFinal), (std::set<Link>{{0, 0}, {2, 0}, {2, 2}}));
+  EXPECT_EQ(nmt::swap_links({{1, 2}, {3, 0}}), (std::set<Link>{{2, 1}, {0, 3}}));
+  EXPECT_EQ(nmt::parse_symmetrization("grow-diag-final-and"), S::kGrowDiagFinalAnd);
+  EXPECT_THROW(nmt::parse_symmetrization("gdfa"), nmt::Error);
+}
+
+TEST(AlignTest, AverageWithReverseMeansTheTransposedMatrix) {
+  nmt::AttentionMatrix fwd, rev;
+  fwd.src_tokens = {"a", "b", "</s>"};
+  fwd.tgt_tokens = {"x", "</s>"};
+  fwd.weights = {{0.6f, 0.4f, 0.0f}, {0.0f, 0.0f, 1.0f}};
+  rev.src_tokens = {"x", "</s>"};
+  rev.tgt_tokens = {"a", "b", "</s>"};
+  rev.weights = {{0.2f, 0.8f}, {1.0f, 0.0f}, {0.0f, 1.0f}};
+  const auto avg = nmt::average_with_reverse(fwd, rev);
+  EXPECT_EQ(avg.src_tokens, fwd.src_tokens);
+  EXPECT_FLOAT_EQ(avg.weights[0][0], 0.4f);
+  EXPECT_FLOAT_EQ(avg.weights[0][1], 0.7f);
+  EXPECT_FLOAT_EQ(avg.weights[1][2], 1.0f);
+  EXPECT_EQ(nmt::hard_alignment(avg, nmt::HardMethod::kArgmax), (std::set<Link>{{1, 0}}));
+  EXPECT_THROW(nmt::average_with_reverse(fwd, fwd), nmt::Error);
 }
 
 TEST(AlignTest, GoldLinesParseSureAndPossible) {
@@ -234,6 +285,53 @@ TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
     EXPECT_EQ(hyp.back().size(), nmt::split_ws(tgt[k]).size()) << "argmax links every target word once";
   }
   EXPECT_DOUBLE_EQ(score.aer(), nmt::alignment_error_rate(hyp, g).aer());
+}
+
+TEST(AlignTest, RunAlignmentSymmetrizesWithAReverseModel) {
+  // The toy model shares one vocabulary on both sides, so it can also read
+  // the target as a source: the intersection lies inside the forward links
+  // and those inside the union.
+  const auto dir = nmt::test::temp_dir("align_sym");
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(12, 9, &src, &tgt);
+  nmt::test::write_lines(dir + "/s", src);
+  nmt::test::write_lines(dir + "/t", tgt);
+  auto run = [&](nmt::Symmetrization how, const std::string& name) {
+    nmt::AlignRunOptions opt;
+    opt.model_path = nmt::test::trained_toy_checkpoint();
+    if (how != nmt::Symmetrization::kNone) opt.reverse_model = opt.model_path;
+    opt.symmetrize = how;
+    opt.src = dir + "/s";
+    opt.tgt = dir + "/t";
+    opt.format = "pharaoh";
+    opt.output = dir + "/" + name;
+    opt.threads = 1;
+    nmt::run_alignment(opt);
+    std::vector<std::set<Link>> links;
+    for (const auto& line : nmt::read_lines(opt.output)) links.push_back(nmt::parse_gold_line(line, name, 1, false).sure);
+    return links;
+  };
+  const auto fwd = run(nmt::Symmetrization::kNone, "fwd");
+  const auto inter = run(nmt::Symmetrization::kIntersection, "inter");
+  const auto uni = run(nmt::Symmetrization::kUnion, "union");
+  ASSERT_EQ(fwd.size(), src.size());
+  ASSERT_EQ(inter.size(), src.size());
+  ASSERT_EQ(uni.size(), src.size());
+  size_t strictly_smaller = 0;
+  for (size_t k = 0; k < fwd.size(); ++k) {
+    EXPECT_TRUE(std::includes(fwd[k].begin(), fwd[k].end(), inter[k].begin(), inter[k].end())) << k;
+    EXPECT_TRUE(std::includes(uni[k].begin(), uni[k].end(), fwd[k].begin(), fwd[k].end())) << k;
+    strictly_smaller += inter[k].size() < uni[k].size();
+  }
+  EXPECT_GT(strictly_smaller, 0u) << "a model reading its own output backwards disagrees somewhere";
+
+  nmt::AlignRunOptions bad;
+  bad.model_path = nmt::test::trained_toy_checkpoint();
+  bad.src = dir + "/s";
+  bad.symmetrize = nmt::Symmetrization::kUnion;
+  EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::run_alignment(bad); }), "reverse model"));
+  bad.reverse_model = bad.model_path;
+  EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::run_alignment(bad); }), "forced mode"));
 }
 
 }  // namespace
