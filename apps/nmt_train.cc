@@ -4,9 +4,12 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <csignal>
 
 #include "app.h"
+#include "distributed.h"
+#include "error.h"
 #include "trainer.h"
 
 namespace {
@@ -88,6 +91,21 @@ int main(int argc, char** argv) {
   auto* hw = "Hardware";
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str()->group(hw);
   app.add_option("--threads", opt.threads, "CPU threads (0: NMT_THREADS or all cores)")->capture_default_str()->group(hw);
+
+  // Distributed: torchrun's environment variables give the defaults.
+  auto* ds = "Distributed (data-parallel; scripts/train-distributed.sh)";
+  try {
+    opt.dist = nmt::distributed_from_env(opt.dist);
+  } catch (const nmt::Error& e) {
+    std::fprintf(stderr, "nmt-train: %s\n", e.what());
+    return nmt::kExitError;
+  }
+  app.add_option("--rank", opt.dist.rank, "This process's rank (RANK)")->capture_default_str()->group(ds);
+  app.add_option("--world-size", opt.dist.world_size, "Number of processes (WORLD_SIZE); 1: not distributed")->capture_default_str()->group(ds);
+  app.add_option("--local-rank", opt.dist.local_rank, "Rank on this machine: uses cuda:N (LOCAL_RANK)")->capture_default_str()->group(ds);
+  app.add_option("--master-addr", opt.dist.master_addr, "Host of rank 0 (MASTER_ADDR)")->capture_default_str()->group(ds);
+  app.add_option("--master-port", opt.dist.master_port, "Rendezvous port on rank 0's host (MASTER_PORT)")->capture_default_str()->group(ds);
+  app.add_option("--dist-timeout", opt.dist.timeout_minutes, "Minutes a rank waits for the others")->capture_default_str()->group(ds);
 
   CLI11_PARSE(app, argc, argv);
   nmt::setup_logging(verbose);

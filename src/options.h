@@ -58,6 +58,19 @@ enum class StopMetric { kLoss, kPerplexity, kBleu, kChrf };
 const char* to_string(StopMetric m);
 StopMetric parse_stop_metric(const std::string& s);
 
+// Data-parallel training: one process per GPU or CPU worker, joined through
+// LibTorch's c10d (see distributed.h). The environment variables torchrun
+// sets fill these (distributed_from_env); flags override them.
+struct DistributedOptions {
+  int rank = 0;                        // this process, 0 .. world_size-1 (RANK); rank 0 logs, validates and saves
+  int world_size = 1;                  // processes in all (WORLD_SIZE); 1: not distributed
+  int local_rank = 0;                  // process on this machine (LOCAL_RANK): picks cuda:LOCAL_RANK
+  std::string master_addr = "127.0.0.1";  // host of rank 0, which serves the rendezvous store (MASTER_ADDR)
+  int master_port = 29500;             // its port (MASTER_PORT)
+  double timeout_minutes = 30;         // a collective waiting longer than this fails (rank 0 validating counts)
+  int64_t bucket_mb = 25;              // gradients are all-reduced in flat buckets of about this size
+};
+
 // Training run. Everything here can come from the command line or a TOML file.
 struct TrainOptions {
   // data
@@ -104,6 +117,7 @@ struct TrainOptions {
   // hardware
   std::string device = "auto";    // "cpu", "cuda" or "auto"
   int threads = 0;                // intra-op threads; 0: from NMT_THREADS or the machine
+  DistributedOptions dist;        // data-parallel processes (world_size 1: one process)
 };
 
 }  // namespace nmt

@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "checkpoint.h"
 #include "corpus.h"
 #include "device.h"
+#include "distributed.h"
 #include "error.h"
 #include "metrics.h"
 #include "translator.h"
@@ -146,6 +148,10 @@ class Trainer {
   void save(const std::string& name);
   void prune_step_checkpoints();
   bool stop_requested() const { return stop_ && stop_->load(); }
+  // Rank 0 (or the only process): logs, validates and writes files.
+  bool is_main() const { return !comm_ || comm_->rank() == 0; }
+  // Makes every rank hold rank 0's tokenizers, weights and (on resume) state.
+  void share_from_main(bool resuming);
 
   TrainOptions opt_;
   TokenizerOptions tok_opt_;
@@ -163,21 +169,38 @@ class Trainer {
   TrainState state_;
   std::unique_ptr<MetricsLog> metrics_;
   std::deque<std::string> step_checkpoints_;
+  std::unique_ptr<Communicator> comm_;  // null when training as one process
+  std::string resume_path_;              // the checkpoint resumed from (a local copy on ranks > 0)
 };
 
 void Trainer::prepare() {
   const int threads = set_threads(opt_.threads);
   device_ = resolve_device(opt_.device);
+  if (opt_.dist.world_size > 1) {
+    comm_ = Communicator::join(opt_.dist);
+    if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt_.dist.local_rank));
+    if (!is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the group
+    spdlog::info("process group: {} ranks (rendezvous {}:{}), this is rank {}", comm_->world_size(),
+                 opt_.dist.master_addr, opt_.dist.master_port, comm_->rank());
+  }
   torch::manual_seed(opt_.seed);
-  std::error_code ec;
-  fs::create_directories(opt_.output_dir, ec);
-  if (ec) throw Error(located(opt_.output_dir, 0, "cannot create output folder: " + ec.message()));
   const std::string last = opt_.output_dir + "/last.ckpt";
-  const bool resuming = opt_.resume && fs::exists(last);
-  if (opt_.resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
-  if (!opt_.resume && fs::exists(last))
-    throw Error(located(opt_.output_dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
-                                             "or choose another --output"));
+  bool resuming = false;
+  if (is_main()) {
+    std::error_code ec;
+    fs::create_directories(opt_.output_dir, ec);
+    if (ec) throw Error(located(opt_.output_dir, 0, "cannot create output folder: " + ec.message()));
+    resuming = opt_.resume && fs::exists(last);
+    if (opt_.resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
+    if (!opt_.resume && fs::exists(last))
+      throw Error(located(opt_.output_dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
+                                               "or choose another --output"));
+  }
+  if (comm_) {  // the other ranks follow rank 0's decision
+    auto flag = torch::tensor({resuming ? 1L : 0L});
+    comm_->broadcast({flag});
+    resuming = flag.item<int64_t>() != 0;
+  }
 
   auto train_corpus = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
   spdlog::info("training data: {}", train_corpus.stats.summary());
@@ -190,7 +213,8 @@ void Trainer::prepare() {
     spdlog::info("validation data: {}", valid_corpus_.stats.summary());
   }
 
-  if (resuming) {
+  if (resuming && is_main()) {
+    resume_path_ = last;
     auto loaded = load_checkpoint(last, device_);
     for (const auto& f : opt_.explicit_model_fields)
       if (model_opt_.field(f) != loaded.options.field(f))
@@ -200,7 +224,7 @@ void Trainer::prepare() {
     src_tok_ = loaded.src_tok;
     tgt_tok_ = loaded.tgt_tok;
     model_ = loaded.model;
-  } else {
+  } else if (!resuming && is_main()) {
     if (!tok_opt_.src_model.empty()) {
       src_tok_ = Tokenizer::load(tok_opt_.src_model);
       tgt_tok_ = tok_opt_.shared ? src_tok_ : Tokenizer::load(tok_opt_.tgt_model.empty() ? tok_opt_.src_model : tok_opt_.tgt_model);
@@ -221,6 +245,7 @@ void Trainer::prepare() {
     model_ = Seq2Seq(model_opt_);
     model_->to(device_);
   }
+  if (comm_) share_from_main(resuming);
   spdlog::info("vocabularies: source {} pieces, target {} pieces", src_tok_.vocab_size(), tgt_tok_.vocab_size());
 
   int64_t skipped = 0;
@@ -249,7 +274,7 @@ void Trainer::prepare() {
   state_.learning_rate = opt_.learning_rate;
   state_.seed = static_cast<int64_t>(opt_.seed);
   if (resuming) {
-    state_ = load_train_state(last, *adam_, device_);
+    state_ = load_train_state(resume_path_, *adam_, device_);
     set_learning_rate(*adam_, state_.learning_rate);
     if (state_.rng_state.defined()) {
       auto gen = at::detail::getDefaultCPUGenerator();
@@ -261,6 +286,12 @@ void Trainer::prepare() {
     batches_ = plan_batches(train_, bp, static_cast<uint64_t>(state_.seed));
     spdlog::info("resumed from {} at step {}, epoch {}, batch {}", last, state_.step, state_.epoch,
                  state_.batch_in_epoch);
+  }
+  if (comm_ && comm_->rank() > 0) {
+    // Ranks differ in dropout masks only; the weights stay identical.
+    torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(comm_->rank()));
+    if (!resume_path_.empty() && resume_path_ != last) fs::remove(resume_path_);
+    return;  // no files, metrics or logs of their own
   }
   for (const auto& e : fs::directory_iterator(opt_.output_dir)) {
     auto name = e.path().filename().string();
@@ -274,6 +305,48 @@ void Trainer::prepare() {
   spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads,
                batches_.size());
+}
+
+void Trainer::share_from_main(bool resuming) {
+  const bool main = is_main();
+  if (resuming) {
+    // Every rank resumes from rank 0's file, which may not exist on its machine.
+    std::string bytes;
+    if (main) {
+      std::ifstream in(resume_path_, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (!in && !in.eof()) throw Error(located(resume_path_, 0, "cannot read"));
+    }
+    comm_->broadcast_bytes(&bytes);
+    if (!main) {
+      resume_path_ = (fs::temp_directory_path() / ("nmt-resume-" + std::to_string(::getpid()) + ".ckpt")).string();
+      write_file_atomic(resume_path_, bytes);
+      auto loaded = load_checkpoint(resume_path_, device_);
+      model_opt_ = loaded.options;
+      src_tok_ = loaded.src_tok;
+      tgt_tok_ = loaded.tgt_tok;
+      model_ = loaded.model;
+    }
+    return;
+  }
+  std::string src = main ? src_tok_.bytes() : "", tgt = main ? tgt_tok_.bytes() : "";
+  std::string config = main ? model_opt_.serialize() : "";
+  comm_->broadcast_bytes(&src);
+  comm_->broadcast_bytes(&tgt);
+  comm_->broadcast_bytes(&config);
+  if (!main) {
+    src_tok_ = Tokenizer::from_bytes(src, "rank 0's source tokenizer");
+    tgt_tok_ = Tokenizer::from_bytes(tgt, "rank 0's target tokenizer");
+    model_opt_ = ModelOptions::parse(config, "rank 0's model config");
+    model_ = Seq2Seq(model_opt_);
+    model_->to(device_);
+  }
+  // Same seed, same initial weights; broadcasting makes it a guarantee.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : model_->parameters()) tensors.push_back(p);
+  for (const auto& b : model_->buffers()) tensors.push_back(b);
+  comm_->broadcast(tensors);
 }
 
 ValidResult Trainer::validate() {
@@ -328,7 +401,8 @@ TrainResult Trainer::run() {
   const auto t0 = Clock::now();
   const double elapsed0 = state_.elapsed_seconds;
   const int64_t per_epoch = static_cast<int64_t>(batches_.size());
-  int64_t total_steps = opt_.max_epochs * per_epoch;
+  const int64_t ranks = comm_ ? comm_->world_size() : 1;
+  int64_t total_steps = opt_.max_epochs * ((per_epoch + ranks - 1) / ranks);
   if (opt_.max_steps > 0) total_steps = std::min(total_steps, opt_.max_steps);
 
   double train_seconds = 0;    // excludes validation, for throughput
@@ -391,30 +465,90 @@ TrainResult Trainer::run() {
     return stop;
   };
 
+  // Validation and checkpoints happen on rank 0; its verdict (early stop)
+  // and learning rate then reach every rank.
+  auto validate_everywhere = [&]() -> bool {
+    bool stop = is_main() ? validate_and_save() : false;
+    if (comm_) {
+      auto verdict = torch::tensor({stop ? 1.0 : 0.0, state_.learning_rate}, torch::kDouble);
+      comm_->broadcast({verdict});
+      stop = verdict[0].item<double>() != 0;
+      if (state_.learning_rate != verdict[1].item<double>()) {
+        state_.learning_rate = verdict[1].item<double>();
+        set_learning_rate(*adam_, state_.learning_rate);
+      }
+    }
+    return stop;
+  };
+
+  // With N ranks a step takes N batches of the epoch's order, rank r the
+  // r-th; the loss is summed over all of them and divided by their target
+  // tokens, so a step equals one step on the N batches joined.
+  const int64_t world = comm_ ? comm_->world_size() : 1;
+  const int64_t rank = comm_ ? comm_->rank() : 0;
+  std::vector<torch::Tensor> params;  // each parameter once (tied weights appear twice in parameters())
+  for (const auto& p : model_->parameters())
+    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); })) params.push_back(p);
+
   bool done = false;
   while (!done) {
     if (state_.epoch > opt_.max_epochs) { result.stop_reason = "max_epochs"; break; }
     const auto order = epoch_order(per_epoch, static_cast<uint64_t>(state_.seed), state_.epoch);
     while (state_.batch_in_epoch < per_epoch) {
-      if (stop_requested()) { result.stop_reason = "interrupted"; done = true; break; }
       if (opt_.max_steps > 0 && state_.step >= opt_.max_steps) { result.stop_reason = "max_steps"; done = true; break; }
-      if (opt_.max_minutes > 0 && elapsed() >= opt_.max_minutes * 60) { result.stop_reason = "max_minutes"; done = true; break; }
+      double stops[2] = {stop_requested() ? 1.0 : 0.0,
+                         opt_.max_minutes > 0 && elapsed() >= opt_.max_minutes * 60 ? 1.0 : 0.0};
+      if (comm_) {  // a signal or the clock on any rank stops all of them
+        auto t = torch::tensor({stops[0], stops[1]}, torch::kDouble);
+        comm_->all_reduce_sum({t});
+        stops[0] = t[0].item<double>();
+        stops[1] = t[1].item<double>();
+      }
+      if (stops[0] > 0) { result.stop_reason = "interrupted"; done = true; break; }
+      if (stops[1] > 0) { result.stop_reason = "max_minutes"; done = true; break; }
 
       const auto step_t0 = Clock::now();
-      auto batch = make_batch(train_, batches_[order[state_.batch_in_epoch]]).to(device_);
-      auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
-      auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
+      const int64_t mine = state_.batch_in_epoch + rank;  // this rank's batch (none past the epoch's end)
+      Batch batch;
+      torch::Tensor loss;
+      double loss_sum = 0;
+      int64_t tokens = 0, sents = 0;
+      if (mine < per_epoch) {
+        batch = make_batch(train_, batches_[order[mine]]).to(device_);
+        auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+        loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
+        loss_sum = loss.item<double>();
+        tokens = batch.tgt_tokens;
+        sents = batch.size();
+      }
       adam_->zero_grad();
-      const double loss_sum = loss.item<double>();
       bool finite = std::isfinite(loss_sum);
+      int64_t step_tokens = tokens;
+      if (comm_) {  // every rank's tokens, loss, sentences and verdict
+        auto t = torch::tensor({static_cast<double>(tokens), finite ? loss_sum : 0.0, static_cast<double>(sents),
+                                finite ? 0.0 : 1.0}, torch::kDouble);
+        comm_->all_reduce_sum({t});
+        step_tokens = static_cast<int64_t>(t[0].item<double>());
+        loss_sum = t[1].item<double>();
+        sents = static_cast<int64_t>(t[2].item<double>());
+        finite = t[3].item<double>() == 0;
+      }
       if (finite) {
-        (loss / static_cast<double>(batch.tgt_tokens)).backward();
+        if (loss.defined()) (loss / static_cast<double>(step_tokens)).backward();
+        if (comm_) {
+          std::vector<torch::Tensor> grads;
+          for (auto& p : params) {
+            if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+            grads.push_back(p.grad());
+          }
+          comm_->all_reduce_sum(grads);
+        }
         // The clip returns the total gradient norm: NaN/Inf if any gradient is.
         const double norm = torch::nn::utils::clip_grad_norm_(
-            model_->parameters(), opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
+            params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
         finite = std::isfinite(norm);
       }
-      ++state_.batch_in_epoch;
+      state_.batch_in_epoch = std::min(per_epoch, state_.batch_in_epoch + world);
       if (!finite) {
         adam_->zero_grad();
         ++result.skipped_steps;
@@ -430,12 +564,12 @@ TrainResult Trainer::run() {
       adam_->step();
       ++state_.step;
       train_seconds += seconds_since(step_t0);
-      trained_tokens += batch.tgt_tokens;
+      trained_tokens += step_tokens;
       window_loss += loss_sum;
-      window_tokens += batch.tgt_tokens;
-      window_sents += batch.size();
+      window_tokens += step_tokens;
+      window_sents += sents;
 
-      if (opt_.log_every > 0 && state_.step % opt_.log_every == 0) {
+      if (opt_.log_every > 0 && state_.step % opt_.log_every == 0 && is_main()) {
         const double w = seconds_since(window_t0);
         const double mean = window_loss / std::max<int64_t>(window_tokens, 1);
         const double done_frac = static_cast<double>(state_.step) / std::max<int64_t>(total_steps, 1);
@@ -453,7 +587,7 @@ TrainResult Trainer::run() {
         window_tokens = window_sents = 0;
         window_t0 = Clock::now();
       }
-      if (opt_.valid_every > 0 && state_.step % opt_.valid_every == 0 && validate_and_save()) {
+      if (opt_.valid_every > 0 && state_.step % opt_.valid_every == 0 && validate_everywhere()) {
         result.stop_reason = "early_stopping";
         done = true;
         break;
@@ -463,14 +597,14 @@ TrainResult Trainer::run() {
     // End of epoch: validate unless this step just did.
     ++state_.epoch;
     state_.batch_in_epoch = 0;
-    if (!(opt_.valid_every > 0 && state_.step % opt_.valid_every == 0) && validate_and_save()) {
+    if (!(opt_.valid_every > 0 && state_.step % opt_.valid_every == 0) && validate_everywhere()) {
       result.stop_reason = "early_stopping";
       break;
     }
   }
   // Nothing trained since the last save is lost: an interruption saves
   // quickly, any other end validates first.
-  if (state_.step != saved_step || !fs::exists(opt_.output_dir + "/last.ckpt")) {
+  if (is_main() && (state_.step != saved_step || !fs::exists(opt_.output_dir + "/last.ckpt"))) {
     if (result.stop_reason == "interrupted") {
       state_.elapsed_seconds = elapsed();
       save("last.ckpt");

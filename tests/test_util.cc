@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace nmt::test {
@@ -144,5 +145,42 @@ const std::string& trained_toy_checkpoint() {
   return path;
 }
 
-}  // namespace nmt::test
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 
+// Runs `args` (already quoted where needed) with stdout and stderr captured.
+Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
+  const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  const std::string cmd = "NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) + " > " +
+                          quote(out) + " 2> " + quote(err);
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = read_bytes(out);
+  r.err = read_bytes(err);
+  std::istringstream in(r.err);
+  std::string l;
+  while (std::getline(in, l))
+    if (!l.empty()) r.err_lines.push_back(l);
+  return r;
+}
+
+// Asserts a clean failure: exit code 1 (a user error), exactly one error line
+// containing every string of `parts`, and no crash report.
+void expect_one_line_error(const Result& r, const std::vector<std::string>& parts) {
+  EXPECT_EQ(r.exit_code, 1) << "stderr:\n" << r.err;
+  int error_lines = 0;
+  for (const auto& l : r.err_lines) {
+    if (l.find("error") == std::string::npos) continue;
+    ++error_lines;
+    for (const auto& p : parts) EXPECT_NE(l.find(p), std::string::npos) << "'" << p << "' missing from: " << l;
+  }
+  EXPECT_EQ(error_lines, 1) << "stderr:\n" << r.err;
+  for (const char* bad : {"terminate called", "Exception raised from", "frame #", "Aborted", "Segmentation"})
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << "crash output '" << bad << "' in stderr:\n" << r.err;
+}
+
+}  // namespace nmt::test

@@ -62,4 +62,23 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 // (trained once per test process, a few seconds).
 const std::string& trained_toy_checkpoint();
 
+// An executable's exit code and output.
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+  std::vector<std::string> err_lines;  // non-empty stderr lines
+};
+
+// `s` quoted for /bin/sh.
+std::string quote(const std::string& s);
+
+// Runs the built executable `exe` (e.g. "nmt-train") with `args` (already
+// quoted where needed) and NMT_THREADS=1, stdout and stderr captured in `dir`.
+Result run(const std::string& exe, const std::string& args, const std::string& dir,
+           const std::string& stdin_file = "/dev/null");
+
+// Asserts a clean failure: exit code 1 (a user error), exactly one error line
+// containing every string of `parts`, and no crash report.
+void expect_one_line_error(const Result& r, const std::vector<std::string>& parts);
+
 }  // namespace nmt::test

@@ -1,0 +1,137 @@
+// Data-parallel training: real nmt-train processes joined by c10d Gloo on
+// loopback. One step on 2 ranks must equal one step of 1 process on the two
+// ranks' batches joined.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "distributed.h"
+#include "test_util.h"
+
+namespace {
+
+using nmt::test::quote;
+using nmt::test::read_bytes;
+using nmt::test::Result;
+
+// A TCP port that was free a moment ago (the kernel's pick for port 0).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Runs `world` nmt-train processes at once, as torchrun would (RANK,
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each killed after 120 s.
+std::vector<Result> run_ranks(int world, const std::string& args, const std::string& dir) {
+  const std::string bin = quote(std::string(NMT_BINARY_DIR) + "/nmt-train");
+  const int port = free_port();
+  std::string cmd;
+  for (int r = 0; r < world; ++r) {
+    const std::string f = dir + "/rank" + std::to_string(r);
+    cmd += "(RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " NMT_THREADS=1 timeout 120 " + bin + " " +
+           args + " > " + quote(f + ".out") + " 2> " + quote(f + ".err") + "; echo $? > " + quote(f + ".rc") + ") & ";
+  }
+  cmd += "wait";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::vector<Result> out(world);
+  for (int r = 0; r < world; ++r) {
+    const std::string f = dir + "/rank" + std::to_string(r);
+    out[r].exit_code = std::stoi("0" + read_bytes(f + ".rc"));
+    out[r].err = read_bytes(f + ".err");
+  }
+  return out;
+}
+
+// Options for a tiny deterministic model (no dropout) on the toy corpus.
+std::string tiny_args(const nmt::test::ToyFiles& f, const std::string& out) {
+  const std::string spm = quote(nmt::test::toy_tokenizer_file());
+  return "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " + quote(out) +
+         " --src-spm " + spm + " --tgt-spm " + spm +
+         " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --dropout 0 --device cpu --threads 1"
+         " --batch-tokens 100000 --valid-every 0 --keep-checkpoints 0 --log-every 1 --seed 7";
+}
+
+// Largest |a - b| over all weights of two checkpoints (same architecture).
+double max_weight_difference(const std::string& a, const std::string& b) {
+  auto ma = nmt::load_checkpoint(a, torch::kCPU).model, mb = nmt::load_checkpoint(b, torch::kCPU).model;
+  auto pa = ma->named_parameters(), pb = mb->named_parameters();
+  EXPECT_EQ(pa.size(), pb.size());
+  double worst = 0;
+  for (const auto& item : pa) worst = std::max(worst, (item.value() - pb[item.key()]).abs().max().item<double>());
+  return worst;
+}
+
+TEST(DistributedTest, TwoRanksStepEqualsOneProcessOnTheJoinedBatches) {
+  const auto dir = nmt::test::temp_dir("dist_step");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  std::string why;
+  if (!nmt::distributed_supported(&why)) {  // then the option must say so
+    auto r = nmt::test::run("nmt-train", tiny_args(f, dir + "/x") + " --world-size 2 --max-steps 1", dir);
+    nmt::test::expect_one_line_error(r, {"no distributed support"});
+    GTEST_SKIP() << why;
+  }
+  // 8 pairs: 2 batches of 4 on two ranks (one step covers both) against 1 batch of 8.
+  auto ranks = run_ranks(2, tiny_args(f, dir + "/two") + " --max-batch-sentences 4 --max-steps 1", dir);
+  for (const auto& r : ranks) ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(ranks[0].err.find("2 ranks"), std::string::npos) << ranks[0].err;
+  EXPECT_NE(ranks[0].err.find("training finished (max_steps): 1 steps"), std::string::npos) << ranks[0].err;
+  EXPECT_EQ(ranks[1].err.find("[info]"), std::string::npos) << "only rank 0 logs:\n" << ranks[1].err;
+
+  auto one = nmt::test::run("nmt-train", tiny_args(f, dir + "/one") + " --max-batch-sentences 8 --max-steps 1", dir);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto half = nmt::test::run("nmt-train", tiny_args(f, dir + "/half") + " --max-batch-sentences 4 --max-steps 1", dir);
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+
+  // Adam's first step moves every weight with a gradient by about the
+  // learning rate (1e-3): equal means far below that.
+  const double joined = max_weight_difference(dir + "/two/last.ckpt", dir + "/one/last.ckpt");
+  const double alone = max_weight_difference(dir + "/two/last.ckpt", dir + "/half/last.ckpt");
+  std::printf("max |w(2 ranks) - w(joined)| = %.3g, max |w(2 ranks) - w(rank 0 alone)| = %.3g\n", joined, alone);
+  EXPECT_LT(joined, 1e-5) << "2 ranks vs 1 process on the joined batches";
+  EXPECT_GT(alone, 1e-4) << "2 ranks vs rank 0's batch alone must differ, or the comparison proves nothing";
+}
+
+TEST(DistributedTest, ResumesWithAnotherWorldSize) {
+  const auto dir = nmt::test::temp_dir("dist_resume");
+  const auto f = nmt::test::write_toy_corpus(dir, 40, 2);
+  if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
+  const std::string args = tiny_args(f, dir + "/run") + " --max-batch-sentences 4";
+  auto first = nmt::test::run("nmt-train", args + " --max-steps 2", dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto ranks = run_ranks(2, args + " --max-steps 4 --resume", dir);
+  for (const auto& r : ranks) ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(ranks[0].err.find("resumed from"), std::string::npos) << ranks[0].err;
+  EXPECT_NE(ranks[0].err.find("training finished (max_steps): 4 steps"), std::string::npos) << ranks[0].err;
+  auto back = nmt::test::run("nmt-train", args + " --max-steps 5 --resume", dir);
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_NE(back.err.find("training finished (max_steps): 5 steps"), std::string::npos) << back.err;
+}
+
+TEST(DistributedTest, BadRankOrEnvironmentIsAOneLineError) {
+  const auto dir = nmt::test::temp_dir("dist_bad");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  auto r = nmt::test::run("nmt-train", tiny_args(f, dir + "/x") + " --world-size 2 --rank 2 --max-steps 1", dir);
+  nmt::test::expect_one_line_error(r, {"rank 2"});
+  const std::string cmd = "WORLD_SIZE=two " + quote(std::string(NMT_BINARY_DIR) + "/nmt-train") + " --help > /dev/null 2> " +
+                          quote(dir + "/env.err");
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_NE(read_bytes(dir + "/env.err").find("WORLD_SIZE='two'"), std::string::npos);
+}
+
+}  // namespace
