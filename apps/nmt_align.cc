@@ -16,7 +16,13 @@ int main(int argc, char** argv) {
   std::string symmetrize = "none";
   bool verbose = false;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
-  app.add_option("-m,--model", opt.model_path, "Checkpoint (.ckpt) written by nmt-train")->required();
+  app.add_option("-m,--model", opt.model_path, "Checkpoint (.ckpt) written by nmt-train");
+  app.add_option("--aligner", opt.aligner, "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model)")
+      ->check(CLI::IsMember({"attention", "ibm2"}))->capture_default_str();
+  app.add_option("--ibm-train-src", opt.ibm_train_src, "ibm2: more source sentences to learn from (not aligned)");
+  app.add_option("--ibm-train-tgt", opt.ibm_train_tgt, "ibm2: their target sentences");
+  app.add_option("--ibm-iterations", opt.ibm.iterations, "ibm2: EM iterations")->capture_default_str();
+  app.add_option("--ibm-tension", opt.ibm.diagonal_tension, "ibm2: preference for links near the diagonal")->capture_default_str();
   app.add_option("--src", opt.src, "Source sentences, one per line");
   app.add_option("--tgt", opt.tgt, "Target sentences (forced mode); without it the model translates (free mode)");
   app.add_option("--tsv", opt.tsv, "Pairs as source<TAB>target lines ('-': stdin)");

@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("--valid-tgt", opt.valid_tgt, "Validation target text")->group(data);
   app.add_option("--valid-tsv", opt.valid_tsv, "Validation pairs as TSV")->group(data);
   app.add_option("-o,--output", opt.output_dir, "Folder for checkpoints, tokenizers and metrics")->capture_default_str()->group(data);
+  app.add_option("--guided-alignment", opt.guided_alignment, "Word links (Pharaoh i-j, one line per training pair) that attention is trained towards")->group(data);
+  app.add_option("--guided-alignment-weight", opt.guided_alignment_weight, "Weight of the guided-alignment cross-entropy")->capture_default_str()->group(data);
   app.add_option("--max-src-tokens", opt.max_src_tokens, "Skip training pairs with a longer source (pieces)")->capture_default_str()->group(data);
   app.add_option("--max-tgt-tokens", opt.max_tgt_tokens, "Skip training pairs with a longer target (pieces)")->capture_default_str()->group(data);
 

@@ -81,13 +81,20 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     throw Error("unknown level '" + opt.level + "' (expected subword or word)");
   if (opt.format == "svg" && opt.output_dir.empty() && opt.heatmap_dir.empty())
     throw Error("--format svg writes one file per pair: give --output-dir");
-  set_threads(opt.threads);
-  auto loaded = load_checkpoint(opt.model_path, resolve_device(opt.device));
-  Translator tr(loaded);
+  const bool ibm = opt.aligner == "ibm2";
+  if (!ibm && opt.aligner != "attention") throw Error("unknown aligner '" + opt.aligner + "' (expected attention or ibm2)");
+  if (ibm && opt.format != "pharaoh") throw Error("the ibm2 aligner gives hard links only: use --format pharaoh");
+  if (ibm && (!opt.model_path.empty() || !opt.reverse_model.empty()))
+    throw Error("the ibm2 aligner learns from the text: drop --model and --reverse-model");
+  if (!ibm && opt.model_path.empty()) throw Error("give a model (--model) to align with its attention");
   const bool symmetric = opt.symmetrize != Symmetrization::kNone;
-  if (symmetric != !opt.reverse_model.empty())
+  if (!ibm && symmetric != !opt.reverse_model.empty())
     throw Error("symmetrization needs both a reverse model and a method other than none");
-  std::unique_ptr<Translator> reverse;
+  if (ibm && opt.symmetrize == Symmetrization::kAverage)
+    throw Error("the ibm2 aligner symmetrizes links: average needs attention matrices");
+  set_threads(opt.threads);
+  std::unique_ptr<Translator> forward, reverse;
+  if (!ibm) forward = std::make_unique<Translator>(load_checkpoint(opt.model_path, resolve_device(opt.device)));
   if (!opt.reverse_model.empty()) reverse = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, resolve_device(opt.device)));
   std::vector<std::string> src, tgt;
   if (!opt.tsv.empty()) {
@@ -113,6 +120,20 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     if (!tgt.empty()) tgt.resize(opt.max_pairs);
   }
   if (reverse && tgt.empty()) throw Error("a reverse model needs forced mode: give the target sentences too");
+  if (ibm && tgt.empty()) throw Error("the ibm2 aligner needs the target sentences too");
+  std::unique_ptr<WordAligner> ibm_fwd, ibm_rev;
+  if (ibm) {
+    // Learns from the pairs to align plus any extra pairs, in both directions when symmetrizing.
+    std::vector<std::string> all_src = src, all_tgt = tgt;
+    if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
+      auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{SIZE_MAX});
+      all_src.insert(all_src.end(), extra.src.begin(), extra.src.end());
+      all_tgt.insert(all_tgt.end(), extra.tgt.begin(), extra.tgt.end());
+    }
+    spdlog::info("ibm2: learning from {} pairs, {} iterations", all_src.size(), opt.ibm.iterations);
+    ibm_fwd = std::make_unique<WordAligner>(WordAligner::train(all_src, all_tgt, opt.ibm));
+    if (symmetric) ibm_rev = std::make_unique<WordAligner>(WordAligner::train(all_tgt, all_src, opt.ibm));
+  }
   std::vector<GoldAlignment> gold;
   if (!opt.eval_gold.empty()) {
     auto lines = read_lines(opt.eval_gold);
@@ -147,6 +168,14 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   };
   std::vector<std::set<Link>> hard;
   for (size_t k = 0; k < src.size(); ++k) {
+    if (ibm) {
+      auto links = ibm_fwd->align(src[k], tgt[k]);
+      if (ibm_rev) links = symmetrize(links, swap_links(ibm_rev->align(tgt[k], src[k])), opt.symmetrize);
+      if (!gold.empty()) hard.push_back(links);
+      out << to_pharaoh(links) << '\n';
+      continue;
+    }
+    auto& tr = *forward;
     AttentionMatrix m = tgt.empty() ? free_attention(tr, src[k], opt.search) : forced_attention(tr, src[k], tgt[k]);
     if (opt.shift > 0) m = shift_rows(m, opt.shift);
     AttentionMatrix words = merge_to_words(m);

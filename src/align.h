@@ -5,6 +5,7 @@
 #include <string>
 
 #include "alignment.h"
+#include "word_aligner.h"
 #include "translator.h"
 
 namespace nmt {
@@ -20,7 +21,8 @@ AttentionMatrix free_attention(Translator& tr, const std::string& src, const Sea
 
 // What nmt-align does.
 struct AlignRunOptions {
-  std::string model_path;           // checkpoint
+  std::string aligner = "attention";  // "attention" (a model's) or "ibm2" (statistical, word_aligner.h)
+  std::string model_path;           // checkpoint (attention)
   std::string src, tgt;             // two files (tgt empty: free mode)
   std::string tsv;                  // or pairs as TSV ("-": stdin)
   std::string output;               // "" or "-": stdout
@@ -35,6 +37,8 @@ struct AlignRunOptions {
   Symmetrization symmetrize = Symmetrization::kNone;  // how forward and reverse links combine
   std::string eval_gold;            // gold links file: print precision, recall, AER
   bool gold_one_based = false;      // gold indices start at 1 (NAACL 2003 .talp files)
+  WordAlignerOptions ibm;           // ibm2: model options
+  std::string ibm_train_src, ibm_train_tgt;  // ibm2: more pairs to learn from (not aligned or written)
   SearchOptions search;             // free mode
   int64_t max_pairs = 0;            // 0: all
   std::string device = "auto";

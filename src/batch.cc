@@ -55,6 +55,7 @@ Batch Batch::to(const torch::Device& device) const {
   b.src = src.to(device);
   if (tgt_in.defined()) b.tgt_in = tgt_in.to(device);
   if (tgt_out.defined()) b.tgt_out = tgt_out.to(device);
+  if (guide.defined()) b.guide = guide.to(device);
   return b;
 }
 
@@ -90,6 +91,16 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t
     }
     tout[r][y.size()] = kEosId;
     b.tgt_tokens += static_cast<int64_t>(y.size()) + 1;
+  }
+  bool guided = false;
+  for (int64_t i : indices) guided = guided || !examples[i].guide.empty();
+  if (!guided) return b;
+  b.guide = torch::zeros({B, T, S}, torch::kFloat);
+  auto g = b.guide.accessor<float, 3>();
+  for (int64_t r = 0; r < B; ++r) {
+    std::vector<int> per_row(T, 0);
+    for (const auto& [s, t] : examples[indices[r]].guide) ++per_row[t];
+    for (const auto& [s, t] : examples[indices[r]].guide) g[r][t][s] = 1.0f / static_cast<float>(per_row[t]);
   }
   return b;
 }

@@ -13,6 +13,9 @@ namespace nmt {
 struct Example {
   std::vector<int64_t> src;
   std::vector<int64_t> tgt;
+  // Guided alignment: (source piece, target piece) links, 0-based; empty
+  // when the pair has none.
+  std::vector<std::pair<int32_t, int32_t>> guide;
 };
 
 struct BatchPlanOptions {
@@ -38,6 +41,8 @@ struct Batch {
   torch::Tensor src_len;  // [B] int64 on CPU (packing needs host lengths)
   torch::Tensor tgt_in;   // [B, T] int64: BOS y_1 .. y_{n}, padded
   torch::Tensor tgt_out;  // [B, T] int64: y_1 .. y_{n} EOS, padded
+  torch::Tensor guide;    // [B, T, S] float: each guided target row spreads 1 over its linked source
+                          // pieces, other rows are 0; undefined when no example has links
   int64_t tgt_tokens = 0; // real (non-pad) positions in tgt_out
   int64_t src_tokens = 0; // real positions in src
   int64_t size() const { return src.size(0); }

@@ -81,6 +81,12 @@ struct TrainOptions {
   std::string output_dir = "model";  // checkpoints, tokenizer and metrics go here
   int64_t max_src_tokens = 100;      // longer pairs (in pieces) are skipped, with a count
   int64_t max_tgt_tokens = 100;
+  // Guided alignment (Chen et al. 2016; Marian's --guided-alignment): one
+  // line of Pharaoh word links "i-j" (source-target, 0-based) per training
+  // pair, e.g. from nmt-align --aligner ibm2. Attention is trained towards
+  // them with a cross-entropy term of this weight.
+  std::string guided_alignment;
+  double guided_alignment_weight = 0.5;
 
   // batching
   int64_t batch_tokens = 4096;  // token budget per batch (source or target, larger side)

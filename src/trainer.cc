@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "alignment.h"
 #include "batch.h"
 #include "checkpoint.h"
 #include "corpus.h"
@@ -65,9 +66,45 @@ ParallelCorpus read_corpus(const std::string& src, const std::string& tgt, const
   return read_parallel(src, tgt);
 }
 
+// The word (0-based) each SentencePiece piece belongs to: a piece starting
+// with U+2581 starts a word.
+std::vector<int32_t> piece_words(const std::vector<std::string>& pieces) {
+  std::vector<int32_t> word(pieces.size());
+  int32_t w = -1;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (w < 0 || pieces[k].rfind("\xe2\x96\x81", 0) == 0) ++w;
+    word[k] = w;
+  }
+  return word;
+}
+
+// Guided-alignment links of one pair at piece level: every piece of source
+// word i with every piece of target word j, for each word link i-j. Throws
+// nmt::Error located at path:line for a link outside the sentence.
+std::vector<std::pair<int32_t, int32_t>> guide_links(const std::string& line, const std::string& path, int64_t line_no,
+                                                     const std::vector<int32_t>& src_words,
+                                                     const std::vector<int32_t>& tgt_words) {
+  const auto links = parse_gold_line(line, path, line_no, false).possible;
+  const int32_t ns = src_words.empty() ? 0 : src_words.back() + 1, nt = tgt_words.empty() ? 0 : tgt_words.back() + 1;
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const auto& [i, j] : links) {
+    if (i < 0 || j < 0 || i >= ns || j >= nt)
+      throw Error(located(path, line_no, "link " + std::to_string(i) + "-" + std::to_string(j) + " is outside a pair of " +
+                                             std::to_string(ns) + " and " + std::to_string(nt) + " words"));
+    for (size_t s = 0; s < src_words.size(); ++s)
+      if (src_words[s] == i)
+        for (size_t t = 0; t < tgt_words.size(); ++t)
+          if (tgt_words[t] == j) out.emplace_back(static_cast<int32_t>(s), static_cast<int32_t>(t));
+  }
+  return out;
+}
+
 // Tokenizes a corpus; pairs over the length limits are counted, not kept.
+// With `guide` (one line of word links per input line of the corpus, read
+// from `guide_path`), each example also gets its piece-level links.
 std::vector<Example> encode_corpus(const ParallelCorpus& c, const Tokenizer& st, const Tokenizer& tt,
-                                   int64_t max_src, int64_t max_tgt, int64_t* skipped) {
+                                   int64_t max_src, int64_t max_tgt, int64_t* skipped,
+                                   const std::vector<std::string>* guide = nullptr, const std::string& guide_path = "") {
   std::vector<Example> out;
   out.reserve(c.src.size());
   *skipped = 0;
@@ -79,6 +116,11 @@ std::vector<Example> encode_corpus(const ParallelCorpus& c, const Tokenizer& st,
         e.tgt.empty()) {
       ++*skipped;
       continue;
+    }
+    if (guide != nullptr) {
+      const int64_t line = c.line[i];
+      e.guide = guide_links((*guide)[line - 1], guide_path, line, piece_words(st.pieces(c.src[i])),
+                            piece_words(tt.pieces(c.tgt[i])));
     }
     e.src.push_back(kEosId);
     out.push_back(std::move(e));
@@ -249,7 +291,15 @@ void Trainer::prepare() {
   spdlog::info("vocabularies: source {} pieces, target {} pieces", src_tok_.vocab_size(), tgt_tok_.vocab_size());
 
   int64_t skipped = 0;
-  train_ = encode_corpus(train_corpus, src_tok_, tgt_tok_, opt_.max_src_tokens, opt_.max_tgt_tokens, &skipped);
+  std::vector<std::string> guide;
+  if (!opt_.guided_alignment.empty()) {
+    guide = read_lines(opt_.guided_alignment);
+    if (static_cast<int64_t>(guide.size()) != train_corpus.stats.lines)
+      throw Error(located(opt_.guided_alignment, 0, "has " + std::to_string(guide.size()) + " lines for " +
+                                                        std::to_string(train_corpus.stats.lines) + " training pairs"));
+  }
+  train_ = encode_corpus(train_corpus, src_tok_, tgt_tok_, opt_.max_src_tokens, opt_.max_tgt_tokens, &skipped,
+                         guide.empty() ? nullptr : &guide, opt_.guided_alignment);
   spdlog::info("training pairs: {} kept, {} over the length limits ({} / {} pieces) skipped", train_.size(), skipped,
                opt_.max_src_tokens, opt_.max_tgt_tokens);
   if (train_.empty()) throw Error("no training pairs left after the length limits");
@@ -515,9 +565,15 @@ TrainResult Trainer::run() {
       int64_t tokens = 0, sents = 0;
       if (mine < per_epoch) {
         batch = make_batch(train_, batches_[order[mine]]).to(device_);
-        auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+        torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
+        auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
         loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
         loss_sum = loss.item<double>();
+        if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
+          auto guided = -(batch.guide * torch::log(alpha.clamp_min(1e-9))).sum();
+          loss = loss + opt_.guided_alignment_weight * guided;
+          if (!std::isfinite(guided.item<double>())) loss_sum = guided.item<double>();
+        }
         tokens = batch.tgt_tokens;
         sents = batch.size();
       }

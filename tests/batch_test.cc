@@ -201,4 +201,24 @@ TEST(MakeBatchTest, WithoutTarget) {
   EXPECT_FALSE(moved.tgt_in.defined());
 }
 
+TEST(MakeBatchTest, GuideRowsSpreadOneOverLinkedSourcePieces) {
+  std::vector<Example> ex(2);
+  ex[0].src = {5, 6, 7, nmt::kEosId};
+  ex[0].tgt = {8, 9};
+  ex[0].guide = {{0, 0}, {2, 0}, {1, 1}};  // target piece 0 to source 0 and 2; piece 1 to source 1
+  ex[1].src = {5, nmt::kEosId};
+  ex[1].tgt = {8, 9, 10};                  // no links: all-zero rows
+  const auto b = nmt::make_batch(ex, {0, 1});
+  ASSERT_TRUE(b.guide.defined());
+  EXPECT_EQ(b.guide.sizes(), (std::vector<int64_t>{2, 4, 4}));  // [B, T = 3 + EOS, S]
+  auto g = b.guide.accessor<float, 3>();
+  EXPECT_FLOAT_EQ(g[0][0][0], 0.5f);
+  EXPECT_FLOAT_EQ(g[0][0][2], 0.5f);
+  EXPECT_FLOAT_EQ(g[0][1][1], 1.0f);
+  EXPECT_FLOAT_EQ(b.guide[0].sum().item<float>(), 2.0f);  // two guided rows
+  EXPECT_FLOAT_EQ(b.guide[1].sum().item<float>(), 0.0f);
+  ex[0].guide.clear();
+  EXPECT_FALSE(nmt::make_batch(ex, {0, 1}).guide.defined());
+}
+
 }  // namespace
