@@ -13,7 +13,7 @@ bin=${NMT_BUILD_DIR:-build}
 mkdir -p bench/results
 out=bench/results/memory-$(hostname)-$(git rev-parse --short HEAD).txt
 {
-  echo "# nmt-translate peak RSS (GNU time) by input size; greedy, --window 1000, $(nproc) threads"
+  echo "# nmt-translate peak RSS (GNU time) by input size; greedy, --window 1000, ${NMT_THREADS:-$(nproc)} threads"
   echo "# model $model; commit $(git rev-parse --short HEAD), $(date -u +%F), host $(hostname)"
   for n in "${sizes[@]}"; do
     in=$(mktemp)

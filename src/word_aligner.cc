@@ -38,7 +38,8 @@ struct WordAligner::Impl {
     float t = 0;      // t(f | e)
     float count = 0;  // expected count in the current iteration
   };
-  std::unordered_map<uint64_t, Entry> table;  // key: e << 32 | f
+  std::vector<Entry> entries;                     // one per (e, f) seen together
+  std::unordered_map<uint64_t, int32_t> table;    // key e << 32 | f -> index into entries
 
   static uint64_t key(int32_t e, int32_t f) { return static_cast<uint64_t>(e) << 32 | static_cast<uint32_t>(f); }
 
@@ -58,24 +59,28 @@ struct WordAligner::Impl {
     return out;
   }
 
-  // Link probabilities of target word j (0-based) over NULL and the source
-  // words, unnormalized, into `p` (p[0] NULL, p[i+1] source word i).
-  void posteriors(const std::vector<int32_t>& e, const std::vector<int32_t>& f, size_t j, std::vector<double>* p,
-                  std::vector<Entry*>* entries) {
-    const int n = static_cast<int>(e.size()), m = static_cast<int>(f.size());
+  // The entries of target word j's candidate links (NULL, then each source
+  // word), -1 where the pair was never seen.
+  void slots(const std::vector<int32_t>& e, const std::vector<int32_t>& f, size_t j, int32_t* out) const {
+    for (size_t i = 0; i <= e.size(); ++i) {
+      const int32_t word = i == 0 ? 0 : e[i - 1];
+      const auto it = word < 0 || f[j] < 0 ? table.end() : table.find(key(word, f[j]));
+      out[i] = it == table.end() ? -1 : it->second;
+    }
+  }
+
+  // Link probabilities of target word j (0-based, of m) over NULL and the n
+  // source words, unnormalized, into `p` (p[0] NULL, p[i+1] source word i),
+  // from the entries `slot` gives.
+  void posteriors(int n, int m, size_t j, const int32_t* slot, std::vector<double>* p) const {
     p->assign(n + 1, 0.0);
-    if (entries) entries->assign(n + 1, nullptr);
     double z = 0;
     for (int i = 0; i < n; ++i) z += diagonal(i + 1, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
     for (int i = 0; i <= n; ++i) {
-      const int32_t word = i == 0 ? 0 : e[i - 1];
-      if (word < 0 || f[j] < 0) continue;
-      auto it = table.find(key(word, f[j]));
-      if (it == table.end()) continue;
+      if (slot[i] < 0) continue;
       const double prior = i == 0 ? opt.null_prob
                                   : (1 - opt.null_prob) * diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension) / z;
-      (*p)[i] = prior * it->second.t;
-      if (entries) (*entries)[i] = &it->second;
+      (*p)[i] = prior * entries[slot[i]].t;
     }
   }
 };
@@ -99,33 +104,46 @@ WordAligner WordAligner::train(const std::vector<std::string>& src, const std::v
     e[k] = impl->ids(src[k], impl->src_vocab, true);
     f[k] = impl->ids(tgt[k], impl->tgt_vocab, true);
   }
-  // t starts uniform over the target words each source word (and NULL) co-occurs with.
-  for (size_t k = 0; k < e.size(); ++k)
-    for (int32_t fw : f[k]) {
-      impl->table[Impl::key(0, fw)];
-      for (int32_t ew : e[k]) impl->table[Impl::key(ew, fw)];
-    }
-  for (auto& [k, entry] : impl->table) entry.t = 1.0f;
+  // t starts uniform over the target words each source word (and NULL)
+  // co-occurs with. Each pair's candidate entries are looked up once:
+  // slot[start[k] + j * (n + 1) + i].
+  std::vector<int32_t> owner;  // source word of each entry
+  std::vector<int32_t> slot;
+  std::vector<size_t> start(e.size());
+  for (size_t k = 0; k < e.size(); ++k) {
+    start[k] = slot.size();
+    for (int32_t fw : f[k])
+      for (size_t i = 0; i <= e[k].size(); ++i) {
+        const int32_t ew = i == 0 ? 0 : e[k][i - 1];
+        auto [it, added] = impl->table.emplace(Impl::key(ew, fw), static_cast<int32_t>(impl->entries.size()));
+        if (added) {
+          impl->entries.push_back({1.0f, 0.0f});
+          owner.push_back(ew);
+        }
+        slot.push_back(it->second);
+      }
+  }
   std::vector<double> p;
-  std::vector<Impl::Entry*> entries;
   const double vocab = static_cast<double>(impl->tgt_vocab.size());
   for (int it = 0; it < opt.iterations; ++it) {
-    for (auto& [k, entry] : impl->table) entry.count = 0;
+    for (auto& entry : impl->entries) entry.count = 0;
     for (size_t k = 0; k < e.size(); ++k) {  // E-step: expected link counts
+      const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
       for (size_t j = 0; j < f[k].size(); ++j) {
-        impl->posteriors(e[k], f[k], j, &p, &entries);
+        const int32_t* s = &slot[start[k] + j * (n + 1)];
+        impl->posteriors(n, m, j, s, &p);
         double z = 0;
         for (double v : p) z += v;
         if (z <= 0) continue;
-        for (size_t i = 0; i < p.size(); ++i)
-          if (entries[i]) entries[i]->count += static_cast<float>(p[i] / z);
+        for (int i = 0; i <= n; ++i) impl->entries[s[i]].count += static_cast<float>(p[i] / z);
       }
     }
     // M-step: t(f|e) = count(e,f) / count(e), or its variational-Bayes form.
     std::vector<double> total(impl->src_vocab.size(), 0.0);
-    for (const auto& [k, entry] : impl->table) total[k >> 32] += entry.count;
-    for (auto& [k, entry] : impl->table) {
-      const double c = entry.count, tot = total[k >> 32];
+    for (size_t x = 0; x < impl->entries.size(); ++x) total[owner[x]] += impl->entries[x].count;
+    for (size_t x = 0; x < impl->entries.size(); ++x) {
+      auto& entry = impl->entries[x];
+      const double c = entry.count, tot = total[owner[x]];
       if (opt.alpha > 0)
         entry.t = static_cast<float>(std::exp(digamma(c + opt.alpha) - digamma(tot + vocab * opt.alpha)));
       else
@@ -140,8 +158,10 @@ std::set<Link> WordAligner::align(const std::string& src, const std::string& tgt
   std::vector<int32_t> e = impl.ids(src, impl.src_vocab, false), f = impl.ids(tgt, impl.tgt_vocab, false);
   std::set<Link> links;
   std::vector<double> p;
+  std::vector<int32_t> slot(e.size() + 1);
   for (size_t j = 0; j < f.size(); ++j) {
-    impl.posteriors(e, f, j, &p, nullptr);
+    impl.slots(e, f, j, slot.data());
+    impl.posteriors(static_cast<int>(e.size()), static_cast<int>(f.size()), j, slot.data(), &p);
     size_t best = 0;
     for (size_t i = 1; i < p.size(); ++i)
       if (p[i] > p[best]) best = i;
@@ -154,7 +174,7 @@ double WordAligner::log_translation(const std::string& e, const std::string& f) 
   const auto ei = impl_->src_vocab.find(e), fi = impl_->tgt_vocab.find(f);
   if (ei == impl_->src_vocab.end() || fi == impl_->tgt_vocab.end()) return -std::numeric_limits<double>::infinity();
   const auto it = impl_->table.find(Impl::key(ei->second, fi->second));
-  return it == impl_->table.end() ? -std::numeric_limits<double>::infinity() : std::log(it->second.t);
+  return it == impl_->table.end() ? -std::numeric_limits<double>::infinity() : std::log(impl_->entries[it->second].t);
 }
 
 }  // namespace nmt

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Alignment Error Rate on the Hansards trial set (37 sentences with gold
+# sure/possible links, NAACL 2003) for every extraction method, using the
+# models of scripts/hansards_train.sh. Forced mode: each model reads the
+# reference pair. Writes bench/results/hansards-aer-<host>-<commit>.txt.
+#   scripts/hansards_align.sh [HANSARDS_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=${1:-../shared/data/hansards-enfr}
+bin=${NMT_BUILD_DIR:-build}
+m=runs/hansards
+for f in en-fr fr-en en-fr-guided; do
+  [ -s "$m/$f/best.ckpt" ] || { echo "missing $m/$f/best.ckpt: run scripts/hansards_train.sh first" >&2; exit 1; }
+done
+commit=$(git rev-parse --short HEAD)
+res=bench/results/hansards-aer-$(hostname -s)-$commit.txt
+mkdir -p bench/results
+pair=(--src "$data/trial.en" --tgt "$data/trial.fr" --eval-gold "$data/trial.talp" --gold-one-based --format pharaoh -o /dev/null)
+row() {  # row LABEL nmt-align-args...
+  local label=$1; shift
+  local score
+  score=$("$bin/nmt-align" "${pair[@]}" "$@" 2>&1 | grep -o 'precision.*') || { echo "failed: $label" >&2; exit 1; }
+  printf '| %s | %s |\n' "$label" "$(echo "$score" | sed -E 's/precision ([0-9.]+) recall ([0-9.]+) AER ([0-9.]+).*/\1 | \2 | \3/')"
+}
+{
+  echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
+  echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# models: $m/{en-fr,fr-en,en-fr-guided}/best.ckpt (scripts/hansards_train.sh)"
+  echo
+  echo "| method | precision | recall | AER |"
+  echo "|---|---|---|---|"
+  F=(-m $m/en-fr/best.ckpt); G=(-m $m/en-fr-guided/best.ckpt); R=(--reverse-model $m/fr-en/best.ckpt)
+  row "en-fr attention, argmax" "${F[@]}"
+  row "en-fr attention, argmax, shift 1" "${F[@]}" --shift 1
+  row "en-fr attention, argmax, shift 2" "${F[@]}" --shift 2
+  row "en-fr attention, threshold 0.5" "${F[@]}" --method threshold --threshold 0.5
+  row "en-fr attention, threshold 0.3" "${F[@]}" --method threshold --threshold 0.3
+  for s in intersection union grow-diag grow-diag-final grow-diag-final-and; do
+    row "en-fr x fr-en attention, argmax, $s" "${F[@]}" "${R[@]}" --symmetrize $s
+  done
+  row "en-fr x fr-en attention, average, argmax" "${F[@]}" "${R[@]}" --symmetrize average
+  row "en-fr x fr-en attention, average, threshold 0.3" "${F[@]}" "${R[@]}" --symmetrize average --method threshold --threshold 0.3
+  row "en-fr guided attention, argmax" "${G[@]}"
+  row "en-fr guided attention, threshold 0.3" "${G[@]}" --method threshold --threshold 0.3
+  row "en-fr guided x fr-en attention, argmax, intersection" "${G[@]}" "${R[@]}" --symmetrize intersection
+  row "en-fr guided x fr-en attention, argmax, grow-diag-final-and" "${G[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+  ibm=(--aligner ibm2 --ibm-train-src $m/train.en --ibm-train-tgt $m/train.fr)
+  row "ibm2 en-fr (statistical baseline)" "${ibm[@]}"
+  row "ibm2 en-fr x fr-en, grow-diag-final-and (the guide's method)" "${ibm[@]}" --symmetrize grow-diag-final-and
+  row "ibm2 en-fr x fr-en, intersection" "${ibm[@]}" --symmetrize intersection
+} | tee "$res"
+echo "written: $res"
