@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 data=${1:-../shared/data/hansards-enfr}
 bin=${NMT_BUILD_DIR:-build}
 m=runs/hansards
-for f in en-fr fr-en en-fr-guided; do
+for f in en-fr fr-en en-fr-guided en-fr-guided-w3; do
   [ -s "$m/$f/best.ckpt" ] || { echo "missing $m/$f/best.ckpt: run scripts/hansards_train.sh first" >&2; exit 1; }
 done
 commit=$(git rev-parse --short HEAD)
@@ -25,11 +25,12 @@ row() {  # row LABEL nmt-align-args...
 {
   echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
   echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "# models: $m/{en-fr,fr-en,en-fr-guided}/best.ckpt (scripts/hansards_train.sh)"
+  echo "# models: $m/{en-fr,fr-en,en-fr-guided,en-fr-guided-w3}/best.ckpt (scripts/hansards_train.sh)"
   echo
   echo "| method | precision | recall | AER |"
   echo "|---|---|---|---|"
-  F=(-m $m/en-fr/best.ckpt); G=(-m $m/en-fr-guided/best.ckpt); R=(--reverse-model $m/fr-en/best.ckpt)
+  F=(-m $m/en-fr/best.ckpt); G=(-m $m/en-fr-guided/best.ckpt); G3=(-m $m/en-fr-guided-w3/best.ckpt)
+  R=(--reverse-model $m/fr-en/best.ckpt)
   row "en-fr attention, argmax" "${F[@]}"
   row "en-fr attention, argmax, shift 1" "${F[@]}" --shift 1
   row "en-fr attention, argmax, shift 2" "${F[@]}" --shift 2
@@ -44,6 +45,12 @@ row() {  # row LABEL nmt-align-args...
   row "en-fr guided attention, threshold 0.3" "${G[@]}" --method threshold --threshold 0.3
   row "en-fr guided x fr-en attention, argmax, intersection" "${G[@]}" "${R[@]}" --symmetrize intersection
   row "en-fr guided x fr-en attention, argmax, grow-diag-final-and" "${G[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+  row "en-fr guided (weight 3) attention, argmax" "${G3[@]}"
+  row "en-fr guided (weight 3) attention, argmax, shift 1" "${G3[@]}" --shift 1
+  row "en-fr guided (weight 3) attention, threshold 0.3" "${G3[@]}" --method threshold --threshold 0.3
+  row "en-fr guided (weight 3) attention, threshold 0.5" "${G3[@]}" --method threshold --threshold 0.5
+  row "en-fr guided (weight 3) x fr-en attention, argmax, intersection" "${G3[@]}" "${R[@]}" --symmetrize intersection
+  row "en-fr guided (weight 3) x fr-en attention, argmax, grow-diag-final-and" "${G3[@]}" "${R[@]}" --symmetrize grow-diag-final-and
   ibm=(--aligner ibm2 --ibm-train-src $m/train.en --ibm-train-tgt $m/train.fr)
   row "ibm2 en-fr (statistical baseline)" "${ibm[@]}"
   row "ibm2 en-fr x fr-en, grow-diag-final-and (the guide's method)" "${ibm[@]}" --symmetrize grow-diag-final-and

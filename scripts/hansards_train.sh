@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Trains the Hansards models that scripts/hansards_align.sh scores, each for
-# configs/hansards-en-fr.toml's 1,500 steps (about 12 minutes each on 2 CPU
+# configs/hansards-en-fr.toml's 1,500 steps (about 14 minutes each on 2 CPU
 # cores):
 #   en-fr         English -> French
 #   fr-en         French -> English (for symmetrized alignments)
 #   en-fr-guided  English -> French with guided alignment: attention is
 #                 trained towards ibm2 (fast_align-style) links of the
 #                 training pairs, symmetrized with grow-diag-final-and
+#                 (weight 0.5, the default)
+#   en-fr-guided-w3  the same with --guided-alignment-weight 3
 # Data: 200,000 pairs of 3 to 40 words from ../shared/data/hansards-enfr (or
 # $1), shuffled with a fixed seed, plus 500 held out for validation.
 #   scripts/hansards_train.sh [HANSARDS_DIR]      # into runs/hansards/
@@ -45,3 +47,4 @@ if [ ! -s "$out/train.gdfa" ]; then
 fi
 train en-fr-guided en fr --guided-alignment "$out/train.gdfa"
 train fr-en fr en
+train en-fr-guided-w3 en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 3
