@@ -49,6 +49,16 @@ AttentionMatrix merge_to_words(const AttentionMatrix& m) {
   return w;
 }
 
+std::vector<int> piece_words(const std::vector<std::string>& pieces) {
+  std::vector<int> word(pieces.size());
+  int w = -1;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (w < 0 || pieces[k].rfind(kWordMark, 0) == 0) ++w;
+    word[k] = w;
+  }
+  return word;
+}
+
 HardMethod parse_hard_method(const std::string& s) {
   if (s == "argmax") return HardMethod::kArgmax;
   if (s == "threshold") return HardMethod::kThreshold;

@@ -24,6 +24,10 @@ struct AttentionMatrix {
 // rows still sum to 1. Word tokens are the pieces joined without the mark.
 AttentionMatrix merge_to_words(const AttentionMatrix& pieces);
 
+// The word (0-based) each SentencePiece piece belongs to: a piece starting
+// with U+2581 starts a word (the first piece always does).
+std::vector<int> piece_words(const std::vector<std::string>& pieces);
+
 // A link (source word i, target word j), 0-based.
 using Link = std::pair<int, int>;
 

@@ -66,26 +66,14 @@ ParallelCorpus read_corpus(const std::string& src, const std::string& tgt, const
   return read_parallel(src, tgt);
 }
 
-// The word (0-based) each SentencePiece piece belongs to: a piece starting
-// with U+2581 starts a word.
-std::vector<int32_t> piece_words(const std::vector<std::string>& pieces) {
-  std::vector<int32_t> word(pieces.size());
-  int32_t w = -1;
-  for (size_t k = 0; k < pieces.size(); ++k) {
-    if (w < 0 || pieces[k].rfind("\xe2\x96\x81", 0) == 0) ++w;
-    word[k] = w;
-  }
-  return word;
-}
-
 // Guided-alignment links of one pair at piece level: every piece of source
 // word i with every piece of target word j, for each word link i-j. Throws
 // nmt::Error located at path:line for a link outside the sentence.
 std::vector<std::pair<int32_t, int32_t>> guide_links(const std::string& line, const std::string& path, int64_t line_no,
-                                                     const std::vector<int32_t>& src_words,
-                                                     const std::vector<int32_t>& tgt_words) {
+                                                     const std::vector<int>& src_words,
+                                                     const std::vector<int>& tgt_words) {
   const auto links = parse_gold_line(line, path, line_no, false).possible;
-  const int32_t ns = src_words.empty() ? 0 : src_words.back() + 1, nt = tgt_words.empty() ? 0 : tgt_words.back() + 1;
+  const int ns = src_words.empty() ? 0 : src_words.back() + 1, nt = tgt_words.empty() ? 0 : tgt_words.back() + 1;
   std::vector<std::pair<int32_t, int32_t>> out;
   for (const auto& [i, j] : links) {
     if (i < 0 || j < 0 || i >= ns || j >= nt)
@@ -451,8 +439,9 @@ TrainResult Trainer::run() {
   const auto t0 = Clock::now();
   const double elapsed0 = state_.elapsed_seconds;
   const int64_t per_epoch = static_cast<int64_t>(batches_.size());
-  const int64_t ranks = comm_ ? comm_->world_size() : 1;
-  int64_t total_steps = opt_.max_epochs * ((per_epoch + ranks - 1) / ranks);
+  const int64_t world = comm_ ? comm_->world_size() : 1;
+  const int64_t rank = comm_ ? comm_->rank() : 0;
+  int64_t total_steps = opt_.max_epochs * ((per_epoch + world - 1) / world);
   if (opt_.max_steps > 0) total_steps = std::min(total_steps, opt_.max_steps);
 
   double train_seconds = 0;    // excludes validation, for throughput
@@ -534,8 +523,6 @@ TrainResult Trainer::run() {
   // With N ranks a step takes N batches of the epoch's order, rank r the
   // r-th; the loss is summed over all of them and divided by their target
   // tokens, so a step equals one step on the N batches joined.
-  const int64_t world = comm_ ? comm_->world_size() : 1;
-  const int64_t rank = comm_ ? comm_->rank() : 0;
   std::vector<torch::Tensor> params;  // each parameter once (tied weights appear twice in parameters())
   for (const auto& p : model_->parameters())
     if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); })) params.push_back(p);
@@ -572,7 +559,8 @@ TrainResult Trainer::run() {
         if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
           auto guided = -(batch.guide * torch::log(alpha.clamp_min(1e-9))).sum();
           loss = loss + opt_.guided_alignment_weight * guided;
-          if (!std::isfinite(guided.item<double>())) loss_sum = guided.item<double>();
+          const double guided_sum = guided.item<double>();
+          if (!std::isfinite(guided_sum)) loss_sum = guided_sum;
         }
         tokens = batch.tgt_tokens;
         sents = batch.size();

@@ -75,12 +75,10 @@ struct WordAligner::Impl {
   void posteriors(int n, int m, size_t j, const int32_t* slot, std::vector<double>* p) const {
     p->assign(n + 1, 0.0);
     double z = 0;
-    for (int i = 0; i < n; ++i) z += diagonal(i + 1, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
+    for (int i = 1; i <= n; ++i) z += (*p)[i] = diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
     for (int i = 0; i <= n; ++i) {
-      if (slot[i] < 0) continue;
-      const double prior = i == 0 ? opt.null_prob
-                                  : (1 - opt.null_prob) * diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension) / z;
-      (*p)[i] = prior * entries[slot[i]].t;
+      const double prior = i == 0 ? opt.null_prob : (1 - opt.null_prob) * (*p)[i] / z;
+      (*p)[i] = slot[i] < 0 ? 0.0 : prior * entries[slot[i]].t;
     }
   }
 };
