@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"argmax", "threshold"}))->capture_default_str();
   app.add_option("--threshold", opt.threshold, "Weight at or above which a word pair links (--method threshold)")->capture_default_str();
   app.add_option("--shift", opt.shift, "Target token t takes the attention row of step t+N (the model reads y_t two steps later)")
-      ->check(CLI::Range(0, 4))->capture_default_str();
+      ->capture_default_str();
   app.add_option("--reverse-model", opt.reverse_model, "Target->source checkpoint whose links are combined with --symmetrize (forced mode)");
   app.add_option("--symmetrize", symmetrize,
                  "Combine with --reverse-model: intersection, union, grow-diag, grow-diag-final, grow-diag-final-and, or average (mean of both matrices)")
@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Debug logging");
   CLI11_PARSE(app, argc, argv);
   nmt::setup_logging(verbose);
+  nmt::install_signal_handlers("nmt-align");
   return nmt::run_guarded([&] {
     opt.method = nmt::parse_hard_method(method);
     opt.symmetrize = nmt::parse_symmetrization(symmetrize);

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <csignal>
 
 #include "app.h"
 #include "distributed.h"
@@ -13,10 +12,7 @@
 #include "trainer.h"
 
 namespace {
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // a second signal: leave now
-}
+std::atomic<bool> g_stop{false};  // set by the first SIGINT/SIGTERM: save and stop
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,8 +117,7 @@ int main(int argc, char** argv) {
     for (const auto& [flag, field] : model_flags)
       if (app.count(flag) > 0) opt.explicit_model_fields.push_back(field);
     opt.stop_metric = nmt::parse_stop_metric(stop_metric);
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
     nmt::train(opt, tok, model, &g_stop);  // an interrupted run has saved last.ckpt: still a success
     return nmt::kExitOk;
   });

@@ -30,11 +30,13 @@ int main(int argc, char** argv) {
   app.add_option("--reference", opt.reference, "Score the output against this file (BLEU, chrF, exact match on stderr)");
   app.add_option("--max-input-length", opt.translate.max_input_length, "Crop longer inputs to this many pieces (0: never)")->capture_default_str();
   app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
+  app.add_option("--max-line-bytes", opt.max_line_bytes, "Crop longer input lines to this many bytes (score mode: an error)")->capture_default_str();
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU threads (0: NMT_THREADS or all cores)")->capture_default_str();
   app.add_flag("-v,--verbose", verbose, "Debug logging");
   CLI11_PARSE(app, argc, argv);
   nmt::setup_logging(verbose);
+  nmt::install_signal_handlers("nmt-translate");
   return nmt::run_guarded([&] {
     nmt::translate_stream(opt);
     return nmt::kExitOk;

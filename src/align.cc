@@ -5,18 +5,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <climits>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
-#include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "corpus.h"
 #include "device.h"
 #include "error.h"
+#include "io.h"
 #include "utf8.h"
+#include "validate.h"
 
 namespace nmt {
 namespace {
@@ -74,7 +74,43 @@ AttentionMatrix free_attention(Translator& tr, const std::string& src, const Sea
   return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), tgt);
 }
 
+void AlignRunOptions::validate() const {
+  check::in_range("--threshold", threshold, 0.0, 1.0);
+  check::in_range("--shift", shift, 0, 4);
+  check::in_range("--max-pairs", max_pairs, 0);
+  check::in_range("--threads", threads, 0, kMaxThreads);
+  ibm.validate();
+  search.validate();
+}
+
+// Reads the gold links of the first `pairs` pairs and checks that every link
+// lies inside its pair (word counts of src and, when given, tgt). Throws
+// nmt::Error located at gold:line.
+std::vector<GoldAlignment> read_gold(const AlignRunOptions& opt, const std::vector<std::string>& src,
+                                     const std::vector<std::string>& tgt) {
+  auto lines = read_lines(opt.eval_gold, kAlignMaxLineBytes);
+  if (lines.size() < src.size())
+    throw Error(located(opt.eval_gold, 0, std::to_string(lines.size()) + " gold lines for " +
+                                             std::to_string(src.size()) + " pairs"));
+  std::vector<GoldAlignment> gold;
+  for (size_t k = 0; k < src.size(); ++k) {
+    const auto line = static_cast<int64_t>(k + 1);
+    gold.push_back(parse_gold_line(lines[k], opt.eval_gold, line, opt.gold_one_based));
+    const auto ns = static_cast<int>(split_ws(src[k]).size());
+    const int nt = tgt.empty() ? INT32_MAX : static_cast<int>(split_ws(tgt[k]).size());
+    for (const auto& [i, j] : gold.back().possible)
+      if (i >= ns || j >= nt)
+        throw Error(located(opt.eval_gold, line, "link " + std::to_string(i + opt.gold_one_based) + "-" +
+                                                     std::to_string(j + opt.gold_one_based) + " is outside the pair (" +
+                                                     std::to_string(ns) + " source" +
+                                                     (tgt.empty() ? "" : " and " + std::to_string(nt) + " target") +
+                                                     " words)"));
+  }
+  return gold;
+}
+
 AerScore run_alignment(const AlignRunOptions& opt) {
+  opt.validate();
   if (opt.format != "csv" && opt.format != "pharaoh" && opt.format != "svg")
     throw Error("unknown format '" + opt.format + "' (expected csv, pharaoh or svg)");
   if (opt.level != "subword" && opt.level != "word")
@@ -99,16 +135,16 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   std::vector<std::string> src, tgt;
   if (!opt.tsv.empty()) {
     if (!opt.src.empty() || !opt.tgt.empty()) throw Error("give --tsv or --src/--tgt, not both");
-    auto c = read_tsv(opt.tsv == "-" ? "/dev/stdin" : opt.tsv, CorpusLimits{SIZE_MAX});
-    if (c.stats.empty) throw Error(located(opt.tsv, 0, "has pairs with an empty side; every pair must have both"));
+    auto c = read_tsv(opt.tsv, CorpusLimits{kAlignMaxLineBytes, false});
+    if (c.stats.empty) throw Error(c.stats.first_empty + ": a pair with an empty side; every pair must have both");
     src = std::move(c.src);
     tgt = std::move(c.tgt);
   } else if (!opt.src.empty()) {
     if (opt.tgt.empty()) {
-      src = read_lines(opt.src);
+      src = read_lines(opt.src, kAlignMaxLineBytes);
     } else {
-      auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{SIZE_MAX});
-      if (c.stats.empty) throw Error(located(opt.src, 0, "has pairs with an empty side; every pair must have both"));
+      auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{kAlignMaxLineBytes, false});
+      if (c.stats.empty) throw Error(c.stats.first_empty + ": empty line; every pair must have both sides");
       src = std::move(c.src);
       tgt = std::move(c.tgt);
     }
@@ -126,7 +162,7 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     // Learns from the pairs to align plus any extra pairs, in both directions when symmetrizing.
     std::vector<std::string> all_src = src, all_tgt = tgt;
     if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
-      auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{SIZE_MAX});
+      auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
       all_src.insert(all_src.end(), extra.src.begin(), extra.src.end());
       all_tgt.insert(all_tgt.end(), extra.tgt.begin(), extra.tgt.end());
     }
@@ -135,36 +171,28 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     if (symmetric) ibm_rev = std::make_unique<WordAligner>(WordAligner::train(all_tgt, all_src, opt.ibm));
   }
   std::vector<GoldAlignment> gold;
-  if (!opt.eval_gold.empty()) {
-    auto lines = read_lines(opt.eval_gold);
-    if (lines.size() < src.size())
-      throw Error(located(opt.eval_gold, 0, std::to_string(lines.size()) + " gold lines for " +
-                                               std::to_string(src.size()) + " pairs"));
-    for (size_t k = 0; k < src.size(); ++k)
-      gold.push_back(parse_gold_line(lines[k], opt.eval_gold, static_cast<int64_t>(k + 1), opt.gold_one_based));
-  }
+  if (!opt.eval_gold.empty()) gold = read_gold(opt, src, tgt);
   for (const auto& dir : {opt.output_dir, opt.heatmap_dir}) {
+    if (dir.empty()) continue;
     std::error_code ec;
-    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    std::filesystem::create_directories(dir, ec);
     if (ec) throw Error(located(dir, 0, "cannot create folder: " + ec.message()));
+    remove_stale_temporaries(dir);
   }
-  const bool to_stdout = opt.output.empty() || opt.output == "-";
-  const std::string tmp = to_stdout ? "" : opt.output + ".tmp";
-  std::ofstream fout;
-  if (!to_stdout && opt.output_dir.empty()) {
-    fout.open(tmp, std::ios::binary | std::ios::trunc);
-    if (!fout) throw Error(located(opt.output, 0, "cannot open output for writing"));
-  }
-  std::ostream& out = to_stdout ? std::cout : fout;
+  // One stream (stdout or -o), unless everything goes into --output-dir.
+  std::unique_ptr<OutputFile> out_file;
+  if (opt.output_dir.empty() || opt.format == "pharaoh") out_file = std::make_unique<OutputFile>(opt.output);
+  std::ostringstream discard;
+  std::ostream& out = out_file ? out_file->stream() : discard;
   auto numbered = [](const std::string& dir, size_t k, const char* ext) {
     std::ostringstream name;
     name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
     return name.str();
   };
   auto write_file = [](const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) throw Error(located(path, 0, "write failed"));
+    OutputFile f(path, /*sweep_stale=*/false);  // the folder was swept once above
+    f.stream() << text;
+    f.commit();
   };
   std::vector<std::set<Link>> hard;
   for (size_t k = 0; k < src.size(); ++k) {
@@ -218,12 +246,7 @@ AerScore run_alignment(const AlignRunOptions& opt) {
       write_csv(out, shown);
     }
   }
-  out.flush();
-  if (!out) throw Error("write failed (disk full?)");
-  if (!to_stdout && fout.is_open()) {
-    fout.close();
-    if (!fout || std::rename(tmp.c_str(), opt.output.c_str()) != 0) throw Error(located(opt.output, 0, "cannot write output"));
-  }
+  if (out_file) out_file->commit();
   AerScore score;
   if (!gold.empty()) {
     score = alignment_error_rate(hard, gold);

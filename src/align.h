@@ -25,7 +25,7 @@ struct AlignRunOptions {
   std::string model_path;           // checkpoint (attention)
   std::string src, tgt;             // two files (tgt empty: free mode)
   std::string tsv;                  // or pairs as TSV ("-": stdin)
-  std::string output;               // "" or "-": stdout
+  std::string output;               // "" or "-": stdout; a file is replaced whole at the end (io.h)
   std::string format = "csv";       // "csv", "pharaoh" or "svg"
   std::string level = "subword";    // "subword" or "word" (csv, svg); pharaoh is always word level
   std::string output_dir;           // one NNNN.csv / NNNN.svg per pair instead of one stream
@@ -43,11 +43,19 @@ struct AlignRunOptions {
   int64_t max_pairs = 0;            // 0: all
   std::string device = "auto";
   int threads = 0;
+
+  // Throws nmt::Error naming the first option out of its range or in
+  // conflict with another.
+  void validate() const;
 };
 
+// Longest input line nmt-align reads, in bytes (longer: an error at file:line).
+constexpr size_t kAlignMaxLineBytes = size_t{1} << 20;
+
 // Aligns every pair and writes the chosen format; with eval_gold, logs
-// precision, recall and AER. Throws nmt::Error for bad files (named with the
-// line), options, or model.
+// precision, recall and AER. Throws nmt::Error for bad options (before any
+// work), bad files (named with the line; a gold link outside its sentence
+// pair included), or a bad model; output files are then left as they were.
 AerScore run_alignment(const AlignRunOptions& opt);
 
 }  // namespace nmt

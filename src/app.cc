@@ -4,10 +4,45 @@
 #include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
 
 #include "error.h"
+#include "io.h"
 
 namespace nmt {
+namespace {
+
+const char* g_tool = "nmt";
+std::atomic<bool>* g_stop = nullptr;
+
+void write_stderr(const char* s) { (void)!::write(2, s, std::strlen(s)); }
+
+extern "C" void on_signal(int sig) {
+  if (g_stop != nullptr && !g_stop->exchange(true)) return;  // first signal: finish cleanly
+  remove_temporaries_now();
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  write_stderr("error: ");
+  write_stderr(g_tool);
+  write_stderr(" interrupted by ");
+  write_stderr(name);
+  write_stderr("; files being written were left as they were\n");
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+void install_signal_handlers(const char* tool, std::atomic<bool>* stop) {
+  g_tool = tool;
+  g_stop = stop;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
 
 void setup_logging(bool verbose) {
   auto logger = spdlog::stderr_color_mt("nmt");

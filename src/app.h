@@ -1,6 +1,8 @@
-// What every executable shares: logging to stderr and the mapping from
-// exceptions to exit codes. The apps parse flags (CLI11) and call in here.
+// What every executable shares: logging to stderr, signal handling and the
+// mapping from exceptions to exit codes. The apps parse flags (CLI11) and
+// call in here.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -13,6 +15,14 @@ constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report
 
 // Sends logs to stderr as "[time] [level] message"; `verbose` adds debug lines.
 void setup_logging(bool verbose = false);
+
+// Installs the handlers of SIGINT, SIGTERM and SIGHUP. Without `stop`, a
+// signal removes this process's temporary files (io.h), prints one error
+// line and exits with 128 + the signal (130, 143, 129): a file being
+// written keeps its old content. With `stop`, the first signal only sets
+// *stop (the tool finishes cleanly) and a second acts as above. SIGXFSZ is
+// ignored, so a file-size limit becomes a write error with a message.
+void install_signal_handlers(const char* tool, std::atomic<bool>* stop = nullptr);
 
 // Runs `body` and returns its exit code; an exception is logged as one line
 // ("error: ...") and mapped to kExitError (nmt::Error, std::invalid_argument)

@@ -1,54 +1,149 @@
-// Checkpoint writing (atomic) and reading (with checks and hints).
+// Checkpoint writing (atomic, checksummed) and reading (header first, with
+// checks and hints).
 #include "checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "error.h"
+#include "io.h"
 
 namespace nmt {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'M', 'T', 'C', 'K', 'P', 'T', '\n'};
-constexpr size_t kHeaderSize = sizeof(kMagic) + sizeof(uint32_t);
+constexpr size_t kHeaderV1 = sizeof(kMagic) + 4;  // magic, version
+constexpr size_t kHeaderV2 = kHeaderV1 + 8 + 4;   // ... body size, CRC-32 of the body
+constexpr uint64_t kMaxCheckpointBytes = uint64_t{1} << 40;  // sanity cap on a declared body size
+constexpr uint64_t kMaxUnsizedBytes = uint64_t{4} << 30;     // version 1 read from a device or FIFO
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(located(path, 0, std::string("cannot open checkpoint: ") + std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(located(path, 0, "read error"));
-  return ss.str();
+uint64_t read_le(std::string_view bytes, size_t at, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  return v;
 }
 
-// Checks magic and version; returns the archive bytes' offset.
-void check_header(const std::string& bytes, const std::string& path) {
-  if (bytes.size() < kHeaderSize || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
-    throw Error(located(path, 0, "not an nmt checkpoint (no NMTCKPT header); expected a .ckpt file written by nmt-train"));
+void append_le(std::string& out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+uint32_t crc32_of(std::string_view bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  for (size_t at = 0; at < bytes.size();) {  // zlib takes uInt lengths
+    const auto n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, size_t{1} << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), n);
+    at += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+struct Header {
   uint32_t version = 0;
-  for (int i = 3; i >= 0; --i) version = (version << 8) | static_cast<unsigned char>(bytes[sizeof(kMagic) + i]);
-  if (version > kCheckpointVersion)
-    throw Error(located(path, 0, "checkpoint format version " + std::to_string(version) +
+  size_t size = 0;         // header bytes: the archive starts here
+  uint64_t body_size = 0;  // version 2: archive bytes
+  uint32_t crc = 0;        // version 2: their CRC-32
+};
+
+// Parses the header at the start of `bytes` (which may hold no more than
+// the header). Throws nmt::Error for a foreign file, a version this build
+// does not read, or a header cut short.
+Header parse_header(std::string_view bytes, const std::string& path) {
+  if (bytes.size() < kHeaderV1 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+    throw Error(located(path, 0, "not an nmt checkpoint (no NMTCKPT header); expected a .ckpt file written by nmt-train"));
+  Header h;
+  h.version = static_cast<uint32_t>(read_le(bytes, sizeof(kMagic), 4));
+  if (h.version > kCheckpointVersion)
+    throw Error(located(path, 0, "checkpoint format version " + std::to_string(h.version) +
                                      " is newer than this nmt reads (" + std::to_string(kCheckpointVersion) +
                                      "); upgrade nmt"));
-  if (version < 1) throw Error(located(path, 0, "checkpoint format version 0 is not valid"));
+  if (h.version < 1) throw Error(located(path, 0, "checkpoint format version 0 is not valid"));
+  h.size = h.version == 1 ? kHeaderV1 : kHeaderV2;
+  if (h.version >= 2) {
+    if (bytes.size() < kHeaderV2) throw Error(located(path, 0, "truncated checkpoint (the header is cut short)"));
+    h.body_size = read_le(bytes, kHeaderV1, 8);
+    h.crc = static_cast<uint32_t>(read_le(bytes, kHeaderV1 + 8, 4));
+    if (h.body_size > kMaxCheckpointBytes)
+      throw Error(located(path, 0, "damaged checkpoint (its header declares " + std::to_string(h.body_size) +
+                                       " bytes); use an older step-N.ckpt"));
+  }
+  return h;
 }
 
-torch::serialize::InputArchive open_archive(const std::string& bytes, const std::string& path) {
+// Checks that `bytes` holds exactly the body its header declares, unchanged
+// (version 2; version 1 has no checksum). Throws nmt::Error with a hint.
+void verify_body(std::string_view bytes, const Header& h, const std::string& path) {
+  if (h.version < 2) return;
+  const uint64_t have = bytes.size() - h.size;
+  if (have != h.body_size)
+    throw Error(located(path, 0, std::string(have < h.body_size ? "truncated" : "damaged") + " checkpoint (" +
+                                     std::to_string(have) + " bytes after the header, " +
+                                     std::to_string(h.body_size) + " expected); use an older step-N.ckpt"));
+  if (crc32_of(bytes.substr(h.size)) != h.crc)
+    throw Error(located(path, 0, "damaged (checksum mismatch); use an older step-N.ckpt"));
+}
+
+// Appends up to `n` bytes of `fd` to `out`; fewer only at the end of the file.
+void read_up_to(int fd, uint64_t n, std::string& out, const std::string& path) {
+  char chunk[1 << 16];
+  while (n > 0) {
+    const ssize_t got = ::read(fd, chunk, static_cast<size_t>(std::min<uint64_t>(n, sizeof chunk)));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error(located(path, 0, std::string("read error: ") + std::strerror(errno)));
+    if (got == 0) return;
+    out.append(chunk, static_cast<size_t>(got));
+    n -= static_cast<uint64_t>(got);
+  }
+}
+
+// Reads a checkpoint file: the header first, then no more than it declares
+// (plus one byte, to notice trailing data), so a device or a foreign file is
+// refused before anything else is read. Throws nmt::Error naming the path.
+std::string read_checkpoint_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(located(path, 0, std::string("cannot open checkpoint: ") + std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw Error(located(path, 0, std::string("cannot read: ") + std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw Error(located(path, 0, "is a folder, not a checkpoint"));
+  std::string bytes;
+  read_up_to(fd, kHeaderV2, bytes, path);  // a version 1 header is shorter: the rest is archive
+  const Header h = parse_header(bytes, path);
+  if (h.version >= 2) {
+    if (S_ISREG(st.st_mode)) bytes.reserve(std::min<uint64_t>(h.body_size, static_cast<uint64_t>(st.st_size)) + h.size + 1);
+    read_up_to(fd, h.body_size + 1, bytes, path);  // one byte more shows trailing data
+  } else {
+    read_up_to(fd, S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : kMaxUnsizedBytes, bytes, path);
+  }
+  return bytes;
+}
+
+torch::serialize::InputArchive open_archive(const std::string& bytes, const Header& h, const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
-    archive.load_from(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, torch::Device(torch::kCPU));
+    archive.load_from(bytes.data() + h.size, bytes.size() - h.size, torch::Device(torch::kCPU));
   } catch (const std::exception&) {  // c10::Error and the zip reader's own errors
     throw Error(located(path, 0, "corrupt or truncated checkpoint (the archive does not open); "
                                  "use best.ckpt or an older step-N.ckpt"));
   }
   return archive;
+}
+
+// The archive of a checkpoint file, after every check of its bytes.
+torch::serialize::InputArchive open_checkpoint(const std::string& path) {
+  const std::string bytes = read_checkpoint_file(path);
+  const Header h = parse_header(bytes, path);
+  verify_body(bytes, h, path);
+  return open_archive(bytes, h, path);
 }
 
 std::string read_string(torch::serialize::InputArchive& archive, const std::string& key, const std::string& path) {
@@ -58,38 +153,19 @@ std::string read_string(torch::serialize::InputArchive& archive, const std::stri
   return v.toStringRef();
 }
 
-}  // namespace
-
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(located(tmp, 0, std::string("cannot write: ") + std::strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(located(path, 0, std::string("write failed: ") + std::strerror(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(located(path, 0, std::string("write failed: ") + std::strerror(err)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(located(path, 0, std::string("cannot replace: ") + std::strerror(err)));
-  }
+// Throws nmt::Error naming the first weight of `model` with a NaN or Inf.
+void check_finite(Seq2Seq& model, const std::string& path, const std::string& what) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model->named_parameters())
+    if (!torch::isfinite(p.value()).all().item<bool>())
+      throw Error(located(path, 0, what + ": weight '" + p.key() + "' holds NaN or Inf values"));
 }
+
+}  // namespace
 
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
                      torch::optim::Optimizer* optimizer, const TrainState* state) {
+  check_finite(model, path, "not written (the file is unchanged)");
   torch::serialize::OutputArchive archive;
   archive.write("config", c10::IValue(model->options().serialize()));
   archive.write("src_spm", c10::IValue(src_tok.bytes()));
@@ -121,17 +197,21 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
     if (state->rng_state.defined()) st.write("rng_state", state->rng_state);
     archive.write("state", st);
   }
+  std::ostringstream body_stream;
+  archive.save_to(body_stream);
+  const std::string body = body_stream.str();
   std::string bytes(kMagic, sizeof(kMagic));
-  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((kCheckpointVersion >> (8 * i)) & 0xFF));
-  std::ostringstream body;
-  archive.save_to(body);
-  bytes += body.str();
+  append_le(bytes, kCheckpointVersion, 4);
+  append_le(bytes, body.size(), 8);
+  append_le(bytes, crc32_of(body), 4);
+  bytes += body;
   write_file_atomic(path, bytes);
 }
 
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin) {
-  check_header(bytes, origin);
-  auto archive = open_archive(bytes, origin);
+  const Header h = parse_header(bytes, origin);
+  verify_body(bytes, h, origin);
+  auto archive = open_archive(bytes, h, origin);
   CheckpointInfo info;
   info.options = ModelOptions::parse(read_string(archive, "config", origin), origin);
   info.src_spm = read_string(archive, "src_spm", origin);
@@ -143,9 +223,9 @@ CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& o
 }
 
 LoadedModel load_checkpoint(const std::string& path, const torch::Device& device) {
-  const std::string bytes = read_file(path);
+  const std::string bytes = read_checkpoint_file(path);
   auto info = inspect_checkpoint(bytes, path);
-  auto archive = open_archive(bytes, path);
+  auto archive = open_archive(bytes, parse_header(bytes, path), path);
   LoadedModel m;
   m.options = info.options;
   m.src_tok = Tokenizer::from_bytes(info.src_spm, path + " (source tokenizer)");
@@ -162,6 +242,9 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
       throw Error(located(path, 0, "checkpoint lacks weight '" + p.key() + "' (config and weights disagree)"));
     if (t.sizes() != p.value().sizes())
       throw Error(located(path, 0, "weight '" + p.key() + "' has the wrong shape (config and weights disagree)"));
+    if (!torch::isfinite(t).all().item<bool>())
+      throw Error(located(path, 0, "weight '" + p.key() + "' holds NaN or Inf values; the model is unusable "
+                                   "(use an older step-N.ckpt)"));
     p.value().copy_(t);
   }
   m.model->to(device);
@@ -170,9 +253,7 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
 }
 
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device) {
-  const std::string bytes = read_file(path);
-  check_header(bytes, path);
-  auto archive = open_archive(bytes, path);
+  auto archive = open_checkpoint(path);
   torch::serialize::InputArchive st, opt;
   if (!archive.try_read("state", st) || !archive.try_read("optimizer", opt))
     throw Error(located(path, 0, "not a training checkpoint (no optimizer state); cannot resume from it"));

@@ -2,10 +2,12 @@
 // tokenizers, weights) and to resume training (optimizer, scheduler, RNG and
 // data position), in one file written atomically.
 //
-// Layout: 8-byte magic "NMTCKPT\n", uint32 little-endian format version, then
-// a LibTorch archive (zip) with: "config" (ModelOptions text), "src_spm",
+// Layout (version 2): 8-byte magic "NMTCKPT\n", uint32 format version,
+// uint64 size of the archive, uint32 CRC-32 (zlib) of the archive, all
+// little-endian, then the archive: a LibTorch zip with: "config" (ModelOptions text), "src_spm",
 // "tgt_spm" (SentencePiece model bytes), "model/..." (weights) and, in
-// training checkpoints, "optimizer/..." and "state/...".
+// training checkpoints, "optimizer/..." and "state/...". Version 1 files
+// (magic, version, archive; no size or checksum) are still read.
 #pragma once
 #include <torch/optim.h>
 
@@ -17,7 +19,7 @@
 
 namespace nmt {
 
-constexpr uint32_t kCheckpointVersion = 1;
+constexpr uint32_t kCheckpointVersion = 2;  // written; versions 1 and 2 are read
 
 // Where training stands; saved with every training checkpoint.
 struct TrainState {
@@ -44,7 +46,8 @@ struct LoadedModel {
 
 // Writes a checkpoint to `path` through a temporary file in the same folder
 // and a rename, so an interrupted write never replaces a good file. With
-// `optimizer` and `state`, a training checkpoint. Throws nmt::Error on I/O failure.
+// `optimizer` and `state`, a training checkpoint. Throws nmt::Error on I/O
+// failure, or (writing nothing) when a weight holds NaN or Inf.
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
                      torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr);
 
@@ -56,21 +59,21 @@ struct CheckpointInfo {
   bool has_train_state = false;  // optimizer and training state present
 };
 
-// Parses checkpoint bytes: header (magic, version), archive, config and
-// tokenizer entries. `origin` names the source in errors. Throws nmt::Error
-// with a hint for anything malformed; never crashes on arbitrary bytes.
+// Parses checkpoint bytes: header (magic, version, size, checksum), archive,
+// config and tokenizer entries. `origin` names the source in errors. Throws
+// nmt::Error with a hint for anything malformed or damaged; never crashes on
+// arbitrary bytes.
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
 
-// Reads a checkpoint's model and tokenizers onto `device`. Throws nmt::Error
-// with a hint for a missing file, a foreign or truncated file, or a format
-// version this build does not read.
+// Reads a checkpoint's model and tokenizers onto `device`. Reads the header
+// before the body, so a device or foreign file is refused at once. Throws
+// nmt::Error with a hint for a missing file, a foreign, truncated or damaged
+// (checksum) file, a format version this build does not read, or a weight
+// holding NaN or Inf (named).
 LoadedModel load_checkpoint(const std::string& path, const torch::Device& device);
 
 // Restores the optimizer and returns the training state of a training
 // checkpoint. Throws nmt::Error if `path` holds no training state.
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);
-
-// Writes `bytes` to `path` atomically (temp file, fsync, rename). Throws nmt::Error.
-void write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace nmt

@@ -11,13 +11,16 @@
 namespace nmt {
 
 struct CorpusLimits {
-  size_t max_line_bytes = 1 << 16;  // longer pairs are skipped and counted
+  size_t max_line_bytes = 1 << 16;  // a line is never held past this many bytes
+  bool skip_over_long = true;       // skip longer pairs and count them; false: an error at file:line
 };
 
 struct CorpusStats {
   int64_t lines = 0;     // pairs read
   int64_t kept = 0;      // pairs returned
   int64_t empty = 0;     // skipped: one side empty (after trimming whitespace)
+  int64_t empty_src = 0, empty_tgt = 0;  // of those, pairs with an empty source / target (both when both)
+  std::string first_empty;  // "path:line" of the first empty side, for messages
   int64_t too_long = 0;  // skipped: a side longer than max_line_bytes
   std::string summary() const;  // "12000 pairs read, 11990 kept (10 empty, 0 over-long)"
 };
@@ -29,9 +32,11 @@ struct ParallelCorpus {
   CorpusStats stats;
 };
 
-// Reads line i of `src_path` with line i of `tgt_path`. Throws nmt::Error when
-// a file cannot be read, the line counts differ (naming the first line that
-// has no partner), or a line is not valid UTF-8 or holds a NUL byte.
+// Reads line i of `src_path` with line i of `tgt_path` ("-": stdin). Throws
+// nmt::Error when a file cannot be read, the line counts differ (naming the
+// first line that has no partner), a line is not valid UTF-8 or holds a NUL
+// byte (a UTF-16 file is named as such), or is over-long and
+// limits.skip_over_long is false.
 ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path,
                              const CorpusLimits& limits = {});
 
@@ -39,9 +44,10 @@ ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt
 // and for a line without exactly one tab.
 ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits = {});
 
-// Reads a monolingual file (one sentence per line, empty lines kept as "").
-// Throws nmt::Error for unreadable files, invalid UTF-8 or NUL bytes.
-std::vector<std::string> read_lines(const std::string& path);
+// Reads a monolingual file ("-": stdin; one sentence per line, empty lines
+// kept as ""). Throws nmt::Error for unreadable files, invalid UTF-8, NUL
+// bytes, or a line longer than max_line_bytes (located at path:line).
+std::vector<std::string> read_lines(const std::string& path, size_t max_line_bytes = 1 << 20);
 
 // Checks one line; throws nmt::Error located at path:line for invalid UTF-8
 // or a NUL byte.

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "utf8.h"
+#include "validate.h"
 
 namespace nmt {
 
@@ -44,20 +45,71 @@ StopMetric parse_stop_metric(const std::string& s) {
 }
 
 void ModelOptions::validate() const {
-  auto positive = [](int64_t v, const char* name) {
-    if (v <= 0) throw Error(std::string("model option ") + name + " must be positive, got " + std::to_string(v));
-  };
-  positive(src_vocab, "src_vocab");
-  positive(tgt_vocab, "tgt_vocab");
-  positive(emb_dim, "emb_dim");
-  positive(enc_hidden, "enc_hidden");
-  positive(enc_layers, "enc_layers");
-  positive(dec_hidden, "dec_hidden");
-  positive(attn_dim, "attn_dim");
-  if (dropout < 0 || dropout >= 1) throw Error("model option dropout must be in [0, 1)");
+  // Field names as stored in checkpoints; the flags spell them with '-' (--emb-dim).
+  constexpr int64_t kMaxDim = 1 << 16, kMaxVocab = 1 << 22;
+  check::in_range("model option src_vocab", src_vocab, 1, kMaxVocab);
+  check::in_range("model option tgt_vocab", tgt_vocab, 1, kMaxVocab);
+  check::in_range("model option emb_dim", emb_dim, 1, kMaxDim);
+  check::in_range("model option enc_hidden", enc_hidden, 1, kMaxDim);
+  check::in_range("model option enc_layers", enc_layers, 1, 64);
+  check::in_range("model option dec_hidden", dec_hidden, 1, kMaxDim);
+  check::in_range("model option attn_dim", attn_dim, 1, kMaxDim);
+  check::in_range("model option dropout", dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
   if (attention == AttentionType::kDot && dec_hidden != 2 * enc_hidden)
     throw Error("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
                 " and " + std::to_string(enc_hidden) + "); use general or additive");
+}
+
+void TokenizerOptions::validate() const {
+  if (model_type != "unigram" && model_type != "bpe")
+    throw Error("--spm-type must be unigram or bpe, got '" + model_type + "'");
+  check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
+  check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
+  check::in_range("--spm-sentences", input_sentence_size, 1);
+}
+
+void DistributedOptions::validate() const {
+  check::in_range("--world-size", world_size, 1, 1 << 16);
+  if (rank < 0 || rank >= world_size)
+    throw Error("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size - 1) +
+                " (--rank must be below --world-size " + std::to_string(world_size) + ")");
+  check::in_range("--local-rank", local_rank, 0, 1 << 16);
+  check::in_range("--master-port", master_port, 1, 65535);
+  check::in_range("--dist-timeout", timeout_minutes, 0.0, 7 * 24 * 60.0, check::End::kOpen);
+  check::in_range("bucket size (MB)", bucket_mb, 1, 1 << 14);
+}
+
+void TrainOptions::validate() const {
+  using check::End;
+  using check::in_range;
+  using check::kNoLimit;
+  in_range("--max-src-tokens", max_src_tokens, 1);
+  in_range("--max-tgt-tokens", max_tgt_tokens, 1);
+  in_range("--guided-alignment-weight", guided_alignment_weight, 0.0, kNoLimit);
+  in_range("--batch-tokens", batch_tokens, 1);
+  in_range("--max-batch-sentences", max_batch_sentences, 1);
+  in_range("--learning-rate", learning_rate, 0.0, kNoLimit, End::kOpen);
+  in_range("Adam beta1", adam_beta1, 0.0, 1.0, End::kClosed, End::kOpen);
+  in_range("Adam beta2", adam_beta2, 0.0, 1.0, End::kClosed, End::kOpen);
+  in_range("--weight-decay", weight_decay, 0.0, kNoLimit);
+  in_range("--clip-norm", clip_norm, 0.0, kNoLimit);
+  in_range("--label-smoothing", label_smoothing, 0.0, 1.0, End::kClosed, End::kOpen);
+  in_range("--lr-decay", lr_decay, 0.0, 1.0, End::kOpen);
+  in_range("--lr-patience", lr_patience, 1);
+  in_range("--min-lr", min_lr, 0.0, kNoLimit);
+  in_range("--max-epochs", max_epochs, 1);
+  in_range("--max-steps", max_steps, 0);
+  in_range("--max-minutes", max_minutes, 0.0, kNoLimit);
+  in_range("--early-stopping", early_stopping, 0);
+  in_range("--max-bad-steps", max_bad_steps, 1);
+  in_range("--log-every", log_every, 0);
+  in_range("--valid-every", valid_every, 0);
+  in_range("--keep-checkpoints", keep_checkpoints, 0);
+  in_range("--valid-max-sentences", valid_max_sentences, 0);
+  in_range("validation batch size", valid_batch_sentences, 1);
+  in_range("--threads", threads, 0, kMaxThreads);
+  if (output_dir.empty()) throw Error("--output must name a folder");
+  dist.validate();
 }
 
 std::string ModelOptions::serialize() const {

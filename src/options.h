@@ -29,6 +29,9 @@ struct TokenizerOptions {
   std::string src_model;               // existing .model file to load instead of training
   std::string tgt_model;               // existing .model file for the target side
   int64_t input_sentence_size = 1000000;  // sentences sampled to train SentencePiece
+
+  // Throws nmt::Error naming the first option out of its range.
+  void validate() const;
 };
 
 // Architecture. Travels inside every checkpoint.
@@ -44,7 +47,8 @@ struct ModelOptions {
   double dropout = 0.2;         // on embeddings, annotations and the deep output
   bool tie_embeddings = false;  // share target embedding and output projection
 
-  // Throws nmt::Error naming the first inconsistent field.
+  // Throws nmt::Error naming the first field out of its range or
+  // inconsistent with another.
   void validate() const;
   // Serializes as "key=value" lines; parse() rejects unknown keys with a hint.
   std::string serialize() const;
@@ -69,6 +73,10 @@ struct DistributedOptions {
   int master_port = 29500;             // its port (MASTER_PORT)
   double timeout_minutes = 30;         // a collective waiting longer than this fails (rank 0 validating counts)
   int64_t bucket_mb = 25;              // gradients are all-reduced in flat buckets of about this size
+
+  // Throws nmt::Error naming the first option out of its range (a rank
+  // outside 0..world_size-1 included).
+  void validate() const;
 };
 
 // Training run. Everything here can come from the command line or a TOML file.
@@ -124,6 +132,13 @@ struct TrainOptions {
   std::string device = "auto";    // "cpu", "cuda" or "auto"
   int threads = 0;                // intra-op threads; 0: from NMT_THREADS or the machine
   DistributedOptions dist;        // data-parallel processes (world_size 1: one process)
+
+  // Throws nmt::Error naming the first option out of its range, before any
+  // work; checks `dist` too.
+  void validate() const;
 };
+
+// Most CPU threads any option accepts.
+constexpr int kMaxThreads = 1024;
 
 }  // namespace nmt

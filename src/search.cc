@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "tokenizer.h"
+#include "validate.h"
 
 namespace nmt {
 namespace {
@@ -194,24 +195,24 @@ class BeamSearch : public Search {
 
 }  // namespace
 
-namespace {
-void check_options(const SearchOptions& opt) {
-  if (opt.beam_size < 1) throw Error("beam size must be at least 1");
-  if (opt.max_length < 1) throw Error("max length must be at least 1");
-  if (opt.n_best < 1 || opt.n_best > opt.beam_size)
-    throw Error("n-best must be between 1 and the beam size (" + std::to_string(opt.beam_size) + ")");
-  if (opt.max_length_ratio <= 0) throw Error("max length ratio must be positive");
+void SearchOptions::validate() const {
+  check::in_range("--beam-size", beam_size, 1, kMaxBeamSize);
+  check::in_range("--length-penalty", length_penalty, 0.0, 10.0);
+  check::in_range("--max-length-ratio", max_length_ratio, 0.0, 1000.0, check::End::kOpen);
+  check::in_range("--max-length", max_length, 1, 1 << 20);
+  if (n_best < 1 || n_best > beam_size)
+    throw Error("--n-best must be between 1 and the beam size (" + std::to_string(beam_size) + "), got " +
+                std::to_string(n_best));
 }
-}  // namespace
 
 std::unique_ptr<Search> make_search(const SearchOptions& opt) {
-  check_options(opt);
+  opt.validate();
   if (opt.beam_size == 1) return std::make_unique<GreedySearch>(opt);
   return std::make_unique<BeamSearch>(opt);
 }
 
 std::unique_ptr<Search> make_beam_search(const SearchOptions& opt) {
-  check_options(opt);
+  opt.validate();
   return std::make_unique<BeamSearch>(opt);
 }
 

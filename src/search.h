@@ -17,7 +17,13 @@ struct SearchOptions {
   double max_length_ratio = 2.0;  // stop a hypothesis at ratio * source length + 5 tokens
   int64_t max_length = 256;       // hard cap on output tokens
   int64_t n_best = 1;             // hypotheses returned per sentence (<= beam_size)
+
+  // Throws nmt::Error naming the first option out of its range.
+  void validate() const;
 };
+
+// Widest beam any search accepts (memory grows with it; see TranslateOptions).
+constexpr int64_t kMaxBeamSize = 256;
 
 struct Hypothesis {
   std::vector<int64_t> ids;      // target ids without BOS/EOS
@@ -35,7 +41,7 @@ class Search {
 };
 
 // Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search
-// otherwise. Throws nmt::Error on bad options.
+// otherwise. Throws nmt::Error on bad options (opt.validate()).
 std::unique_ptr<Search> make_search(const SearchOptions& opt);
 
 // Beam search for any beam size, 1 included (the reference the greedy fast

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "io.h"
 #include "spm_module.h"
 
 namespace nmt {
@@ -144,11 +145,7 @@ Tokenizer Tokenizer::from_bytes(const std::string& bytes, const std::string& ori
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(located(path, 0, "cannot open SentencePiece model"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return from_bytes(ss.str(), path);
+  return from_bytes(read_file_bounded(path, size_t{256} << 20, "SentencePiece model"), path);
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text) const {

@@ -21,6 +21,7 @@
 #include "device.h"
 #include "distributed.h"
 #include "error.h"
+#include "io.h"
 #include "metrics.h"
 #include "translator.h"
 
@@ -174,6 +175,11 @@ class Trainer {
 
  private:
   void prepare();
+  // Takes the output folder (rank 0): creates it, locks it, removes stale
+  // temporary files. Returns whether a run can be resumed from it.
+  bool claim_output();
+  // After a failed start: removes what this run put into a folder it created.
+  void undo_claim();
   ValidResult validate();
   void save(const std::string& name);
   void prune_step_checkpoints();
@@ -200,10 +206,46 @@ class Trainer {
   std::unique_ptr<MetricsLog> metrics_;
   std::deque<std::string> step_checkpoints_;
   std::unique_ptr<Communicator> comm_;  // null when training as one process
+  std::unique_ptr<RunLock> lock_;        // rank 0: the output folder is this run's
+  bool created_output_ = false;          // rank 0 made the output folder (removed again if the start fails)
   std::string resume_path_;              // the checkpoint resumed from (a local copy on ranks > 0)
 };
 
+bool Trainer::claim_output() {
+  const std::string& dir = opt_.output_dir;
+  std::error_code ec;
+  created_output_ = !fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(located(dir, 0, "cannot create output folder: " + ec.message()));
+  lock_ = std::make_unique<RunLock>(dir);
+  if (const int stale = remove_stale_temporaries(dir); stale > 0)
+    spdlog::info("removed {} temporary files of an earlier run that did not finish", stale);
+  const std::string last = dir + "/last.ckpt";
+  const bool resuming = opt_.resume && fs::exists(last);
+  if (opt_.resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
+  if (!opt_.resume && fs::exists(last))
+    throw Error(located(dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
+                                "or choose another --output"));
+  return resuming;
+}
+
+void Trainer::undo_claim() {
+  if (!created_output_ || !lock_) return;
+  std::error_code ec;
+  for (const char* name : {"src.spm.model", "tgt.spm.model", "metrics.jsonl"}) fs::remove(opt_.output_dir + "/" + name, ec);
+  fs::remove(opt_.output_dir + "/" + RunLock::file_name(), ec);
+  lock_.reset();
+  fs::remove(opt_.output_dir, ec);  // only when nothing else is in it
+}
+
 void Trainer::prepare() {
+  opt_.validate();
+  tok_opt_.validate();
+  {
+    ModelOptions arch = model_opt_;  // the vocabulary sizes come from the tokenizers later
+    arch.src_vocab = arch.tgt_vocab = 1;
+    arch.validate();
+  }
   const int threads = set_threads(opt_.threads);
   device_ = resolve_device(opt_.device);
   if (opt_.dist.world_size > 1) {
@@ -215,17 +257,7 @@ void Trainer::prepare() {
   }
   torch::manual_seed(opt_.seed);
   const std::string last = opt_.output_dir + "/last.ckpt";
-  bool resuming = false;
-  if (is_main()) {
-    std::error_code ec;
-    fs::create_directories(opt_.output_dir, ec);
-    if (ec) throw Error(located(opt_.output_dir, 0, "cannot create output folder: " + ec.message()));
-    resuming = opt_.resume && fs::exists(last);
-    if (opt_.resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
-    if (!opt_.resume && fs::exists(last))
-      throw Error(located(opt_.output_dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
-                                               "or choose another --output"));
-  }
+  bool resuming = is_main() && claim_output();
   if (comm_) {  // the other ranks follow rank 0's decision
     auto flag = torch::tensor({resuming ? 1L : 0L});
     comm_->broadcast({flag});
@@ -234,9 +266,14 @@ void Trainer::prepare() {
 
   auto train_corpus = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
   spdlog::info("training data: {}", train_corpus.stats.summary());
-  if (train_corpus.src.empty())
-    throw Error(located(opt_.train_tsv.empty() ? opt_.train_src : opt_.train_tsv, 0,
-                        "no usable training pairs (" + train_corpus.stats.summary() + ")"));
+  if (train_corpus.src.empty()) {
+    // Blame the side that made every pair unusable.
+    const auto& st = train_corpus.stats;
+    const bool target = opt_.train_tsv.empty() && st.lines > 0 && st.empty_tgt == st.empty && st.empty_src == 0 &&
+                        st.too_long == 0;
+    throw Error(located(!opt_.train_tsv.empty() ? opt_.train_tsv : target ? opt_.train_tgt : opt_.train_src, 0,
+                        "no usable training pairs (" + st.summary() + ")"));
+  }
   const bool has_valid = !opt_.valid_tsv.empty() || !opt_.valid_src.empty() || !opt_.valid_tgt.empty();
   if (has_valid) {
     valid_corpus_ = read_corpus(opt_.valid_src, opt_.valid_tgt, opt_.valid_tsv, "valid");
@@ -350,11 +387,7 @@ void Trainer::share_from_main(bool resuming) {
   if (resuming) {
     // Every rank resumes from rank 0's file, which may not exist on its machine.
     std::string bytes;
-    if (main) {
-      std::ifstream in(resume_path_, std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      if (!in && !in.eof()) throw Error(located(resume_path_, 0, "cannot read"));
-    }
+    if (main) bytes = read_file_bounded(resume_path_, size_t{1} << 40, "checkpoint");
     comm_->broadcast_bytes(&bytes);
     if (!main) {
       resume_path_ = (fs::temp_directory_path() / ("nmt-resume-" + std::to_string(::getpid()) + ".ckpt")).string();
@@ -434,7 +467,12 @@ void Trainer::prune_step_checkpoints() {
 }
 
 TrainResult Trainer::run() {
-  prepare();
+  try {
+    prepare();
+  } catch (...) {
+    undo_claim();
+    throw;
+  }
   TrainResult result;
   const auto t0 = Clock::now();
   const double elapsed0 = state_.elapsed_seconds;

@@ -4,19 +4,16 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <iomanip>
-#include <iostream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "corpus.h"
 #include "device.h"
 #include "error.h"
+#include "io.h"
 #include "metrics.h"
+#include "validate.h"
 
 namespace nmt {
 namespace {
@@ -27,73 +24,7 @@ std::string format_score(double s) {
   return o.str();
 }
 
-// Output sink: stdout, or a temporary file renamed over `path` at commit().
-class Output {
- public:
-  explicit Output(const std::string& path) : path_(path) {
-    if (to_stdout()) return;
-    tmp_ = path + ".tmp." + std::to_string(::getpid());
-    file_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!file_) throw Error(located(path, 0, "cannot open output for writing"));
-  }
-  ~Output() {
-    if (!tmp_.empty() && !committed_) std::remove(tmp_.c_str());  // never leave half a file
-  }
-  std::ostream& stream() { return to_stdout() ? std::cout : file_; }
-  void flush() {
-    stream().flush();
-    if (!stream()) throw Error(located(to_stdout() ? "<stdout>" : path_, 0, "write failed (disk full?)"));
-  }
-  void commit() {
-    flush();
-    if (to_stdout()) return;
-    file_.close();
-    if (!file_ || std::rename(tmp_.c_str(), path_.c_str()) != 0) throw Error(located(path_, 0, "cannot write output"));
-    committed_ = true;
-  }
-
- private:
-  bool to_stdout() const { return path_.empty() || path_ == "-"; }
-  std::string path_, tmp_;
-  std::ofstream file_;
-  bool committed_ = false;
-};
-
-// Reads lines with the corpus checks (UTF-8, NUL) from stdin or a file.
-class LineReader {
- public:
-  explicit LineReader(const std::string& path) : name_(path.empty() || path == "-" ? "<stdin>" : path) {
-    if (name_ != "<stdin>") {
-      file_.open(path, std::ios::binary);
-      if (!file_) throw Error(located(path, 0, "cannot open input"));
-    }
-  }
-  // The next raw line (unvalidated), with its number counted.
-  bool next_raw(std::string* raw) {
-    std::istream& in = name_ == "<stdin>" ? std::cin : file_;
-    if (!std::getline(in, *raw)) {
-      if (in.bad()) throw Error(located(name_, line_, "read error"));
-      return false;
-    }
-    ++line_;
-    return true;
-  }
-  // The next line, validated and trimmed.
-  bool next(std::string* line) {
-    if (!next_raw(&raw_)) return false;
-    *line = checked_line(raw_, name_, line_);
-    return true;
-  }
-  const std::string& name() const { return name_; }
-  int64_t line() const { return line_; }
-
- private:
-  std::string name_, raw_;
-  std::ifstream file_;
-  int64_t line_ = 0;
-};
-
-StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, Output& out) {
+StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& out) {
   StreamSummary sum;
   std::vector<std::string> src, tgt;
   auto flush = [&] {
@@ -105,16 +36,21 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, Output& out)
   };
   if (!opt.src.empty() || !opt.tgt.empty()) {
     if (opt.src.empty() || opt.tgt.empty()) throw Error("--score needs both --src and --tgt (or a TSV input)");
-    auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{SIZE_MAX});
-    if (c.stats.empty > 0) throw Error(located(opt.src, 0, "--score with two files needs no empty lines; use a TSV input"));
+    auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{static_cast<size_t>(opt.max_line_bytes), false});
+    if (c.stats.empty > 0)
+      throw Error(c.stats.first_empty + ": empty line; --score with two files needs no empty lines (use a TSV input)");
     src = std::move(c.src);
     tgt = std::move(c.tgt);
     flush();
     return sum;
   }
-  LineReader in(opt.input);
+  LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   std::string line;
-  while (in.next_raw(&line)) {
+  bool too_long = false;
+  while (in.next(&line, &too_long)) {
+    if (too_long)
+      throw Error(located(in.name(), in.line(), "line is longer than " + std::to_string(opt.max_line_bytes) +
+                                                    " bytes (--max-line-bytes)"));
     auto [s, t] = split_tsv_line(line, in.name(), in.line());
     src.push_back(std::move(s));
     tgt.push_back(std::move(t));
@@ -126,16 +62,23 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, Output& out)
 
 }  // namespace
 
+void StreamOptions::validate() const {
+  check::in_range("--window", window, 1, 1 << 20);
+  check::in_range("--max-line-bytes", max_line_bytes, 1, int64_t{1} << 30);
+  check::in_range("--threads", threads, 0, kMaxThreads);
+  translate.validate();
+}
+
 StreamSummary translate_stream(const StreamOptions& opt) {
+  opt.validate();
   const auto t0 = std::chrono::steady_clock::now();
   set_threads(opt.threads);
   auto device = resolve_device(opt.device);
   auto loaded = load_checkpoint(opt.model_path, device);
   Translator tr(loaded);
-  make_search(opt.translate.search);  // reject bad search options before reading input
   spdlog::info("loaded {} ({} attention) on {}", opt.model_path, to_string(loaded.options.attention),
                describe_device(device));
-  Output out(opt.output);
+  OutputFile out(opt.output);
   StreamSummary sum;
   if (opt.score_mode) {
     sum = score_pairs(opt, tr, out);
@@ -143,7 +86,8 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     std::vector<std::string> refs, outputs;
     if (!opt.reference.empty()) refs = read_lines(opt.reference);  // read first: fail before translating
     const bool n_best = opt.translate.search.n_best > 1;
-    LineReader in(opt.input);
+    LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
+    int64_t cropped_bytes = 0;
     std::vector<std::string> window;
     auto flush_window = [&] {
       auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
@@ -165,12 +109,17 @@ StreamSummary translate_stream(const StreamOptions& opt) {
       sum.sentences += static_cast<int64_t>(window.size());
       window.clear();
     };
-    std::string line;
-    while (in.next(&line)) {
-      window.push_back(std::move(line));
+    std::string raw;
+    bool too_long = false;
+    while (in.next(&raw, &too_long)) {
+      cropped_bytes += too_long;
+      window.push_back(checked_line(raw, in.name(), in.line()));
       if (static_cast<int64_t>(window.size()) >= opt.window) flush_window();
     }
     if (!window.empty()) flush_window();
+    if (cropped_bytes > 0)
+      spdlog::warn("{} input lines were longer than {} bytes and were cropped (--max-line-bytes)", cropped_bytes,
+                   opt.max_line_bytes);
     if (!opt.reference.empty()) {
       if (refs.size() != outputs.size())
         throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +

@@ -11,9 +11,11 @@ namespace nmt {
 struct StreamOptions {
   std::string model_path;     // checkpoint to load
   std::string input;          // "" or "-": stdin. In score mode: TSV source<TAB>target
-  std::string output;         // "" or "-": stdout (a file is written via temp + rename)
+  std::string output;         // "" or "-": stdout; a file is replaced whole at the end (io.h: OutputFile)
   TranslateOptions translate; // search and batching
   int64_t window = 1000;      // lines read, sorted and translated together
+  int64_t max_line_bytes = 1 << 16;  // longer input lines are cropped (at a character boundary) and counted;
+                                     // in score mode they are an error
   bool scores = false;        // append " ||| score" (the normalized score) to each line
   bool replace_unk = false;   // replace generated <unk> by the most attended source piece
   bool score_mode = false;    // print log P(target | source) per pair instead of translating
@@ -21,6 +23,10 @@ struct StreamOptions {
   std::string device = "auto";
   int threads = 0;            // 0: NMT_THREADS or all cores
   std::string reference;      // when set, score the output against it (BLEU, chrF, exact match)
+
+  // Throws nmt::Error naming the first option out of its range
+  // (translate options included).
+  void validate() const;
 };
 
 struct StreamSummary {
@@ -33,9 +39,11 @@ struct StreamSummary {
 // Translates (or scores) input to output as `opt` says and logs a summary
 // line, plus the scores against opt.reference when given. Output: one line
 // per input line; with n_best > 1, n lines "i ||| hypothesis ||| score" per
-// input (i 0-based, best first). Throws nmt::Error for a bad model,
-// unreadable input (file and line named), unwritable output, or a reference
-// whose line count differs from the input's.
+// input (i 0-based, best first). Memory stays bounded whatever the input
+// (max_line_bytes, window). Throws nmt::Error for bad options (before any
+// work), a bad model, unreadable input (file and line named), unwritable
+// output, or a reference whose line count differs from the input's; an
+// output file is then left as it was.
 StreamSummary translate_stream(const StreamOptions& opt);
 
 }  // namespace nmt

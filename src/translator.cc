@@ -7,6 +7,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "error.h"
+#include "validate.h"
 
 namespace nmt {
 
@@ -19,10 +20,21 @@ std::vector<int64_t> Translator::encode_source(const std::string& line) const {
   return ids;
 }
 
+void TranslateOptions::validate() const {
+  check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
+  check::in_range("--batch-tokens", batch_tokens, 0);
+  check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
+  search.validate();
+}
+
 std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& lines,
                                                            const TranslateOptions& opt, bool with_attention) {
-  if (opt.batch_sentences < 1) throw Error("batch size must be at least 1");
+  opt.validate();
   auto search = make_search(opt.search);
+  // Bytes of encoder state per hypothesis and source piece: annotations, keys, query.
+  const auto& mo = model_->options();
+  const int64_t state_bytes = 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden) + mo.dec_hidden);
+  const int64_t max_row_tokens = std::max<int64_t>(1, kSearchStateBytes / state_bytes / opt.search.beam_size);
   const bool was_training = model_->is_training();
   model_->eval();
   c10::InferenceMode guard;
@@ -51,9 +63,11 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     // Longest first: the first sentence of a batch fixes its padded length.
     const int64_t width = static_cast<int64_t>(examples[order[pos]].src.size());
     size_t end = pos;
-    while (end < order.size() && static_cast<int64_t>(end - pos) < opt.batch_sentences &&
-           (opt.batch_tokens <= 0 || end == pos || width * static_cast<int64_t>(end - pos + 1) <= opt.batch_tokens))
-      ++end;
+    auto fits = [&](int64_t n) {  // n sentences of `width` pieces
+      return n <= opt.batch_sentences && (opt.batch_tokens <= 0 || width * n <= opt.batch_tokens) &&
+             width * n <= max_row_tokens;
+    };
+    while (end < order.size() && (end == pos || fits(static_cast<int64_t>(end - pos + 1)))) ++end;
     std::vector<int64_t> idx(order.begin() + pos, order.begin() + end);
     auto batch = make_batch(examples, idx, /*with_target=*/false).to(device);
     auto hyps = search->run(model_, batch, with_attention);
@@ -77,7 +91,7 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
                                       int64_t batch_sentences) {
   if (src.size() != tgt.size())
     throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
-  if (batch_sentences < 1) throw Error("batch size must be at least 1");
+  check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
   const bool was_training = model_->is_training();
   model_->eval();
   c10::InferenceMode guard;
@@ -90,9 +104,21 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   std::vector<int64_t> order(src.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ex[a].src.size() > ex[b].src.size(); });
+  // Batches also stay under kSearchStateBytes of logits ([B, T, V], twice) and encoder states.
+  const auto& mo = model_->options();
+  const int64_t src_bytes = 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden));
+  const int64_t tgt_bytes = 4 * (2 * mo.tgt_vocab + mo.dec_hidden + mo.emb_dim);
   std::vector<double> out(src.size());
-  for (size_t pos = 0; pos < order.size(); pos += batch_sentences) {
-    std::vector<int64_t> idx(order.begin() + pos, order.begin() + std::min(order.size(), pos + batch_sentences));
+  for (size_t pos = 0, end = 0; pos < order.size(); pos = end) {
+    int64_t max_src = 0, max_tgt = 0;
+    for (end = pos; end < order.size() && static_cast<int64_t>(end - pos) < batch_sentences; ++end) {
+      const int64_t s = std::max<int64_t>(max_src, static_cast<int64_t>(ex[order[end]].src.size()));
+      const int64_t t = std::max<int64_t>(max_tgt, static_cast<int64_t>(ex[order[end]].tgt.size()) + 1);
+      if (end > pos && static_cast<int64_t>(end - pos + 1) * (s * src_bytes + t * tgt_bytes) > kSearchStateBytes) break;
+      max_src = s;
+      max_tgt = t;
+    }
+    std::vector<int64_t> idx(order.begin() + pos, order.begin() + end);
     auto b = make_batch(ex, idx).to(device);
     auto logp = torch::log_softmax(model_->forward(b.src, b.src_len, b.tgt_in).to(torch::kFloat), -1);  // [B, T, V]
     auto tok = logp.gather(2, b.tgt_out.unsqueeze(2)).squeeze(2);                                       // [B, T]

@@ -9,11 +9,19 @@
 
 namespace nmt {
 
+// A batch is also split so that the encoder states its search holds (beam
+// size x sentences x source pieces) stay under this many bytes; a single
+// sentence always runs.
+constexpr int64_t kSearchStateBytes = int64_t{256} << 20;
+
 struct TranslateOptions {
   SearchOptions search;          // greedy or beam, lengths, n-best
   int64_t batch_sentences = 64;  // sentences per batch
   int64_t batch_tokens = 0;      // source-token budget per batch; 0: sentences only
-  int64_t max_input_length = 1000;  // longer inputs (in pieces) are cropped to this, and counted
+  int64_t max_input_length = 1000;  // longer inputs (in pieces) are cropped to this, and counted; 0: never
+
+  // Throws nmt::Error naming the first option out of its range (search included).
+  void validate() const;
 };
 
 class Translator {

@@ -1,6 +1,8 @@
 // UTF-8 validation (RFC 3629) and whitespace helpers.
 #include "utf8.h"
 
+#include <algorithm>
+
 #include "error.h"
 
 namespace nmt {
@@ -34,6 +36,36 @@ size_t find_invalid_utf8(std::string_view s) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+bool looks_like_utf16(std::string_view head) {
+  if (head.size() >= 2 && ((head[0] == '\xFF' && head[1] == '\xFE') || (head[0] == '\xFE' && head[1] == '\xFF')))
+    return true;
+  // ASCII text in UTF-16: "a\0b\0c\0" (little-endian) or "\0a\0b\0c" (big-endian).
+  const size_t n = std::min<size_t>(head.size(), 64) & ~size_t{1};
+  if (n < 4) return false;
+  size_t nul[2] = {0, 0};
+  for (size_t i = 0; i < n; ++i) nul[i % 2] += head[i] == '\0';
+  return (nul[1] == n / 2 && nul[0] == 0) || (nul[0] == n / 2 && nul[1] == 0);
+}
+
+size_t utf8_safe_cut(std::string_view s) {
+  if (s.empty()) return 0;
+  size_t i = s.size() - 1;
+  for (int back = 0; back < 3 && i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; ++back) --i;
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+  return i + len > s.size() ? i : s.size();
+}
+
+std::string utf16_advice(const std::string& path) {
+  return "looks like UTF-16 text, but nmt reads UTF-8; convert it first: iconv -f UTF-16 -t UTF-8 " + path + " > " +
+         path + ".utf8";
+}
+
+std::string nul_byte_problem(std::string_view head, size_t pos, const std::string& path) {
+  if (looks_like_utf16(head)) return utf16_advice(path) + " (NUL byte at byte " + std::to_string(pos + 1) + ")";
+  return "NUL byte at byte " + std::to_string(pos + 1) + " (binary file?)";
 }
 
 size_t utf8_length(std::string_view s) {

@@ -13,6 +13,23 @@ namespace nmt {
 // std::string_view::npos when `s` is valid.
 size_t find_invalid_utf8(std::string_view s);
 
+// Whether text beginning with `head` looks like UTF-16: a byte-order mark
+// (FF FE or FE FF), or NUL in every other byte of its first characters.
+bool looks_like_utf16(std::string_view head);
+
+// Index of the first byte of the last character of `s` cut at `s.size()`
+// when that character is incomplete, else s.size(): resizing `s` to it ends
+// `s` on a character boundary.
+size_t utf8_safe_cut(std::string_view s);
+
+// "looks like UTF-16 text ...; convert it first: iconv -f UTF-16 -t UTF-8 PATH > PATH.utf8".
+std::string utf16_advice(const std::string& path);
+
+// What to tell the user about a NUL byte at byte `pos` (0-based) of a line
+// of `path` beginning with `head`: that the file looks like UTF-16 and how
+// to convert it, or "NUL byte at byte N (binary file?)".
+std::string nul_byte_problem(std::string_view head, size_t pos, const std::string& path);
+
 // Number of Unicode code points in a valid UTF-8 string.
 size_t utf8_length(std::string_view s);
 

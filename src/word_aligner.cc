@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "validate.h"
 #include "utf8.h"
 
 namespace nmt {
@@ -88,13 +89,19 @@ WordAligner::WordAligner(WordAligner&&) noexcept = default;
 WordAligner& WordAligner::operator=(WordAligner&&) noexcept = default;
 WordAligner::~WordAligner() = default;
 
+void WordAlignerOptions::validate() const {
+  check::in_range("--ibm-iterations", iterations, 1, 1000);
+  check::in_range("word aligner null probability", null_prob, 0.0, 1.0, check::End::kOpen, check::End::kOpen);
+  check::in_range("--ibm-tension", diagonal_tension, 0.0, 1000.0);
+  check::in_range("word aligner alpha", alpha, 0.0, check::kNoLimit);
+}
+
 WordAligner WordAligner::train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                                const WordAlignerOptions& opt) {
   if (src.size() != tgt.size())
     throw Error("word aligner: " + std::to_string(src.size()) + " source and " + std::to_string(tgt.size()) +
                 " target sentences");
-  if (opt.iterations < 1 || opt.null_prob <= 0 || opt.null_prob >= 1 || opt.diagonal_tension < 0 || opt.alpha < 0)
-    throw Error("word aligner: iterations >= 1, 0 < null_prob < 1, diagonal_tension >= 0 and alpha >= 0 are required");
+  opt.validate();
   auto impl = std::make_unique<Impl>();
   impl->opt = opt;
   std::vector<std::vector<int32_t>> e(src.size()), f(src.size());

@@ -19,6 +19,9 @@ struct WordAlignerOptions {
   double null_prob = 0.08;        // p0: prior probability that a target word links to no source word
   double diagonal_tension = 4.0;  // lambda in exp(-lambda |i/n - j/m|): how strongly links favour the diagonal
   double alpha = 0.01;            // Dirichlet prior of variational Bayes on t(f|e); 0: plain maximum likelihood
+
+  // Throws nmt::Error naming the first option out of its range.
+  void validate() const;
 };
 
 // One direction: each target word links to at most one source word.

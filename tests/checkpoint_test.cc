@@ -1,6 +1,7 @@
 // Checkpoint files: round trip, header checks, corrupt files, atomic writes,
 // training state and optimizer restore.
 #include "checkpoint.h"
+#include "io.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -74,7 +75,10 @@ TEST(CheckpointTest, RoundTrip) {
     const auto bytes = read_bytes(path);
     ASSERT_GT(bytes.size(), 12u);
     EXPECT_EQ(bytes.substr(0, 8), "NMTCKPT\n");
-    EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\x00\x00\x00", 4));  // version 1, little-endian
+    EXPECT_EQ(bytes.substr(8, 4), std::string("\x02\x00\x00\x00", 4));  // version 2, little-endian
+    uint64_t body = 0;  // then the archive's size
+    for (int i = 7; i >= 0; --i) body = (body << 8) | static_cast<unsigned char>(bytes[12 + i]);
+    EXPECT_EQ(body, bytes.size() - 24);
 
     auto loaded = nmt::load_checkpoint(path, torch::kCPU);
     EXPECT_EQ(loaded.options.serialize(), model->options().serialize());

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "checkpoint.h"
@@ -217,32 +218,47 @@ nmt::TrainOptions resume_options(const std::string& out, int64_t max_steps) {
   return opt;
 }
 
+// The id of the target piece that only the word "fisho" holds.
+int64_t fisho_piece() {
+  const auto& tok = nmt::test::toy_tokenizer();
+  const auto ids = tok.encode("fisho");
+  for (int64_t id : ids)
+    if (tok.piece(id).find("fish") != std::string::npos) return id;
+  ADD_FAILURE() << "no piece of 'fisho' holds 'fish'";
+  return ids.front();
+}
+
 TEST(ReliabilityTest, NonFiniteBatchesAreSkippedAndCounted) {
   const auto out = nmt::test::temp_dir("nan_skip") + "/run";
-  // A NaN embedding for one source word: batches containing it give NaN.
-  const int64_t fish = nmt::test::toy_tokenizer().encode("fish")[0];
-  train_then_poison(out, [&](nmt::Seq2Seq& m) { m->named_parameters()["encoder.embed.weight"][fish].fill_(NAN); });
+  // Checkpoints refuse NaN weights, so the poison is a finite extreme: the
+  // output bias of "fisho" at -FLT_MAX makes its log-probability about
+  // -FLT_MAX. Without label smoothing the loss of a batch is finite with one
+  // "fisho" target and overflows to Inf with two or more: those are skipped.
+  const int64_t fish = fisho_piece();
+  train_then_poison(out, [&](nmt::Seq2Seq& m) {
+    m->named_parameters()["decoder.out_bias"][fish].fill_(-std::numeric_limits<float>::max());
+  });
   auto opt = resume_options(out, 45);
+  opt.label_smoothing = 0;
   opt.max_bad_steps = 1000;
   const auto r = nmt::train(opt, {}, nmt::test::tiny_model());
   EXPECT_EQ(r.steps, 45);
-  EXPECT_GT(r.skipped_steps, 0) << "no batch had the poisoned word?";
-  // Skipped batches never reach the weights: everything but that row stays finite.
+  EXPECT_GT(r.skipped_steps, 0) << "no batch had the poisoned word twice?";
+  // Skipped batches never reach the weights: everything stays finite.
   auto m = nmt::load_checkpoint(out + "/last.ckpt", torch::kCPU);
-  for (const auto& p : m.model->named_parameters()) {
-    if (p.key() == "encoder.embed.weight") {
-      auto w = p.value().clone();
-      w[fish].zero_();
-      EXPECT_TRUE(torch::isfinite(w).all().item<bool>());
-    } else {
-      EXPECT_TRUE(torch::isfinite(p.value()).all().item<bool>()) << p.key();
-    }
-  }
+  for (const auto& p : m.model->named_parameters())
+    EXPECT_TRUE(torch::isfinite(p.value()).all().item<bool>()) << p.key();
 }
 
 TEST(ReliabilityTest, RepeatedNonFiniteBatchesStopAndKeepTheLastGoodCheckpoint) {
   const auto out = nmt::test::temp_dir("nan_stop") + "/run";
-  train_then_poison(out, [](nmt::Seq2Seq& m) { m->named_parameters()["decoder.out_bias"].fill_(NAN); });
+  // Finite but extreme output biases: with label smoothing every position's
+  // loss includes log p = -3e38 - 3e38 = -Inf, so every batch is non-finite.
+  train_then_poison(out, [](nmt::Seq2Seq& m) {
+    auto bias = m->named_parameters()["decoder.out_bias"];
+    bias[4].fill_(3e38f);
+    bias[5].fill_(-3e38f);
+  });
   const auto before = nmt::test::read_bytes(out + "/last.ckpt");
   auto opt = resume_options(out, 50);
   opt.max_bad_steps = 4;
