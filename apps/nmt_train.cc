@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   nmt::ModelOptions model;
   std::string attention = nmt::to_string(model.attention);
   std::string stop_metric = nmt::to_string(opt.stop_metric);
+  std::string optimizer = nmt::to_string(opt.optimizer);
   bool verbose = false;
 
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
@@ -63,8 +64,9 @@ int main(int argc, char** argv) {
   auto* tr = "Training";
   app.add_option("--batch-tokens", opt.batch_tokens, "Token budget per batch (padded)")->capture_default_str()->group(tr);
   app.add_option("--max-batch-sentences", opt.max_batch_sentences, "Sentences per batch at most")->capture_default_str()->group(tr);
-  app.add_option("--learning-rate", opt.learning_rate, "Adam learning rate")->capture_default_str()->group(tr);
-  app.add_option("--weight-decay", opt.weight_decay, "Adam weight decay")->capture_default_str()->group(tr);
+  app.add_option("--optimizer", optimizer, "adam, or sgd (plain gradient descent)")->check(CLI::IsMember({"adam", "sgd"}))->capture_default_str()->group(tr);
+  app.add_option("--learning-rate", opt.learning_rate, "Learning rate")->capture_default_str()->group(tr);
+  app.add_option("--weight-decay", opt.weight_decay, "Weight decay (L2, both optimizers)")->capture_default_str()->group(tr);
   app.add_option("--clip-norm", opt.clip_norm, "Gradient-norm clipping (0: off)")->capture_default_str()->group(tr);
   app.add_option("--label-smoothing", opt.label_smoothing, "Label smoothing")->capture_default_str()->group(tr);
   app.add_option("--lr-decay", opt.lr_decay, "Learning-rate factor on a validation plateau")->capture_default_str()->group(tr);
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
     for (const auto& [flag, field] : model_flags)
       if (app.count(flag) > 0) opt.explicit_model_fields.push_back(field);
     opt.stop_metric = nmt::parse_stop_metric(stop_metric);
+    opt.optimizer = nmt::parse_optimizer(optimizer);
     nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
     nmt::train(opt, tok, model, &g_stop);  // an interrupted run has saved last.ckpt: still a success
     return nmt::kExitOk;

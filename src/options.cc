@@ -28,6 +28,20 @@ AttentionType parse_attention(const std::string& s) {
   throw Error("unknown attention '" + s + "' (expected additive, dot, general, concat or none)");
 }
 
+const char* to_string(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::kAdam: return "adam";
+    case OptimizerType::kSgd: return "sgd";
+  }
+  return "?";
+}
+
+OptimizerType parse_optimizer(const std::string& s) {
+  for (auto t : {OptimizerType::kAdam, OptimizerType::kSgd})
+    if (s == to_string(t)) return t;
+  throw Error("unknown optimizer '" + s + "' (expected adam or sgd)");
+}
+
 const char* to_string(StopMetric m) {
   switch (m) {
     case StopMetric::kLoss: return "loss";

@@ -57,6 +57,15 @@ struct ModelOptions {
   std::string field(const std::string& field) const;
 };
 
+// How gradients update the weights.
+enum class OptimizerType {
+  kAdam,  // Adam (Kingma & Ba 2015) with --adam-beta1/2
+  kSgd,   // plain SGD: w -= lr * (gradient + weight_decay * w)
+};
+const char* to_string(OptimizerType t);
+// Parses "adam|sgd"; throws nmt::Error otherwise.
+OptimizerType parse_optimizer(const std::string& s);
+
 // Which validation figure decides "best" and early stopping.
 enum class StopMetric { kLoss, kPerplexity, kBleu, kChrf };
 const char* to_string(StopMetric m);
@@ -101,7 +110,8 @@ struct TrainOptions {
   int64_t max_batch_sentences = 256;  // cap on sentences per batch
 
   // optimisation
-  double learning_rate = 1e-3;    // Adam
+  OptimizerType optimizer = OptimizerType::kAdam;
+  double learning_rate = 1e-3;
   double adam_beta1 = 0.9, adam_beta2 = 0.999;
   double weight_decay = 0.0;
   double clip_norm = 1.0;         // global gradient-norm clip; 0 disables

@@ -147,8 +147,18 @@ struct ValidResult {
   double exact_match = 0;  // % of sentences translated exactly as the reference
 };
 
-void set_learning_rate(torch::optim::Adam& adam, double lr) {
-  for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& opt, const std::vector<torch::Tensor>& params) {
+  if (opt.optimizer == OptimizerType::kSgd)
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(opt.learning_rate).weight_decay(opt.weight_decay));
+  return std::make_unique<torch::optim::Adam>(
+      params, torch::optim::AdamOptions(opt.learning_rate)
+                  .betas({opt.adam_beta1, opt.adam_beta2})
+                  .weight_decay(opt.weight_decay));
 }
 
 // The figure to maximize for `m`.
@@ -197,7 +207,7 @@ class Trainer {
   torch::Device device_{torch::kCPU};
   Tokenizer src_tok_, tgt_tok_;
   Seq2Seq model_{nullptr};
-  std::unique_ptr<torch::optim::Adam> adam_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<Example> train_;
   ParallelCorpus valid_corpus_;
   std::vector<Example> valid_;
@@ -342,15 +352,12 @@ void Trainer::prepare() {
   bp.max_sentences = opt_.max_batch_sentences;
   batches_ = plan_batches(train_, bp, opt_.seed);
 
-  adam_ = std::make_unique<torch::optim::Adam>(
-      model_->parameters(), torch::optim::AdamOptions(opt_.learning_rate)
-                                .betas({opt_.adam_beta1, opt_.adam_beta2})
-                                .weight_decay(opt_.weight_decay));
+  optimizer_ = make_optimizer(opt_, model_->parameters());
   state_.learning_rate = opt_.learning_rate;
   state_.seed = static_cast<int64_t>(opt_.seed);
   if (resuming) {
-    state_ = load_train_state(resume_path_, *adam_, device_);
-    set_learning_rate(*adam_, state_.learning_rate);
+    state_ = load_train_state(resume_path_, *optimizer_, device_);
+    set_learning_rate(*optimizer_, state_.learning_rate);
     if (state_.rng_state.defined()) {
       auto gen = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(gen.mutex());
@@ -455,7 +462,7 @@ void Trainer::save(const std::string& name) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     state_.rng_state = gen.get_state();
   }
-  save_checkpoint(opt_.output_dir + "/" + name, model_, src_tok_, tgt_tok_, adam_.get(), &state_);
+  save_checkpoint(opt_.output_dir + "/" + name, model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
 }
 
 void Trainer::prune_step_checkpoints() {
@@ -512,7 +519,7 @@ TrainResult Trainer::run() {
         ++state_.bad_validations;
         if (++state_.plateau >= opt_.lr_patience && state_.learning_rate > opt_.min_lr) {
           state_.learning_rate = std::max(opt_.min_lr, state_.learning_rate * opt_.lr_decay);
-          set_learning_rate(*adam_, state_.learning_rate);
+          set_learning_rate(*optimizer_, state_.learning_rate);
           state_.plateau = 0;
           spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
         }
@@ -552,7 +559,7 @@ TrainResult Trainer::run() {
       stop = verdict[0].item<double>() != 0;
       if (state_.learning_rate != verdict[1].item<double>()) {
         state_.learning_rate = verdict[1].item<double>();
-        set_learning_rate(*adam_, state_.learning_rate);
+        set_learning_rate(*optimizer_, state_.learning_rate);
       }
     }
     return stop;
@@ -603,7 +610,7 @@ TrainResult Trainer::run() {
         tokens = batch.tgt_tokens;
         sents = batch.size();
       }
-      adam_->zero_grad();
+      optimizer_->zero_grad();
       bool finite = std::isfinite(loss_sum);
       int64_t step_tokens = tokens;
       if (comm_) {  // every rank's tokens, loss, sentences and verdict
@@ -632,7 +639,7 @@ TrainResult Trainer::run() {
       }
       state_.batch_in_epoch = std::min(per_epoch, state_.batch_in_epoch + world);
       if (!finite) {
-        adam_->zero_grad();
+        optimizer_->zero_grad();
         ++result.skipped_steps;
         spdlog::warn("step {}: non-finite loss or gradient, batch skipped ({} in a row, {} in all)", state_.step + 1,
                      ++bad_in_a_row, result.skipped_steps);
@@ -643,7 +650,7 @@ TrainResult Trainer::run() {
         continue;
       }
       bad_in_a_row = 0;
-      adam_->step();
+      optimizer_->step();
       ++state_.step;
       train_seconds += seconds_since(step_t0);
       trained_tokens += step_tokens;
