@@ -23,8 +23,6 @@
 #include "test_util.h"
 #include "trainer.h"
 
-extern char** environ;
-
 namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -42,57 +40,11 @@ std::vector<std::string> demo_train_args(const std::string& out, int64_t max_ste
           "--early-stopping", "0", "--dropout", "0.1"};
 }
 
-struct Child {
-  pid_t pid = -1;
-  std::string log;
-};
-
-Child spawn(const std::vector<std::string>& args, const std::string& log) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  Child c;
-  c.log = log;
-  EXPECT_EQ(posix_spawn(&c.pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  return c;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Waits until the child's log contains `text` (true) or it exits / times out.
-bool wait_for_log(const Child& c, const std::string& text, double seconds) {
-  const auto t0 = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
-    if (read_all(c.log).find(text) != std::string::npos) return true;
-    int status;
-    if (waitpid(c.pid, &status, WNOHANG) == c.pid) return read_all(c.log).find(text) != std::string::npos;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// Waits for exit; returns the exit code (128 + signal if killed), -1 on timeout.
-int wait_exit(const Child& c, double seconds) {
-  const auto t0 = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
-    int status;
-    pid_t r = waitpid(c.pid, &status, WNOHANG);
-    if (r == c.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r < 0) return -2;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(c.pid, SIGKILL);
-  waitpid(c.pid, nullptr, 0);
-  return -1;
-}
+using nmt::test::Child;
+using nmt::test::spawn;
+using nmt::test::wait_exit;
+using nmt::test::wait_for_log;
+std::string read_all(const std::string& path) { return nmt::test::read_bytes(path); }
 
 int run_to_end(const std::vector<std::string>& args, const std::string& log) {
   return wait_exit(spawn(args, log), 300);
@@ -146,32 +98,57 @@ TEST(ReliabilityTest, SigtermSavesExitsZeroAndResumesExactly) {
   check_signal_saves_and_resume_is_exact(SIGTERM, "sigterm");
 }
 
-TEST(ReliabilityTest, SigkillNeverDamagesTheCheckpoints) {
+// Temporary files ("*.tmp.PID") in `dir`.
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
   const auto dir = nmt::test::temp_dir("sigkill");
-  // Kill at several moments; checkpoints are written every 7 steps, so some
-  // kills land during or right after a write.
+  // Each round kills the run the moment a checkpoint's temporary file
+  // appears, i.e. while a checkpoint is being written.
+  int mid_write = 0;  // rounds whose kill left a temporary file behind
   for (int round = 0; round < 4; ++round) {
     auto args = demo_train_args(dir + "/run", 400);
-    if (fs::exists(dir + "/run/last.ckpt")) args.push_back("--resume");
+    const bool resuming = fs::exists(dir + "/run/last.ckpt");
+    if (resuming) args.push_back("--resume");
     auto c = spawn(args, dir + "/log" + std::to_string(round));
+    auto writing_checkpoint = [&] {
+      for (const auto& t : temporaries(dir + "/run"))
+        if (t.find(".ckpt.tmp.") != std::string::npos) return true;
+      return false;
+    };
+    // After this run's first validation, with last.ckpt on disk (so every
+    // round makes progress): the next checkpoint being written.
     ASSERT_TRUE(wait_for_log(c, "valid | step", 120)) << read_all(c.log);
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 170 * round));
+    ASSERT_TRUE(nmt::test::wait_until([&] { return fs::exists(dir + "/run/last.ckpt") && writing_checkpoint(); }, 120))
+        << read_all(c.log);
     kill(c.pid, SIGKILL);
     EXPECT_EQ(wait_exit(c, 30), 128 + SIGKILL);
+    if (resuming)
+      EXPECT_NE(read_all(c.log).find("resumed from"), std::string::npos) << read_all(c.log);
+    mid_write += !temporaries(dir + "/run").empty();
     for (const auto& e : fs::directory_iterator(dir + "/run")) {
       const auto name = e.path().filename().string();
       if (e.path().extension() == ".ckpt") {
         EXPECT_NO_THROW(nmt::load_checkpoint(e.path().string(), torch::kCPU)) << name << " after kill " << round;
       }
     }
-    ASSERT_TRUE(fs::exists(dir + "/run/best.ckpt"));
   }
-  // And the run still resumes and finishes.
+  std::printf("kills that left a checkpoint half-written: %d of 4\n", mid_write);
+  EXPECT_GT(mid_write, 0) << "no kill landed while a checkpoint was being written";
+  // The run still resumes and finishes, and sweeps what the kills left.
+  ASSERT_TRUE(fs::exists(dir + "/run/last.ckpt"));
   torch::optim::Adam probe(nmt::load_checkpoint(dir + "/run/last.ckpt", torch::kCPU).model->parameters());
   const int64_t at = nmt::load_train_state(dir + "/run/last.ckpt", probe, torch::kCPU).step;
   auto fin = demo_train_args(dir + "/run", at + 5);
   fin.push_back("--resume");
   EXPECT_EQ(run_to_end(fin, dir + "/final.log"), 0) << read_all(dir + "/final.log");
+  EXPECT_TRUE(temporaries(dir + "/run").empty());
 }
 
 // Trains a few steps into `out`, then rewrites last.ckpt with `poison`

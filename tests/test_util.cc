@@ -9,8 +9,16 @@
 #include <random>
 #include <sstream>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+extern char** environ;
 
 namespace nmt::test {
 namespace fs = std::filesystem;
@@ -161,6 +169,8 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = read_bytes(out);
   r.err = read_bytes(err);
+  expect_no_sanitizer_report(r.err);
+  EXPECT_NE(r.exit_code, kSanitizerExitCode) << "a sanitizer report:\n" << r.err;
   std::istringstream in(r.err);
   std::string l;
   while (std::getline(in, l))
@@ -181,6 +191,71 @@ void expect_one_line_error(const Result& r, const std::vector<std::string>& part
   EXPECT_EQ(error_lines, 1) << "stderr:\n" << r.err;
   for (const char* bad : {"terminate called", "Exception raised from", "frame #", "Aborted", "Segmentation"})
     EXPECT_EQ(r.err.find(bad), std::string::npos) << "crash output '" << bad << "' in stderr:\n" << r.err;
+}
+
+void expect_no_sanitizer_report(const std::string& text) {
+  for (const char* report : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer"})
+    EXPECT_EQ(text.find(report), std::string::npos) << "sanitizer report in a child's stderr:\n" << text;
+}
+
+std::string bin(const std::string& exe) { return std::string(NMT_BINARY_DIR) + "/" + exe; }
+
+Child spawn(const std::vector<std::string>& args, const std::string& log, const std::string& out,
+            const std::string& in) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child c;
+  c.log = log;
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  c.pid = pid;
+  posix_spawn_file_actions_destroy(&fa);
+  return c;
+}
+
+bool wait_until(const std::function<bool()>& pred, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return pred();
+}
+
+bool wait_for_log(const Child& c, const std::string& text, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+    if (read_bytes(c.log).find(text) != std::string::npos) return true;
+    int status;
+    if (waitpid(c.pid, &status, WNOHANG) == c.pid) return read_bytes(c.log).find(text) != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+int wait_exit(const Child& c, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+    int status;
+    pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r == c.pid) {
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      expect_no_sanitizer_report(read_bytes(c.log));
+      EXPECT_NE(code, kSanitizerExitCode) << read_bytes(c.log);
+      return code;
+    }
+    if (r < 0) return -2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(c.pid, SIGKILL);
+  waitpid(c.pid, nullptr, 0);
+  return -1;
 }
 
 }  // namespace nmt::test

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,5 +81,30 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
 // Asserts a clean failure: exit code 1 (a user error), exactly one error line
 // containing every string of `parts`, and no crash report.
 void expect_one_line_error(const Result& r, const std::vector<std::string>& parts);
+
+// Fails the test when `stderr_text` holds a sanitizer report (also caught by
+// the exit code kSanitizerExitCode that scripts/sanitize.sh sets).
+void expect_no_sanitizer_report(const std::string& stderr_text);
+constexpr int kSanitizerExitCode = 86;
+
+// A child process started by spawn(), its stderr in `log`.
+struct Child {
+  int pid = -1;
+  std::string log;
+};
+
+// Starts `args` (args[0] the executable's path) with stdout to `out` and
+// stderr to `log`, stdin from `in`, without waiting.
+Child spawn(const std::vector<std::string>& args, const std::string& log, const std::string& out = "/dev/null",
+            const std::string& in = "/dev/null");
+// Waits until the child's log contains `text` (true), or it exits or `seconds` pass (false).
+bool wait_for_log(const Child& c, const std::string& text, double seconds);
+// Waits until `pred()` holds (true) or `seconds` pass (false), polling every millisecond.
+bool wait_until(const std::function<bool()>& pred, double seconds);
+// Waits for the child's exit; returns its exit code (128 + signal if killed), -1 on
+// timeout (the child is then killed).
+int wait_exit(const Child& c, double seconds);
+// The path of a built executable ("nmt-train").
+std::string bin(const std::string& exe);
 
 }  // namespace nmt::test
