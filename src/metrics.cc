@@ -14,7 +14,6 @@ namespace {
 
 constexpr int kMaxOrder = 4;      // sacreBLEU MAX_NGRAM_ORDER
 constexpr int kChrfOrder = 6;     // CHRF.CHAR_ORDER
-constexpr int kChrfBeta = 2;      // CHRF.BETA
 constexpr const char* kVersion = "2.x";
 
 // ---------------------------------------------------------------------------
@@ -355,10 +354,14 @@ std::string format(const char* fmt, double a) {
 
 using CharNgramCounts = std::unordered_map<std::u32string, int64_t>;
 
-// helpers.extract_all_char_ngrams(line, 6, include_whitespace=False).
-std::vector<CharNgramCounts> extract_char_ngrams(const std::string& line) {
+// helpers.extract_all_char_ngrams(line, 6, include_whitespace).
+std::vector<CharNgramCounts> extract_char_ngrams(const std::string& line, bool include_whitespace) {
   std::u32string s;
-  for (const auto& w : py_split(decode_utf8(line))) s += w;  // ''.join(line.split())
+  if (include_whitespace) {
+    s = decode_utf8(line);
+  } else {
+    for (const auto& w : py_split(decode_utf8(line))) s += w;  // ''.join(line.split())
+  }
   std::vector<CharNgramCounts> out(kChrfOrder);
   for (size_t n = 1; n <= static_cast<size_t>(kChrfOrder); ++n) {
     for (size_t i = 0; i + n <= s.size(); ++i) ++out[n - 1][s.substr(i, n)];
@@ -366,22 +369,26 @@ std::vector<CharNgramCounts> extract_char_ngrams(const std::string& line) {
   return out;
 }
 
-// CHRF._compute_f_score with eps_smoothing=False (effective-order averaging).
-double chrf_f_score(const std::array<int64_t, 3 * kChrfOrder>& stats) {
+// CHRF._compute_f_score: epsilon smoothing (chrF++.py, Moses, NLTK) or
+// sacreBLEU's default effective-order averaging.
+double chrf_f_score(const std::array<int64_t, 3 * kChrfOrder>& stats, const ChrfOptions& opt) {
   const double eps = 1e-16;
-  const int factor = kChrfBeta * kChrfBeta;
-  double avg_prec = 0.0, avg_rec = 0.0;
+  const int factor = opt.beta * opt.beta;
+  double avg_prec = 0.0, avg_rec = 0.0, smoothed = 0.0;
   int effective_order = 0;
   for (int i = 0; i < kChrfOrder; ++i) {
     const int64_t n_hyp = stats[3 * i], n_ref = stats[3 * i + 1], n_match = stats[3 * i + 2];
     const double prec = n_hyp > 0 ? static_cast<double>(n_match) / static_cast<double>(n_hyp) : eps;
     const double rec = n_ref > 0 ? static_cast<double>(n_match) / static_cast<double>(n_ref) : eps;
+    const double denom = factor * prec + rec;
+    smoothed += denom > 0 ? (1 + factor) * prec * rec / denom : eps;
     if (n_hyp > 0 && n_ref > 0) {
       avg_prec += prec;
       avg_rec += rec;
       ++effective_order;
     }
   }
+  if (opt.eps_smoothing) return 100 * smoothed / kChrfOrder;
   if (effective_order == 0) {
     avg_prec = avg_rec = 0.0;
   } else {
@@ -535,7 +542,8 @@ std::string BleuScore::to_string() const {
 }
 
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
-                      const std::vector<std::string>& refs) {
+                      const std::vector<std::string>& refs, const ChrfOptions& opt) {
+  if (opt.beta < 1) throw std::invalid_argument("corpus_chrf: beta must be at least 1");
   if (hyps.size() != refs.size()) {
     throw std::invalid_argument("corpus_chrf: " + std::to_string(hyps.size()) +
                                 " hypotheses but " + std::to_string(refs.size()) +
@@ -543,8 +551,8 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
   }
   std::array<int64_t, 3 * kChrfOrder> stats{};
   for (size_t i = 0; i < hyps.size(); ++i) {
-    const auto hyp_ngrams = extract_char_ngrams(hyps[i]);
-    const auto ref_ngrams = extract_char_ngrams(refs[i]);
+    const auto hyp_ngrams = extract_char_ngrams(hyps[i], opt.whitespace);
+    const auto ref_ngrams = extract_char_ngrams(refs[i], opt.whitespace);
     for (int n = 0; n < kChrfOrder; ++n) {
       // CHRF._get_match_statistics
       int64_t hyp_count = 0, match_count = 0, ref_count = 0;
@@ -560,14 +568,20 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
       stats[3 * n + 2] += match_count;
     }
   }
-  return ChrfScore{chrf_f_score(stats)};
+  ChrfScore score;
+  score.score = chrf_f_score(stats, opt);
+  score.options = opt;
+  return score;
 }
 
 std::string ChrfScore::signature() const {
-  return std::string("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:") + kVersion;
+  return std::string("nrefs:1|case:mixed|eff:") + (options.eps_smoothing ? "no" : "yes") + "|nc:6|nw:0|space:" +
+         (options.whitespace ? "yes" : "no") + "|version:" + kVersion;
 }
 
-std::string ChrfScore::to_string() const { return format("chrF2 = %.2f", score); }
+std::string ChrfScore::to_string() const {
+  return "chrF" + std::to_string(options.beta) + format(" = %.2f", score);
+}
 
 double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
   if (hyps.size() != refs.size())

@@ -79,23 +79,35 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
                        const std::array<int64_t, 4>& total,
                        int64_t sys_len, int64_t ref_len);
 
+// Settings of chrF that sacreBLEU's CHRF exposes (character order is fixed
+// at 6 and word order at 0: chrF, not chrF++). The defaults are sacreBLEU's.
+struct ChrfOptions {
+  int beta = 2;                // recall weighs beta times precision (chrF2)
+  bool eps_smoothing = false;  // average per-order F-scores with epsilon for empty
+                               // orders (chrF++.py, Moses, NLTK) instead of
+                               // sacreBLEU's effective-order averaging
+  bool whitespace = false;     // keep whitespace in character n-grams
+};
+
 // Result of corpus chrF.
 struct ChrfScore {
-  double score = 0.0;  // 0..100
-  // sacreBLEU 2.x chrF signature for the defaults:
+  double score = 0.0;   // 0..100
+  ChrfOptions options;  // the settings that produced it
+  // sacreBLEU 2.x chrF signature, for the defaults
   // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x".
   std::string signature() const;
   // sacreBLEU's score line, e.g. "chrF2 = 56.78".
   std::string to_string() const;
 };
 
-// Corpus chrF with sacreBLEU 2.x defaults (sacrebleu.corpus_chrf(hyps, [refs])):
-// character n-grams of order 1..6 over Unicode code points, word order 0,
-// beta 2, whitespace removed, case-sensitive, effective-order averaging
-// (eps_smoothing=False). Statistics are summed over the corpus first.
-// Throws std::invalid_argument if the sizes differ.
+// Corpus chrF as sacreBLEU 2.x computes it (sacrebleu.corpus_chrf(hyps,
+// [refs]) with the defaults): character n-grams of order 1..6 over Unicode
+// code points, word order 0, beta 2, whitespace removed, case-sensitive,
+// effective-order averaging; `opt` changes beta, smoothing and whitespace.
+// Statistics are summed over the corpus first. Throws std::invalid_argument
+// if the sizes differ or beta < 1.
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
-                      const std::vector<std::string>& refs);
+                      const std::vector<std::string>& refs, const ChrfOptions& opt = {});
 
 // sacreBLEU's Tokenizer13a applied to one line (exposed for tests): removes
 // "<skipped>", joins "-\n", turns newlines into spaces, unescapes &quot; &amp;

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -257,6 +258,73 @@ TEST(CheckpointTest, TrainingCheckpointRestoresStateAndOptimizer) {
   train_steps(control.model, fresh, b, 1);
   EXPECT_FALSE(torch::equal(control.model->named_parameters()["decoder.out_bias"],
                             model->named_parameters()["decoder.out_bias"]));
+}
+
+TEST(CheckpointTest, EveryFlippedByteIsRefused) {
+  const auto dir = temp_dir("ckpt_flip");
+  const auto path = dir + "/m.ckpt";
+  auto model = tiny();
+  nmt::save_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  const auto bytes = read_bytes(path);
+  std::mt19937 rng(11);
+  for (int copy = 0; copy < 20; ++copy) {
+    auto damaged = bytes;
+    const size_t at = rng() % damaged.size();
+    damaged[at] = static_cast<char>(damaged[at] ^ (1 + rng() % 255));
+    const auto file = dir + "/flip" + std::to_string(copy) + ".ckpt";
+    write_bytes(file, damaged);
+    const auto msg = error_of([&] { nmt::load_checkpoint(file, torch::kCPU); });
+    EXPECT_TRUE(contains(msg, file)) << "byte " << at << ": " << msg;
+    if (at >= 24) EXPECT_TRUE(contains(msg, "checksum mismatch")) << "byte " << at << ": " << msg;
+  }
+  // Trailing bytes are damage too.
+  write_bytes(path, bytes + "x");
+  EXPECT_TRUE(contains(error_of([&] { nmt::load_checkpoint(path, torch::kCPU); }), "damaged"));
+}
+
+// Writes `model` as a format-1 checkpoint (no size or checksum), as older
+// nmt did, without save_checkpoint's refusal of non-finite weights.
+void write_version1(const std::string& path, nmt::Seq2Seq& model) {
+  const auto& tok = nmt::test::toy_tokenizer();
+  torch::serialize::OutputArchive archive, weights;
+  archive.write("config", c10::IValue(model->options().serialize()));
+  archive.write("src_spm", c10::IValue(tok.bytes()));
+  archive.write("tgt_spm", c10::IValue(tok.bytes()));
+  for (const auto& p : model->named_parameters()) weights.write(p.key(), p.value().detach());
+  archive.write("model", weights);
+  std::ostringstream body;
+  archive.save_to(body);
+  write_bytes(path, std::string("NMTCKPT\n\x01\x00\x00\x00", 12) + body.str());
+}
+
+TEST(CheckpointTest, Version1FilesStillLoad) {
+  const auto path = temp_dir("ckpt_v1") + "/old.ckpt";
+  auto model = tiny();
+  write_version1(path, model);
+  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  expect_same_weights(model, loaded.model);
+  const auto b = toy_batch();
+  EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b)));
+}
+
+TEST(CheckpointTest, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  const auto dir = temp_dir("ckpt_nan");
+  auto model = tiny();
+  {
+    torch::NoGradGuard ng;
+    model->named_parameters()["decoder.deep.weight"].view(-1).narrow(0, 0, 256).fill_(NAN);
+  }
+  // Loading one (written by older code, or by other tools) is refused.
+  write_version1(dir + "/nan.ckpt", model);
+  auto msg = error_of([&] { nmt::load_checkpoint(dir + "/nan.ckpt", torch::kCPU); });
+  EXPECT_TRUE(contains(msg, dir + "/nan.ckpt") && contains(msg, "decoder.deep.weight") && contains(msg, "NaN")) << msg;
+  // Saving one is refused, and the file already there is kept byte for byte.
+  auto good = tiny();
+  nmt::save_checkpoint(dir + "/m.ckpt", good, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  const auto before = read_bytes(dir + "/m.ckpt");
+  msg = error_of([&] { nmt::save_checkpoint(dir + "/m.ckpt", model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer()); });
+  EXPECT_TRUE(contains(msg, "decoder.deep.weight")) << msg;
+  EXPECT_EQ(read_bytes(dir + "/m.ckpt"), before);
 }
 
 TEST(CheckpointTest, LoadTrainStateNeedsATrainingCheckpoint) {

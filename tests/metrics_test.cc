@@ -3,7 +3,9 @@
 // Expected values come from two places:
 //  * "sacreBLEU test suite" cases are copied verbatim from mjpost/sacrebleu
 //    test/test_bleu.py and test/test_chrf.py (2.x versions) with the expected
-//    numbers printed there.
+//    numbers printed there, and with the settings they are printed for
+//    (ChrfTest.SacreBleuTestSuiteWithItsSettings: beta 3, epsilon smoothing,
+//    whitespace kept).
 //  * All other values were computed with sacreBLEU 2.x's algorithm: a plain
 //    Python transcription of sacrebleu/tokenizers/tokenizer_13a.py,
 //    tokenizer_re.py, metrics/bleu.py, metrics/chrf.py, metrics/helpers.py,
@@ -231,6 +233,59 @@ TEST(ChrfTest, SacreBleuEffectiveOrderCases) {
   EXPECT_NEAR(corpus_chrf({""}, {"c"}).score, 0.0, 1e-4);
   EXPECT_NEAR(corpus_chrf({"a", "b"}, {"a", "c"}).score, 50.0, 1e-4);
   EXPECT_NEAR(corpus_chrf({"aa"}, {"ab"}).score, 25.0, 1e-4);
+}
+
+// The non-trivial values of sacreBLEU's own test suite (test/test_chrf.py,
+// 2.x), with the settings each group uses there.
+TEST(ChrfTest, SacreBleuTestSuiteWithItsSettings) {
+  // test_cases: char_order=6, word_order=0, beta=3, eps_smoothing=True.
+  nmt::ChrfOptions eps3;
+  eps3.beta = 3;
+  eps3.eps_smoothing = true;
+  EXPECT_NEAR(corpus_chrf({"aa"}, {"ab"}, eps3).score, 8.3333, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a", "b"}, {"a", "c"}, eps3).score, 8.3333, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a"}, {"a"}, eps3).score, 16.6667, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a b c"}, {"a b c"}, eps3).score, 50.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"a b c"}, {"abc"}, eps3).score, 50.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({""}, {"reference"}, eps3).score, 0.0, 1e-4);
+  EXPECT_NEAR(corpus_chrf({" risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists ."},
+                          {"risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists ."},
+                          eps3).score,
+              63.361730, 1e-4);
+  EXPECT_NEAR(corpus_chrf({" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "},
+                          {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."}, eps3).score,
+              64.1302698, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"Niemand hat die Absicht, eine Mauer zu errichten"},
+                          {"Niemand hat die Absicht, eine Mauer zu errichten"}, eps3).score,
+              100.0, 1e-4);
+  // test_cases_keep_whitespace: beta=3, whitespace kept, effective order.
+  nmt::ChrfOptions space3;
+  space3.beta = 3;
+  space3.whitespace = true;
+  EXPECT_NEAR(corpus_chrf({"Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."},
+                          {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."}, space3).score,
+              67.3481606, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists ."},
+                          {"risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists ."},
+                          space3).score,
+              65.2414427, 1e-4);
+  // test_sentence_level_chrf: sentence_chrf(hyp, [ref], eps_smoothing=True), beta 2.
+  nmt::ChrfOptions eps2;
+  eps2.eps_smoothing = true;
+  EXPECT_NEAR(corpus_chrf({"Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře."},
+                          {"Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře."}, eps2).score,
+              39.14078509, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři."},
+                          {"A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři."}, eps2).score,
+              31.22557079, 1e-4);
+  EXPECT_NEAR(corpus_chrf({"Lapali po dechu, jejich životy skončily dřív, než skutečně začaly."},
+                          {"Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli."}, eps2).score,
+              57.15704367, 1e-4);
+  // Signatures and names follow the settings.
+  const auto c = corpus_chrf({"a"}, {"a"}, eps3);
+  EXPECT_EQ(c.to_string(), "chrF3 = 16.67");
+  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:no|nc:6|nw:0|space:no|version:2.x");
+  EXPECT_EQ(corpus_chrf({"a"}, {"a"}, space3).signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:yes|version:2.x");
 }
 
 TEST(ChrfTest, Ascii) {
