@@ -1,21 +1,27 @@
 // The real executables (nmt-train, nmt-translate, nmt-align): exit codes and
 // one-line errors for bad input, and a tiny end-to-end run.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "alignment.h"
 #include "checkpoint.h"
 #include "test_util.h"
 #include "translator.h"
+#include "utf8.h"
 
 namespace {
 
@@ -337,6 +343,105 @@ TEST(CliTest, TrainRejectsAnEmptyCorpus) {
   auto r = run("nmt-train", "--train-src " + quote(dir + "/e.src") + " --train-tgt " + quote(dir + "/e.tgt") +
                                 " -o " + quote(dir + "/out"), dir);
   expect_one_line_error(r, {"e.src", "no usable training pairs"});
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliTest, TranslateStreamsManyWindowsInOrder) {
+  const auto dir = temp_dir("cli_windows");
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(23, 9, &src, &tgt);
+  src[4] = "";  // an empty line inside a window
+  write_lines(dir + "/in.txt", src);
+  const std::string m = "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --threads 1";
+  auto whole = run("nmt-translate", m + " --window 1000", dir, dir + "/in.txt");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  // Windows of 3 (8 windows, the last one short) sort and batch each window
+  // on its own; lines must still come out one per input line, in order.
+  auto windows = run("nmt-translate", m + " --window 3 --batch-size 2", dir, dir + "/in.txt");
+  ASSERT_EQ(windows.exit_code, 0) << windows.err;
+  EXPECT_EQ(lines_of(windows.out).size(), src.size());
+  EXPECT_EQ(windows.out, whole.out);
+  EXPECT_EQ(lines_of(windows.out)[4], "");
+}
+
+TEST(CliTest, TranslateAnswersAWindowWhileThePipeStaysOpen) {
+  const auto dir = temp_dir("cli_pipe");
+  const auto fifo = dir + "/in";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int hold = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // the writing side stays open (not inherited)
+  ASSERT_GE(hold, 0);
+  auto c = nmt::test::spawn({nmt::test::bin("nmt-translate"), "-m", nmt::test::trained_toy_checkpoint(), "--threads",
+                             "1", "--window", "2"},
+                            dir + "/err.txt", dir + "/out.txt", fifo);
+  (void)!::write(hold, "red cat\nold fish\n", 17);
+  // Two lines fill a window: both are answered with the input still open.
+  EXPECT_TRUE(nmt::test::wait_until([&] { return lines_of(read_bytes(dir + "/out.txt")).size() == 2; }, 60))
+      << read_bytes(dir + "/err.txt");
+  (void)!::write(hold, "blue bird\n", 10);
+  ::close(hold);
+  EXPECT_EQ(nmt::test::wait_exit(c, 60), 0) << read_bytes(dir + "/err.txt");
+  EXPECT_EQ(lines_of(read_bytes(dir + "/out.txt")).size(), 3u);
+}
+
+const std::string kDemo = std::string(NMT_SOURCE_DIR) + "/data/demo";
+
+TEST(CliTest, AlignIbm2WritesLinksInsideEachPairAndScoresThem) {
+  const auto dir = temp_dir("cli_ibm2");
+  auto r = run("nmt-align", "--aligner ibm2 --format pharaoh --src " + quote(kDemo + "/test.src") + " --tgt " +
+                                quote(kDemo + "/test.tgt") + " --ibm-train-src " + quote(kDemo + "/train.src") +
+                                " --ibm-train-tgt " + quote(kDemo + "/train.tgt") + " --symmetrize grow-diag-final-and" +
+                                " --eval-gold " + quote(kDemo + "/test.align") + " -o " + quote(dir + "/links.txt"),
+               dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto src = lines_of(read_bytes(kDemo + "/test.src")), tgt = lines_of(read_bytes(kDemo + "/test.tgt"));
+  const auto links = lines_of(read_bytes(dir + "/links.txt"));
+  ASSERT_EQ(links.size(), src.size());
+  for (size_t k = 0; k < links.size(); ++k) {
+    const auto gold = nmt::parse_gold_line(links[k], "links.txt", static_cast<int64_t>(k + 1), false);
+    for (const auto& [i, j] : gold.sure) {
+      EXPECT_LT(i, static_cast<int>(nmt::split_ws(src[k]).size())) << "pair " << k;
+      EXPECT_LT(j, static_cast<int>(nmt::split_ws(tgt[k]).size())) << "pair " << k;
+    }
+  }
+  // The demo's generator links are nearly one-to-one; a working aligner gets most.
+  const std::regex aer_re(R"(AER ([0-9.]+))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, aer_re)) << r.err;
+  EXPECT_LT(std::stod(m[1]), 0.3) << r.err;
+}
+
+TEST(CliTest, AlignFreeModeShowsTheAttentionOfTheModelsOwnTranslation) {
+  const auto dir = temp_dir("cli_free");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/a.src", {"red cat sees big dog", "old fish"});
+  auto tr = run("nmt-translate", "-m " + quote(ckpt) + " --threads 1", dir, dir + "/a.src");
+  ASSERT_EQ(tr.exit_code, 0) << tr.err;
+  const auto hyps = lines_of(tr.out);
+  auto r = run("nmt-align", "-m " + quote(ckpt) + " --threads 1 --src " + quote(dir + "/a.src"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto loaded = nmt::load_checkpoint(ckpt, torch::kCPU);
+  std::vector<std::vector<std::string>> blocks(1);
+  for (const auto& l : lines_of(r.out)) {
+    if (l.empty()) blocks.emplace_back();
+    else blocks.back().push_back(l);
+  }
+  ASSERT_EQ(blocks.size(), 2u) << r.out;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    // Rows are the pieces of the translation nmt-translate gives, then </s>.
+    auto want = loaded.tgt_tok.pieces(hyps[k]);
+    want.push_back("</s>");
+    ASSERT_EQ(blocks[k].size(), want.size() + 1) << r.out;
+    for (size_t t = 0; t < want.size(); ++t) {
+      const auto row = csv_fields(blocks[k][t + 1]);
+      EXPECT_EQ(row[0], want[t]) << "pair " << k << " row " << t;
+      double sum = 0;
+      for (size_t j = 1; j < row.size(); ++j) sum += std::stod(row[j]);
+      EXPECT_NEAR(sum, 1.0, 1e-4);
+    }
+  }
 }
 
 }  // namespace

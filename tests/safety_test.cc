@@ -76,7 +76,7 @@ TEST(SafetyTest, TranslateWritesLinksFifosDescriptorsAndDevicesWithoutReplacingT
   // A FIFO, read from a non-blocking read end opened first.
   const auto fifo = dir + "/fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ASSERT_GE(rd, 0);
   r = run("nmt-translate", model_args() + " -i " + in + " -o " + quote(fifo), dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -144,7 +144,7 @@ void check_translate_interrupted(int sig, const std::string& tag) {
   const auto fifo = dir + "/in", out = dir + "/out.txt";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   write_bytes(out, "finished earlier\n");
-  const int hold = ::open(fifo.c_str(), O_RDWR);  // never blocks, keeps the FIFO open for writing
+  const int hold = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // never blocks; keeps the FIFO open for writing
   ASSERT_GE(hold, 0);
   auto c = nmt::test::spawn({nmt::test::bin("nmt-translate"), "-m", model(), "--threads", "1", "-i", fifo, "-o", out},
                             dir + "/err.txt");

@@ -388,3 +388,75 @@ TEST(TrainerTest, GuidedAlignmentPullsAttentionTowardsTheGuide) {
 }
 
 }  // namespace
+
+namespace {
+
+// (step, learning rate) of every validation line of metrics.jsonl.
+std::vector<std::pair<int, double>> validation_rates(const std::string& run) {
+  const std::regex re(R"(^\{"type":"valid","step":(\d+),.*"lr":([0-9.eE+-]+),.*\}$)");
+  std::vector<std::pair<int, double>> out;
+  for (const auto& line : read_all_lines(run + "/metrics.jsonl")) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) out.emplace_back(std::stoi(m[1]), std::stod(m[2]));
+  }
+  return out;
+}
+
+TEST(TrainerTest, PlateausDecayTheLearningRateAndEarlyStoppingEndsTheRun) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_plateau");
+  const auto files = nmt::test::write_toy_corpus(dir, 400, 20);
+  // A learning rate far below float resolution leaves the weights (and so
+  // the validation loss) exactly unchanged: every validation after the
+  // first is a plateau.
+  auto opt = base_options(files, dir + "/run");
+  opt.batch_tokens = 40;  // many batches per epoch: no epoch-end validation before step 20
+  opt.learning_rate = 1e-12;
+  opt.min_lr = 1e-14;
+  opt.lr_decay = 0.5;
+  opt.lr_patience = 2;
+  opt.early_stopping = 3;
+  opt.valid_every = 5;
+  opt.keep_checkpoints = 0;
+  const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  EXPECT_EQ(r.stop_reason, "early_stopping");
+  EXPECT_EQ(r.steps, 20);  // validations at 5 (best), 10, 15, 20: three without improvement
+  const auto rates = validation_rates(opt.output_dir);
+  ASSERT_EQ(rates.size(), 4u);
+  // Two plateaus in a row decay the rate (at step 15); the count starts again after a decay.
+  const std::vector<double> want = {1e-12, 1e-12, 5e-13, 5e-13};
+  for (size_t i = 0; i < rates.size(); ++i) {
+    EXPECT_EQ(rates[i].first, 5 * static_cast<int>(i + 1));
+    EXPECT_NEAR(rates[i].second, want[i], 1e-18) << "validation " << i;
+  }
+  // The rate never goes below --min-lr.
+  auto floor = base_options(files, dir + "/floor");
+  floor.batch_tokens = 40;
+  floor.learning_rate = 1e-12;
+  floor.min_lr = 7e-13;
+  floor.lr_patience = 1;
+  floor.early_stopping = 3;
+  floor.valid_every = 5;
+  floor.keep_checkpoints = 0;
+  nmt::train(floor, toy_tok(), tiny_arch(0.0));
+  const auto floored = validation_rates(floor.output_dir);
+  ASSERT_EQ(floored.size(), 4u);
+  EXPECT_NEAR(floored[1].second, 7e-13, 1e-18);
+  EXPECT_NEAR(floored[3].second, 7e-13, 1e-18);
+}
+
+TEST(TrainerTest, MaxMinutesStopsAndSavesTheRun) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_minutes");
+  const auto files = nmt::test::write_toy_corpus(dir, 400, 20);
+  auto opt = base_options(files, dir + "/run");
+  opt.max_minutes = 0.002;  // 120 ms
+  opt.keep_checkpoints = 0;
+  const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  EXPECT_EQ(r.stop_reason, "max_minutes");
+  ASSERT_TRUE(fs::exists(opt.output_dir + "/last.ckpt"));
+  torch::optim::Adam probe(nmt::load_checkpoint(opt.output_dir + "/last.ckpt", torch::kCPU).model->parameters());
+  EXPECT_EQ(nmt::load_train_state(opt.output_dir + "/last.ckpt", probe, torch::kCPU).step, r.steps);
+}
+
+}  // namespace

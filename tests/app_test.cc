@@ -1,0 +1,25 @@
+// The executables' shared frame: which exceptions become which exit codes.
+#include "app.h"
+
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "error.h"
+
+namespace {
+
+TEST(AppTest, ExceptionsMapToExitCodes) {
+  EXPECT_EQ(nmt::run_guarded([] { return 0; }), nmt::kExitOk);
+  EXPECT_EQ(nmt::run_guarded([] { return 7; }), 7);
+  // What the user can fix: 1.
+  EXPECT_EQ(nmt::run_guarded([]() -> int { throw nmt::Error("bad.txt:3: bad"); }), nmt::kExitError);
+  EXPECT_EQ(nmt::run_guarded([]() -> int { throw std::invalid_argument("sizes differ"); }), nmt::kExitError);
+  // A bug: 3, for LibTorch's errors and any other exception.
+  EXPECT_EQ(nmt::run_guarded([]() -> int { TORCH_CHECK(false, "shape mismatch"); return 0; }), nmt::kExitInternal);
+  EXPECT_EQ(nmt::run_guarded([]() -> int { throw std::runtime_error("unexpected"); }), nmt::kExitInternal);
+  EXPECT_EQ(nmt::kExitInternal, 3);
+}
+
+}  // namespace
