@@ -13,15 +13,17 @@ threads=${3:-$(nproc)}
 rounds=${4:-3}
 data=${MULTI30K:-../shared/data/multi30k}
 bin=${NMT_BUILD_DIR:-build}
-src=$(mktemp)
+work=$(mktemp -d)  # inputs and outputs live here: nothing is written onto a device
+trap 'rm -rf "$work"' EXIT
+src=$work/test.en
 zcat "$data/test_2016_flickr.en.gz" > "$src"
 n=$(wc -l < "$src")
-tmp=$(mktemp)
+tmp=$work/runs.txt
 for ((r = 0; r < rounds; r++)); do
   for beam in 1 5; do
     # The tool's own summary line gives wall time including model loading.
     line=$("$bin/nmt-translate" -m "$model" --device "$device" --threads "$threads" -b "$beam" \
-             --batch-size 64 -i "$src" -o /dev/null 2>&1 | grep "sentences/s")
+             --batch-size 64 -i "$src" -o "$work/out.txt" 2>&1 | grep "sentences/s")
     echo "$beam $(sed -n 's/.*: \([0-9.]*\) sentences\/s.*/\1/p' <<<"$line")" >> "$tmp"
   done
 done
@@ -42,5 +44,4 @@ for beam in sorted(runs):
     print(f"{name:<8} median {statistics.median(runs[beam]):8.1f} sentences/s   runs {runs[beam]}")
 PY
 } | tee "$out"
-rm -f "$src" "$tmp"
 echo "written: $out"

@@ -15,7 +15,9 @@ done
 commit=$(git rev-parse --short HEAD)
 res=bench/results/hansards-aer-$(hostname -s)-$commit.txt
 mkdir -p bench/results
-pair=(--src "$data/trial.en" --tgt "$data/trial.fr" --eval-gold "$data/trial.talp" --gold-one-based --format pharaoh -o /dev/null)
+work=$(mktemp -d)  # the links themselves are not kept: only the scores
+trap 'rm -rf "$work"' EXIT
+pair=(--src "$data/trial.en" --tgt "$data/trial.fr" --eval-gold "$data/trial.talp" --gold-one-based --format pharaoh -o "$work/links.txt")
 row() {  # row LABEL nmt-align-args...
   local label=$1; shift
   local score

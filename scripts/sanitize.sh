@@ -13,10 +13,14 @@ if [[ ! -f $b/CMakeCache.txt ]]; then
 fi
 cmake --build "$b" -j "$(nproc)"
 cd "$b"
-# halt_on_error makes UBSan findings fail the test that triggers them.
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# halt_on_error makes UBSan findings fail the test that triggers them. A
+# report exits 86 (tests/test_util.h: kSanitizerExitCode), never the 1 that
+# error-path tests expect of the executables they run, and the tests also
+# look for report text in every child's stderr.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
 # The SentencePiece module is loaded past ASan's dlopen interceptor (it
 # refuses RTLD_DEEPBIND) and pairs malloc/delete differently from ASan's
 # view; only that pairing check is off (src/tokenizer.cc).
-export ASAN_OPTIONS=alloc_dealloc_mismatch=0
+export ASAN_OPTIONS=alloc_dealloc_mismatch=0:exitcode=86
+export LSAN_OPTIONS=exitcode=86
 ctest --output-on-failure -j "$(nproc)"

@@ -33,7 +33,7 @@ struct Module {
 // dlopen with RTLD_DEEPBIND. AddressSanitizer's dlopen interceptor refuses
 // that flag, so sanitizer builds call libc's dlopen directly; the module then
 // pairs allocations differently from ASan's view, so those runs set
-// ASAN_OPTIONS=alloc_dealloc_mismatch=0 (tests/CMakeLists.txt does).
+// ASAN_OPTIONS=alloc_dealloc_mismatch=0 (scripts/sanitize.sh does).
 void* open_deepbind(const char* path) {
   constexpr int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
 #ifdef NMT_ASAN

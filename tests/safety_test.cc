@@ -316,29 +316,33 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
 
 TEST(SafetyTest, OneTrainingRunPerOutputFolder) {
   const auto dir = temp_dir("safe_lock");
-  auto first = nmt::test::spawn(train_argv(dir, dir + "/run", 60), dir + "/first.log");
+  // The first run would go on for long; it is stopped (SIGINT: save, exit 0)
+  // once the second has been refused.
+  auto first = nmt::test::spawn(train_argv(dir, dir + "/run", 1000000), dir + "/first.log");
   ASSERT_TRUE(nmt::test::wait_for_log(first, "| step 1/", 60)) << read_bytes(first.log);
   auto second = run("nmt-train", joined(train_argv(dir, dir + "/run", 60)), dir);
   expect_one_line_error(second, {dir + "/run is in use by process " + std::to_string(first.pid)});
-  ASSERT_EQ(nmt::test::wait_exit(first, 120), 0) << read_bytes(first.log);
+  ::kill(first.pid, SIGINT);
+  ASSERT_EQ(nmt::test::wait_exit(first, 60), 0) << read_bytes(first.log);
   // metrics.jsonl is the first run's alone: steps only grow.
   std::istringstream metrics(read_bytes(dir + "/run/metrics.jsonl"));
-  int64_t last_step = 0, lines = 0;
-  for (std::string l; std::getline(metrics, l); ++lines) {
+  int64_t last_step = 0;
+  for (std::string l; std::getline(metrics, l);) {
     if (l.find("\"type\":\"train\"") == std::string::npos) continue;
     const int64_t step = std::stoll(l.substr(l.find("\"step\":") + 7));
     EXPECT_GT(step, last_step) << l;
     last_step = step;
   }
-  EXPECT_EQ(last_step, 60);
+  EXPECT_GT(last_step, 0);
   // Two resumes at once: the second is refused the same way.
-  auto resume = train_argv(dir, dir + "/run", 120);
+  auto resume = train_argv(dir, dir + "/run", 1000000);
   resume.push_back("--resume");
   auto a = nmt::test::spawn(resume, dir + "/a.log");
   ASSERT_TRUE(nmt::test::wait_for_log(a, "resumed from", 60)) << read_bytes(a.log);
   auto b = run("nmt-train", joined(resume), dir);
   expect_one_line_error(b, {"in use by process " + std::to_string(a.pid)});
-  EXPECT_EQ(nmt::test::wait_exit(a, 120), 0) << read_bytes(a.log);
+  ::kill(a.pid, SIGINT);
+  EXPECT_EQ(nmt::test::wait_exit(a, 60), 0) << read_bytes(a.log);
 }
 
 TEST(SafetyTest, EveryNumericOptionIsCheckedBeforeAnyWork) {
