@@ -29,13 +29,7 @@ using nmt::test::read_bytes;
 using nmt::test::temp_dir;
 using nmt::test::write_bytes;
 
-// Names of the entries of `dir` that are temporary files ("*.tmp.PID").
-std::vector<std::string> temporaries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().filename().string());
-  return out;
-}
+std::vector<std::string> temporaries(const std::string& dir) { return nmt::test::temporary_files(dir); }
 
 void write_all(const std::string& path, const std::string& text) {
   nmt::OutputFile f(path);

@@ -98,14 +98,7 @@ TEST(ReliabilityTest, SigtermSavesExitsZeroAndResumesExactly) {
   check_signal_saves_and_resume_is_exact(SIGTERM, "sigterm");
 }
 
-// Temporary files ("*.tmp.PID") in `dir`.
-std::vector<std::string> temporaries(const std::string& dir) {
-  std::vector<std::string> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
-  return out;
-}
+std::vector<std::string> temporaries(const std::string& dir) { return nmt::test::temporary_files(dir); }
 
 TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
   const auto dir = nmt::test::temp_dir("sigkill");

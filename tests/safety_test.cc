@@ -37,13 +37,7 @@ using nmt::test::write_lines;
 const std::string& model() { return nmt::test::trained_toy_checkpoint(); }
 std::string model_args() { return "-m " + quote(model()) + " --device cpu --threads 1"; }
 
-// Temporary files ("*.tmp.PID") anywhere under `dir`.
-std::vector<std::string> temporaries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
-  return out;
-}
+std::vector<std::string> temporaries(const std::string& dir) { return nmt::test::temporary_files(dir); }
 
 bool is_char_device(const std::string& path) {
   struct stat st;

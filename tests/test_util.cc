@@ -153,6 +153,16 @@ const std::string& trained_toy_checkpoint() {
   return path;
 }
 
+std::vector<std::string> temporary_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos)
+      out.push_back(fs::relative(e.path(), dir).string());
+  return out;
+}
+
 std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -70,6 +70,10 @@ struct Result {
   std::vector<std::string> err_lines;  // non-empty stderr lines
 };
 
+// Temporary files ("*.tmp.PID") anywhere under `dir`, as paths relative to
+// it; none when `dir` does not exist.
+std::vector<std::string> temporary_files(const std::string& dir);
+
 // `s` quoted for /bin/sh.
 std::string quote(const std::string& s);
 
