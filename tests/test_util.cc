@@ -1,6 +1,7 @@
 // Shared test helpers.
 #include "test_util.h"
 
+#include "io.h"
 #include "trainer.h"
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -127,28 +129,56 @@ const std::string& toy_tokenizer_file() {
   return path;
 }
 
+namespace {
+
+// Trains the toy checkpoint into `dir`/run; returns its last.ckpt.
+std::string train_toy_checkpoint(const std::string& dir) {
+  auto files = write_toy_corpus(dir, 400, 40);
+  TrainOptions opt;
+  opt.train_src = files.train_src;
+  opt.train_tgt = files.train_tgt;
+  opt.valid_src = files.valid_src;
+  opt.valid_tgt = files.valid_tgt;
+  opt.output_dir = dir + "/run";
+  opt.batch_tokens = 400;
+  opt.learning_rate = 0.01;
+  opt.max_steps = 300;
+  opt.early_stopping = 0;
+  opt.valid_every = 0;
+  opt.keep_checkpoints = 0;
+  opt.log_every = 0;
+  opt.threads = 1;
+  TokenizerOptions tok;
+  tok.src_model = tok.tgt_model = toy_tokenizer_file();
+  train(opt, tok, tiny_model());
+  return opt.output_dir + "/last.ckpt";
+}
+
+}  // namespace
+
 const std::string& trained_toy_checkpoint() {
+  // Training is deterministic, so every test process of one build would
+  // train the same model: the first one keeps it in the build folder, keyed
+  // by this test binary's identity (a rebuild trains afresh), and the others
+  // load that copy. It is written atomically, so racing processes are fine.
   static const std::string path = [] {
-    const std::string dir = temp_dir("trained_toy");
-    auto files = write_toy_corpus(dir, 400, 40);
-    TrainOptions opt;
-    opt.train_src = files.train_src;
-    opt.train_tgt = files.train_tgt;
-    opt.valid_src = files.valid_src;
-    opt.valid_tgt = files.valid_tgt;
-    opt.output_dir = dir + "/run";
-    opt.batch_tokens = 400;
-    opt.learning_rate = 0.01;
-    opt.max_steps = 300;
-    opt.early_stopping = 0;
-    opt.valid_every = 0;
-    opt.keep_checkpoints = 0;
-    opt.log_every = 0;
-    opt.threads = 1;
-    TokenizerOptions tok;
-    tok.src_model = tok.tgt_model = toy_tokenizer_file();
-    train(opt, tok, tiny_model());
-    return opt.output_dir + "/last.ckpt";
+    struct stat self;
+    if (::stat("/proc/self/exe", &self) != 0) return train_toy_checkpoint(temp_dir("trained_toy"));
+    const std::string cache_dir = std::string(NMT_BINARY_DIR) + "/test-cache";
+    const std::string cached = cache_dir + "/toy-" + std::to_string(self.st_mtime) + "-" +
+                               std::to_string(self.st_size) + ".ckpt";
+    if (fs::exists(cached)) return cached;
+    const std::string trained = train_toy_checkpoint(temp_dir("trained_toy"));
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    for (const auto& e : fs::directory_iterator(cache_dir, ec))  // checkpoints of earlier builds
+      if (e.path().string() != cached && e.path().extension() == ".ckpt") fs::remove(e.path(), ec);
+    try {
+      write_file_atomic(cached, read_bytes(trained));
+    } catch (const Error&) {
+      return trained;  // an unwritable build folder: use this process's own copy
+    }
+    return cached;
   }();
   return path;
 }

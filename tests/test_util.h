@@ -59,8 +59,9 @@ std::string error_of(F&& f) {
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Path of a checkpoint of a tiny model trained briefly on the toy corpus
-// (trained once per test process, a few seconds).
+// Path of a checkpoint of a tiny model trained briefly on the toy corpus:
+// trained once per build (a few seconds) and kept in the build folder for
+// the other test processes. Read it; do not write it.
 const std::string& trained_toy_checkpoint();
 
 // An executable's exit code and output.
