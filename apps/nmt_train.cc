@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   nmt::TokenizerOptions tok;
   nmt::ModelOptions model;
   std::string attention = nmt::to_string(model.attention);
+  std::string decoder = nmt::to_string(model.decoder);
   std::string stop_metric = nmt::to_string(opt.stop_metric);
   std::string optimizer = nmt::to_string(opt.optimizer);
   bool verbose = false;
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--dec-hidden", model.dec_hidden, "Decoder GRU size")->capture_default_str()->group(md);
   app.add_option("--attn-dim", model.attn_dim, "Additive attention size")->capture_default_str()->group(md);
   app.add_option("--attention", attention, "Score function")->check(CLI::IsMember({"additive", "dot", "general", "concat", "none"}))->capture_default_str()->group(md);
+  app.add_option("--decoder", decoder, "Recurrence: bahdanau, or cgru (conditional GRU, as Nematus)")->check(CLI::IsMember({"bahdanau", "cgru"}))->capture_default_str()->group(md);
   app.add_option("--dropout", model.dropout, "Dropout probability")->capture_default_str()->group(md);
   app.add_flag("--tie-embeddings", model.tie_embeddings, "Tie target embeddings and output projection")->group(md);
 
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", opt.log_every, "Progress line every N steps")->capture_default_str()->group(bk);
   app.add_option("--valid-every", opt.valid_every, "Validate and checkpoint every N steps")->capture_default_str()->group(bk);
   app.add_option("--keep-checkpoints", opt.keep_checkpoints, "step-N.ckpt files kept")->capture_default_str()->group(bk);
+  app.add_option("--average", opt.average, "At the end, write average.ckpt: the mean of the newest N step-N.ckpt (0: off)")->capture_default_str()->group(bk);
   app.add_option("--valid-max-sentences", opt.valid_max_sentences, "Translate at most N validation sentences (0: all)")->capture_default_str()->group(bk);
   app.add_flag("-v,--verbose", verbose, "Debug logging")->group(bk);
 
@@ -111,10 +114,11 @@ int main(int argc, char** argv) {
   nmt::setup_logging(verbose);
   return nmt::run_guarded([&] {
     model.attention = nmt::parse_attention(attention);
+    model.decoder = nmt::parse_decoder(decoder);
     // Model options given on the command line or in the config must agree with a resumed checkpoint.
     const std::pair<const char*, const char*> model_flags[] = {
         {"--emb-dim", "emb_dim"}, {"--enc-hidden", "enc_hidden"}, {"--enc-layers", "enc_layers"},
-        {"--dec-hidden", "dec_hidden"}, {"--attn-dim", "attn_dim"}, {"--attention", "attention"},
+        {"--dec-hidden", "dec_hidden"}, {"--attn-dim", "attn_dim"}, {"--attention", "attention"}, {"--decoder", "decoder"},
         {"--dropout", "dropout"}, {"--tie-embeddings", "tie_embeddings"}};
     for (const auto& [flag, field] : model_flags)
       if (app.count(flag) > 0) opt.explicit_model_fields.push_back(field);

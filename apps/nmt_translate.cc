@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   nmt::StreamOptions opt;
   bool verbose = false;
   CLI::App app{"Translate text with an nmt checkpoint."};
-  app.add_option("-m,--model", opt.model_path, "Checkpoint (.ckpt) written by nmt-train")->required();
+  app.add_option("-m,--model", opt.model_paths, "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble")->required();
   app.add_option("-i,--input", opt.input, "Input file (default: stdin)");
   app.add_option("-o,--output", opt.output, "Output file (default: stdout)");
   app.add_option("-b,--beam-size", opt.translate.search.beam_size, "Beam size (1: greedy)")->capture_default_str();
@@ -27,7 +27,10 @@ int main(int argc, char** argv) {
   app.add_flag("--score", opt.score_mode, "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)");
   app.add_option("--src", opt.src, "Score mode: source file");
   app.add_option("--tgt", opt.tgt, "Score mode: target file");
-  app.add_option("--reference", opt.reference, "Score the output against this file (BLEU, chrF, exact match on stderr)");
+  app.add_option("--reference", opt.reference,
+                 "Score the output against this file: BLEU (cased, -lc, --tokenize none), chrF, exact match on stderr");
+  app.add_option("--scores-json", opt.scores_json, "With --reference: also write the scores and signatures to this JSON file")
+      ->needs("--reference");
   app.add_option("--max-input-length", opt.translate.max_input_length, "Crop longer inputs to this many pieces (0: never)")->capture_default_str();
   app.add_option("--window", opt.window, "Lines read and sorted together")->capture_default_str();
   app.add_option("--max-line-bytes", opt.max_line_bytes, "Crop longer input lines to this many bytes (score mode: an error)")->capture_default_str();

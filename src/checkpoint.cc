@@ -252,6 +252,29 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
   return m;
 }
 
+LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std::string& out) {
+  if (paths.empty()) throw Error("nothing to average: no checkpoints given");
+  auto avg = load_checkpoint(paths.front(), torch::kCPU);
+  torch::NoGradGuard no_grad;
+  auto sums = avg.model->named_parameters();
+  std::vector<torch::Tensor> acc;  // double-precision sums, parameter by parameter
+  for (const auto& p : sums) acc.push_back(p.value().to(torch::kDouble));
+  for (size_t i = 1; i < paths.size(); ++i) {
+    auto other = load_checkpoint(paths[i], torch::kCPU);
+    if (other.options.serialize() != avg.options.serialize())
+      throw Error(located(paths[i], 0, "cannot average: its model configuration differs from " + paths.front() + "'s"));
+    if (other.src_tok.bytes() != avg.src_tok.bytes() || other.tgt_tok.bytes() != avg.tgt_tok.bytes())
+      throw Error(located(paths[i], 0, "cannot average: its tokenizers differ from " + paths.front() + "'s"));
+    auto params = other.model->named_parameters();
+    size_t k = 0;
+    for (const auto& p : sums) acc[k++] += params[p.key()].to(torch::kDouble);
+  }
+  size_t k = 0;
+  for (auto& p : sums) p.value().copy_(acc[k++] / static_cast<double>(paths.size()));
+  save_checkpoint(out, avg.model, avg.src_tok, avg.tgt_tok);
+  return avg;
+}
+
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device) {
   auto archive = open_checkpoint(path);
   torch::serialize::InputArchive st, opt;

@@ -72,6 +72,13 @@ CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& o
 // holding NaN or Inf (named).
 LoadedModel load_checkpoint(const std::string& path, const torch::Device& device);
 
+// Writes to `out` a checkpoint whose weights are the element-wise mean of
+// the weights of `paths` (checkpoint averaging), with the first one's
+// configuration and tokenizers and no training state. Returns the averaged
+// model. Throws nmt::Error when `paths` is empty, a file cannot be read, or
+// the checkpoints differ in configuration or tokenizers.
+LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std::string& out);
+
 // Restores the optimizer and returns the training state of a training
 // checkpoint. Throws nmt::Error if `path` holds no training state.
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);

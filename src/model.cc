@@ -91,7 +91,12 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   embed = register_module("embed", torch::nn::Embedding(
       torch::nn::EmbeddingOptions(opt.tgt_vocab, opt.emb_dim).padding_idx(kPadId)));
   attention = register_module("attention", Attention(opt));
-  cell = register_module("cell", torch::nn::GRUCell(opt.emb_dim + C, opt.dec_hidden));
+  if (opt.decoder == DecoderType::kCgru) {
+    cell = register_module("cell", torch::nn::GRUCell(opt.emb_dim, opt.dec_hidden));
+    cell2 = register_module("cell2", torch::nn::GRUCell(C, opt.dec_hidden));
+  } else {
+    cell = register_module("cell", torch::nn::GRUCell(opt.emb_dim + C, opt.dec_hidden));
+  }
   deep = register_module("deep", torch::nn::Linear(opt.dec_hidden + C + opt.emb_dim, opt.emb_dim));
   if (opt.tie_embeddings) {
     // The embedding doubles as the output projection: N(0, 1/E) keeps the
@@ -113,6 +118,19 @@ torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c
   return F::linear(drop(t), out_weight, out_bias);          // [.., V]
 }
 
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur(const torch::Tensor& ey,
+                                                                          const torch::Tensor& state,
+                                                                          const EncoderOutput& enc,
+                                                                          const torch::Tensor& keys) {
+  if (cell2) {                                                                 // conditional GRU
+    auto s1 = cell(ey, state);                                                 // [B, D] s'_t
+    auto [c, alpha] = attention->forward(s1, keys, enc.annotations, enc.mask);  // [B, C], [B, S]
+    return {cell2(c, s1), c, alpha};
+  }
+  auto [c, alpha] = attention->forward(state, keys, enc.annotations, enc.mask);
+  return {cell(torch::cat({ey, c}, 1), state), c, alpha};
+}
+
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out) {
   const int64_t T = tgt_in.size(1);
   auto keys = attention->keys(enc.annotations);  // [B, S, A]
@@ -122,8 +140,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   states.reserve(T);
   contexts.reserve(T);
   for (int64_t t = 0; t < T; ++t) {
-    auto [c, alpha] = attention->forward(s, keys, enc.annotations, enc.mask);  // [B, C], [B, S]
-    s = cell(torch::cat({ey.select(1, t), c}, 1), s);                          // [B, D]
+    torch::Tensor c, alpha;
+    std::tie(s, c, alpha) = recur(ey.select(1, t), s, enc, keys);  // [B, D], [B, C], [B, S]
     states.push_back(s);
     contexts.push_back(c);
     if (alpha_out) alphas.push_back(alpha);
@@ -136,10 +154,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const EncoderOutput& enc,
                               const torch::Tensor& keys) {
   DecoderStep out;
-  auto ey = drop(embed(y_prev));                                                      // [B, E]
-  std::tie(out.context, out.alpha) = attention->forward(state, keys, enc.annotations, enc.mask);
-  out.state = cell(torch::cat({ey, out.context}, 1), state);                          // [B, D]
-  out.logits = output(out.state, out.context, ey);                                    // [B, V]
+  auto ey = drop(embed(y_prev));                                           // [B, E]
+  std::tie(out.state, out.context, out.alpha) = recur(ey, state, enc, keys);  // [B, D], [B, C], [B, S]
+  out.logits = output(out.state, out.context, ey);                         // [B, V]
   return out;
 }
 

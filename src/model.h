@@ -62,8 +62,10 @@ struct DecoderStep {
   torch::Tensor logits;   // [B, V]
 };
 
-// The decoder: s_t = GRU([E y_{t-1}; c_t], s_{t-1}) where c_t attends with
-// s_{t-1}; output t_t = tanh(W_o [s_t; c_t; E y_{t-1}]), logits = W_out t_t.
+// The decoder. Bahdanau: s_t = GRU([E y_{t-1}; c_t], s_{t-1}) where c_t
+// attends with s_{t-1}. Conditional GRU (DecoderType::kCgru, as Nematus):
+// s'_t = GRU1(E y_{t-1}, s_{t-1}), c_t attends with s'_t, s_t = GRU2(c_t, s'_t).
+// Both: output t_t = tanh(W_o [s_t; c_t; E y_{t-1}]), logits = W_out t_t.
 class DecoderImpl : public torch::nn::Module {
  public:
   explicit DecoderImpl(const ModelOptions& opt);
@@ -79,9 +81,13 @@ class DecoderImpl : public torch::nn::Module {
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V]
   torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
+  // One step of the recurrence: {s_t, c_t, alpha_t} from ey [B, E] and s_{t-1} [B, D].
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur(const torch::Tensor& ey, const torch::Tensor& state,
+                                                               const EncoderOutput& enc, const torch::Tensor& keys);
   ModelOptions opt_;
   torch::nn::Embedding embed{nullptr};
-  torch::nn::GRUCell cell{nullptr};
+  torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
+  torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
   torch::nn::Linear deep{nullptr};  // D + C + E -> E
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]

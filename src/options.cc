@@ -28,6 +28,20 @@ AttentionType parse_attention(const std::string& s) {
   throw Error("unknown attention '" + s + "' (expected additive, dot, general, concat or none)");
 }
 
+const char* to_string(DecoderType t) {
+  switch (t) {
+    case DecoderType::kBahdanau: return "bahdanau";
+    case DecoderType::kCgru: return "cgru";
+  }
+  return "?";
+}
+
+DecoderType parse_decoder(const std::string& s) {
+  for (auto t : {DecoderType::kBahdanau, DecoderType::kCgru})
+    if (s == to_string(t)) return t;
+  throw Error("unknown decoder '" + s + "' (expected bahdanau or cgru)");
+}
+
 const char* to_string(OptimizerType t) {
   switch (t) {
     case OptimizerType::kAdam: return "adam";
@@ -119,6 +133,10 @@ void TrainOptions::validate() const {
   in_range("--log-every", log_every, 0);
   in_range("--valid-every", valid_every, 0);
   in_range("--keep-checkpoints", keep_checkpoints, 0);
+  in_range("--average", average, 0, 1000);
+  if (average > keep_checkpoints)
+    throw Error("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
+                std::to_string(average) + " (it is " + std::to_string(keep_checkpoints) + ")");
   in_range("--valid-max-sentences", valid_max_sentences, 0);
   in_range("validation batch size", valid_batch_sentences, 1);
   in_range("--threads", threads, 0, kMaxThreads);
@@ -136,6 +154,7 @@ std::string ModelOptions::serialize() const {
     << "dec_hidden=" << dec_hidden << "\n"
     << "attn_dim=" << attn_dim << "\n"
     << "attention=" << to_string(attention) << "\n"
+    << "decoder=" << to_string(decoder) << "\n"
     << "dropout=" << dropout << "\n"
     << "tie_embeddings=" << (tie_embeddings ? 1 : 0) << "\n";
   return o.str();
@@ -183,6 +202,11 @@ ModelOptions ModelOptions::parse(const std::string& text, const std::string& ori
   if (it == kv.end()) throw Error(located(origin, 0, "model config lacks 'attention'"));
   m.attention = parse_attention(it->second);
   kv.erase(it);
+  it = kv.find("decoder");  // absent from checkpoints written before cgru existed
+  if (it != kv.end()) {
+    m.decoder = parse_decoder(it->second);
+    kv.erase(it);
+  }
   it = kv.find("dropout");
   if (it == kv.end()) throw Error(located(origin, 0, "model config lacks 'dropout'"));
   try { m.dropout = std::stod(it->second); } catch (...) { throw Error(located(origin, 0, "bad value for dropout")); }

@@ -20,6 +20,16 @@ const char* to_string(AttentionType t);
 // Parses "additive|dot|general|concat|none"; throws nmt::Error otherwise.
 AttentionType parse_attention(const std::string& s);
 
+// The decoder's recurrence.
+enum class DecoderType {
+  kBahdanau,  // s_t = GRU([E y_{t-1}; c_t], s_{t-1}), c_t attending with s_{t-1} (Bahdanau et al. 2015)
+  kCgru,      // conditional GRU (Nematus, nmtpy): s'_t = GRU1(E y_{t-1}, s_{t-1}); c_t attends
+              // with s'_t; s_t = GRU2(c_t, s'_t)
+};
+const char* to_string(DecoderType t);
+// Parses "bahdanau|cgru"; throws nmt::Error otherwise.
+DecoderType parse_decoder(const std::string& s);
+
 // SentencePiece front end.
 struct TokenizerOptions {
   std::string model_type = "unigram";  // "unigram" or "bpe"
@@ -44,6 +54,7 @@ struct ModelOptions {
   int64_t dec_hidden = 512;     // decoder GRU size
   int64_t attn_dim = 512;       // additive/concat attention inner size
   AttentionType attention = AttentionType::kAdditive;  // score function
+  DecoderType decoder = DecoderType::kBahdanau;        // recurrence (checkpoints without it: bahdanau)
   double dropout = 0.2;         // on embeddings, annotations and the deep output
   bool tie_embeddings = false;  // share target embedding and output projection
 
@@ -130,6 +141,8 @@ struct TrainOptions {
   int64_t log_every = 100;        // progress line every N steps
   int64_t valid_every = 1000;     // validate (and checkpoint) every N steps and at each epoch end; 0: epoch ends only
   int64_t keep_checkpoints = 3;   // step-N.ckpt files kept besides last/best
+  int64_t average = 0;            // at the end, average.ckpt: the mean of the newest N step-N.ckpt
+                                  // (needs keep_checkpoints >= N), validated like the others; 0: off
   int64_t valid_max_sentences = 0;   // translate at most N validation sentences (0: all)
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
   bool resume = false;            // continue from output_dir/last.ckpt

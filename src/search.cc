@@ -26,34 +26,32 @@ class GreedySearch : public Search {
  public:
   explicit GreedySearch(const SearchOptions& opt) : opt_(opt) {}
 
-  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) override {
+  using Search::run;
+  std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size();
     const auto device = batch.src.device();
-    auto enc = model->encoder->forward(batch.src, batch.src_len);
-    auto keys = model->decoder->attention->keys(enc.annotations);
+    auto state = scorer.start(batch);
     auto caps = length_caps(batch, opt_);
     const int64_t steps = caps.max().item<int64_t>() + 1;  // +1 for the final EOS
     auto caps_dev = caps.to(device);
 
     auto y = torch::full({B}, kBosId, torch::TensorOptions().dtype(torch::kInt64).device(device));
-    auto state = enc.init_state;
     auto finished = torch::zeros({B}, torch::TensorOptions().dtype(torch::kBool).device(device));
-    auto score = torch::zeros({B}, enc.annotations.options().dtype(torch::kFloat));
+    auto score = torch::zeros({B}, torch::TensorOptions().dtype(torch::kFloat).device(device));
     std::vector<torch::Tensor> tokens, alphas;
     for (int64_t t = 0; t < steps; ++t) {
-      auto out = model->decoder->step(y, state, enc, keys);
-      auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);  // [B, V]
-      auto next = std::get<1>(logp.max(-1));                              // [B]
+      torch::Tensor alpha;
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B, V]
+      auto next = std::get<1>(logp.max(-1));                                 // [B]
       // A sentence at its cap must end now.
       next = torch::where(caps_dev.le(t), torch::full_like(next, kEosId), next);
       next = next.masked_fill(finished, kPadId);
       auto tok_logp = logp.gather(1, next.clamp_min(0).unsqueeze(1)).squeeze(1);
       score = score + tok_logp.masked_fill(finished, 0.0);
       tokens.push_back(next);
-      if (with_attention) alphas.push_back(out.alpha);
+      if (with_attention) alphas.push_back(alpha);
       finished = finished.logical_or(next.eq(kEosId));
       y = next;
-      state = out.state;
       if (finished.all().item<bool>()) break;
     }
     auto tok = torch::stack(tokens, 1).cpu();  // [B, L]
@@ -95,24 +93,20 @@ class BeamSearch : public Search {
  public:
   explicit BeamSearch(const SearchOptions& opt) : opt_(opt) {}
 
-  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) override {
+  using Search::run;
+  std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size(), K = opt_.beam_size;
-    const int64_t V = model->options().tgt_vocab;
+    const int64_t V = scorer.vocab_size();
     const auto device = batch.src.device();
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
-    auto enc = model->encoder->forward(batch.src, batch.src_len);
-    // Each sentence's encoder output repeated for its K hypotheses: [B*K, ...].
-    EncoderOutput encK{enc.annotations.repeat_interleave(K, 0), enc.mask.repeat_interleave(K, 0),
-                       enc.init_state.repeat_interleave(K, 0)};
-    auto keys = model->decoder->attention->keys(encK.annotations);  // [B*K, S, A]
+    auto state = scorer.start(batch, K);  // rows b*K + k: the K hypotheses of sentence b
     auto caps = length_caps(batch, opt_);                             // [B] on CPU
     const int64_t steps = caps.max().item<int64_t>() + 1;
     auto capsK = caps.to(device).repeat_interleave(K).unsqueeze(1);   // [B*K, 1]
-    const int64_t S = encK.annotations.size(1);
+    const int64_t S = batch.src.size(1);
 
     auto y = torch::full({B * K}, kBosId, i64);
-    auto state = encK.init_state;                     // [B*K, D]
     auto score = torch::full({B, K}, kNegInf, f32);   // raw log-probability sums
     score.select(1, 0).fill_(0);                      // one live hypothesis per sentence at first
     auto finished = torch::zeros({B, K}, i64.dtype(torch::kBool));
@@ -127,8 +121,8 @@ class BeamSearch : public Search {
     pad_only.select(1, kPadId).fill_(0);
 
     for (int64_t t = 0; t < steps; ++t) {
-      auto out = model->decoder->step(y, state, encK, keys);
-      auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);   // [B*K, V]
+      torch::Tensor alpha;
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B*K, V]
       logp = torch::where(capsK.le(t), logp + eos_mask, logp);
       logp = torch::where(finished.view({B * K, 1}), pad_only.expand({B * K, V}), logp);
       auto cand = score.unsqueeze(2) + logp.view({B, K, V});              // [B, K, V]
@@ -146,10 +140,10 @@ class BeamSearch : public Search {
                             token.unsqueeze(2)}, 2);
       if (with_attention) {
         auto prev = att_history.view({B * K, t, S}).index_select(0, rows).view({B, K, t, S});
-        att_history = torch::cat({prev, out.alpha.to(torch::kFloat).index_select(0, rows).view({B, K, 1, S})}, 2);
+        att_history = torch::cat({prev, alpha.to(torch::kFloat).index_select(0, rows).view({B, K, 1, S})}, 2);
       }
       y = token.view({-1});
-      state = out.state.index_select(0, rows);
+      scorer.reorder(state, rows);
       if (finished.all().item<bool>()) break;
     }
 

@@ -1,13 +1,14 @@
-// Search over a trained model: one interface, two implementations (greedy,
-// and beam search), each working on a whole batch at once: one decoder call
-// per output position for all sentences (and all hypotheses), never a loop of
-// model calls per sentence.
+// Search over a trained model or an ensemble (through a Scorer, scorer.h):
+// one interface, two implementations (greedy, and beam search), each working
+// on a whole batch at once: one decoder call per output position for all
+// sentences (and all hypotheses), never a loop of model calls per sentence.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "batch.h"
 #include "model.h"
+#include "scorer.h"
 
 namespace nmt {
 
@@ -36,8 +37,13 @@ class Search {
  public:
   virtual ~Search() = default;
   // Returns, for each sentence of `batch` (same order), its hypotheses best first.
-  // The model must be in eval mode; call under InferenceMode or NoGradGuard.
-  virtual std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) = 0;
+  // The models must be in eval mode; call under InferenceMode or NoGradGuard.
+  virtual std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) = 0;
+  // The same with one model.
+  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) {
+    Scorer scorer({model});
+    return run(scorer, batch, with_attention);
+  }
 };
 
 // Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search

@@ -193,6 +193,8 @@ class Trainer {
   ValidResult validate();
   void save(const std::string& name);
   void prune_step_checkpoints();
+  // --average N: average.ckpt from the newest N step checkpoints, validated.
+  void write_average(TrainResult* result);
   bool stop_requested() const { return stop_ && stop_->load(); }
   // Rank 0 (or the only process): logs, validates and writes files.
   bool is_main() const { return !comm_ || comm_->rank() == 0; }
@@ -473,6 +475,32 @@ void Trainer::prune_step_checkpoints() {
   }
 }
 
+void Trainer::write_average(TrainResult* result) {
+  if (opt_.average <= 0 || !is_main() || step_checkpoints_.empty()) return;
+  const size_t n = std::min<size_t>(static_cast<size_t>(opt_.average), step_checkpoints_.size());
+  if (n < static_cast<size_t>(opt_.average))
+    spdlog::warn("--average {}: only {} step checkpoints exist; averaging those", opt_.average, n);
+  const std::vector<std::string> last(step_checkpoints_.end() - static_cast<std::ptrdiff_t>(n), step_checkpoints_.end());
+  const std::string out = opt_.output_dir + "/average.ckpt";
+  auto avg = average_checkpoints(last, out);
+  if (valid_.empty()) {
+    spdlog::info("wrote {}: the mean of {} checkpoints", out, n);
+    return;
+  }
+  avg.model->to(device_);
+  std::swap(model_, avg.model);  // validate() reads model_
+  const auto v = validate();
+  std::swap(model_, avg.model);
+  result->average_metric = reported(opt_.stop_metric, higher_is_better(opt_.stop_metric, v));
+  spdlog::info("average | {} checkpoints, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
+               n, fs::path(last.front()).filename().string(), fs::path(last.back()).filename().string(), v.loss,
+               v.perplexity, v.bleu, v.chrf, v.exact_match, out);
+  metrics_->write("{\"type\":\"average\",\"step\":" + std::to_string(state_.step) + ",\"checkpoints\":" +
+                  std::to_string(n) + ",\"loss\":" + json_number(v.loss) + ",\"perplexity\":" +
+                  json_number(v.perplexity) + ",\"bleu\":" + json_number(v.bleu) + ",\"chrf\":" +
+                  json_number(v.chrf) + ",\"exact_match\":" + json_number(v.exact_match) + "}");
+}
+
 TrainResult Trainer::run() {
   try {
     prepare();
@@ -701,6 +729,7 @@ TrainResult Trainer::run() {
       validate_and_save();
     }
   }
+  if (result.stop_reason != "interrupted") write_average(&result);
   result.steps = state_.step;
   result.epochs = state_.epoch;
   result.best_metric = reported(opt_.stop_metric, state_.best_metric);

@@ -17,11 +17,12 @@ struct TrainResult {
   std::string stop_reason;      // "max_epochs", "max_steps", "max_minutes", "early_stopping" or "interrupted"
   int64_t skipped_steps = 0;    // batches skipped for a NaN/Inf loss or gradient
   int64_t peak_rss_mb = 0;      // peak resident memory of the process
+  double average_metric = 0;    // validation figure of average.ckpt (with --average and validation data)
 };
 
 // Trains a model as `opt` says, writing to opt.output_dir: last.ckpt,
-// best.ckpt, step-N.ckpt (the newest keep_checkpoints), src.spm.model,
-// tgt.spm.model and metrics.jsonl. `model` gives the architecture (its vocab
+// best.ckpt, step-N.ckpt (the newest keep_checkpoints), average.ckpt (with
+// opt.average), src.spm.model, tgt.spm.model and metrics.jsonl. `model` gives the architecture (its vocab
 // sizes are filled from the tokenizers); on resume the checkpoint's own
 // architecture is used. When `stop` becomes true, training writes last.ckpt
 // and returns. A batch whose loss or gradient is NaN/Inf is skipped and

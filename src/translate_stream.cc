@@ -1,6 +1,7 @@
 // nmt-translate's streaming loop and output formats.
 #include "translate_stream.h"
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -17,6 +18,37 @@
 
 namespace nmt {
 namespace {
+
+// Scores `outputs` against `refs` the ways papers report BLEU (sacreBLEU's
+// cased 13a, its -lc, and --tokenize none, i.e. multi-bleu on tokenized text),
+// plus chrF2 and exact match; logs each with its signature, fills `sum` and,
+// when `json_path` is set, writes the same as one JSON object there
+// (atomically). Throws nmt::Error if that file cannot be written.
+void write_scores(const std::vector<std::string>& outputs, const std::vector<std::string>& refs,
+                  const std::string& json_path, StreamSummary* sum) {
+  const BleuScore bleu = corpus_bleu(outputs, refs);
+  const BleuScore bleu_lc = corpus_bleu(outputs, refs, BleuOptions{true, "13a"});
+  const BleuScore bleu_none = corpus_bleu(outputs, refs, BleuOptions{false, "none"});
+  const ChrfScore chrf = corpus_chrf(outputs, refs);
+  sum->bleu = bleu.score;
+  sum->bleu_lc = bleu_lc.score;
+  sum->bleu_none = bleu_none.score;
+  sum->chrf = chrf.score;
+  sum->exact_match = exact_match(outputs, refs);
+  for (const BleuScore* b : {&bleu, &bleu_lc, &bleu_none}) spdlog::info("{} | {}", b->to_string(), b->signature());
+  spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
+  spdlog::info("exact match = {:.2f}%", sum->exact_match);
+  if (json_path.empty()) return;
+  // Signatures are plain ASCII ([a-z0-9:|.]), so they need no escaping.
+  const std::string json = fmt::format(
+      "{{\"sentences\": {}, \"bleu\": {:.4f}, \"bleu_signature\": \"{}\", \"bleu_lc\": {:.4f}, "
+      "\"bleu_lc_signature\": \"{}\", \"bleu_none\": {:.4f}, \"bleu_none_signature\": \"{}\", "
+      "\"chrf\": {:.4f}, \"chrf_signature\": \"{}\", \"exact_match\": {:.4f}, \"bleu_detail\": \"{}\", "
+      "\"bleu_none_detail\": \"{}\"}}\n",
+      outputs.size(), bleu.score, bleu.signature(), bleu_lc.score, bleu_lc.signature(), bleu_none.score,
+      bleu_none.signature(), chrf.score, chrf.signature(), sum->exact_match, bleu.to_string(), bleu_none.to_string());
+  write_file_atomic(json_path, json);
+}
 
 std::string format_score(double s) {
   std::ostringstream o;
@@ -67,6 +99,7 @@ void StreamOptions::validate() const {
   check::in_range("--max-line-bytes", max_line_bytes, 1, int64_t{1} << 30);
   check::in_range("--threads", threads, 0, kMaxThreads);
   translate.validate();
+  if (!scores_json.empty() && reference.empty()) throw Error("--scores-json needs --reference");
 }
 
 StreamSummary translate_stream(const StreamOptions& opt) {
@@ -74,9 +107,14 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   set_threads(opt.threads);
   auto device = resolve_device(opt.device);
-  auto loaded = load_checkpoint(opt.model_path, device);
-  Translator tr(loaded);
-  spdlog::info("loaded {} ({} attention) on {}", opt.model_path, to_string(loaded.options.attention),
+  if (opt.model_paths.empty()) throw Error("no model: give -m MODEL.ckpt (several for an ensemble)");
+  std::vector<LoadedModel> members;
+  for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
+  Translator tr(members, opt.model_paths);
+  const auto& first = members.front().options;
+  spdlog::info("loaded {} ({} attention, {} decoder{}) on {}", fmt::join(opt.model_paths, ", "),
+               to_string(first.attention), to_string(first.decoder),
+               members.size() > 1 ? ", an ensemble of " + std::to_string(members.size()) : std::string(),
                describe_device(device));
   OutputFile out(opt.output);
   StreamSummary sum;
@@ -124,12 +162,7 @@ StreamSummary translate_stream(const StreamOptions& opt) {
       if (refs.size() != outputs.size())
         throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
                                                   std::to_string(outputs.size()) + " input lines"));
-      auto bleu = corpus_bleu(outputs, refs);
-      sum.bleu = bleu.score;
-      sum.chrf = corpus_chrf(outputs, refs).score;
-      sum.exact_match = exact_match(outputs, refs);
-      spdlog::info("{} | signature {}", bleu.to_string(), bleu.signature());
-      spdlog::info("chrF2 = {:.2f} | exact match = {:.2f}%", sum.chrf, sum.exact_match);
+      write_scores(outputs, refs, opt.scores_json, &sum);
     }
   }
   out.commit();

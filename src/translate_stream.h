@@ -3,13 +3,14 @@
 // tool can sit in a pipe. Also forced-decoding scores (--score).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "translator.h"
 
 namespace nmt {
 
 struct StreamOptions {
-  std::string model_path;     // checkpoint to load
+  std::vector<std::string> model_paths;  // checkpoints to load; several: an ensemble (log-probabilities averaged per step)
   std::string input;          // "" or "-": stdin. In score mode: TSV source<TAB>target
   std::string output;         // "" or "-": stdout; a file is replaced whole at the end (io.h: OutputFile)
   TranslateOptions translate; // search and batching
@@ -23,6 +24,7 @@ struct StreamOptions {
   std::string device = "auto";
   int threads = 0;            // 0: NMT_THREADS or all cores
   std::string reference;      // when set, score the output against it (BLEU, chrF, exact match)
+  std::string scores_json;    // with a reference: also write the scores and signatures here as JSON
 
   // Throws nmt::Error naming the first option out of its range
   // (translate options included).
@@ -33,11 +35,14 @@ struct StreamSummary {
   int64_t sentences = 0;
   int64_t output_tokens = 0;
   double seconds = 0;
-  double bleu = -1, chrf = -1, exact_match = -1;  // with a reference
+  // With a reference (else -1): sacreBLEU's cased 13a BLEU, its -lc BLEU,
+  // BLEU with --tokenize none (multi-bleu on tokenized text), chrF2, exact match.
+  double bleu = -1, bleu_lc = -1, bleu_none = -1, chrf = -1, exact_match = -1;
 };
 
 // Translates (or scores) input to output as `opt` says and logs a summary
-// line, plus the scores against opt.reference when given. Output: one line
+// line, plus the scores against opt.reference when given (and writes them
+// to opt.scores_json). Output: one line
 // per input line; with n_best > 1, n lines "i ||| hypothesis ||| score" per
 // input (i 0-based, best first). Memory stays bounded whatever the input
 // (max_line_bytes, window). Throws nmt::Error for bad options (before any

@@ -7,12 +7,46 @@
 #include <c10/core/InferenceMode.h>
 
 #include "error.h"
+#include "scorer.h"
 #include "validate.h"
 
 namespace nmt {
 
 Translator::Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok)
-    : model_(std::move(model)), src_tok_(std::move(src_tok)), tgt_tok_(std::move(tgt_tok)) {}
+    : models_{std::move(model)}, src_tok_(std::move(src_tok)), tgt_tok_(std::move(tgt_tok)) {}
+
+Translator::Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names) {
+  if (members.empty()) throw Error("no model to translate with");
+  src_tok_ = members.front().src_tok;
+  tgt_tok_ = members.front().tgt_tok;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].src_tok.bytes() != src_tok_.bytes() || members[i].tgt_tok.bytes() != tgt_tok_.bytes())
+      throw Error((i < names.size() ? names[i] : "ensemble member " + std::to_string(i + 1)) +
+                  ": its tokenizers differ from the first model's; ensemble members must share them "
+                  "(train them with --src-spm/--tgt-spm of one run)");
+    if (i > 0 && members[i].model->parameters().front().device() != members[0].model->parameters().front().device())
+      throw Error("ensemble members must be on one device");
+    models_.push_back(members[i].model);
+  }
+}
+
+class Translator::EvalGuard {
+ public:
+  explicit EvalGuard(std::vector<Seq2Seq>& models) : models_(models) {
+    for (auto& m : models_) {
+      was_training_.push_back(m->is_training());
+      m->eval();
+    }
+  }
+  ~EvalGuard() {
+    for (size_t i = 0; i < models_.size(); ++i)
+      if (was_training_[i]) models_[i]->train();
+  }
+
+ private:
+  std::vector<Seq2Seq>& models_;
+  std::vector<bool> was_training_;
+};
 
 std::vector<int64_t> Translator::encode_source(const std::string& line) const {
   auto ids = src_tok_.encode(line);
@@ -31,14 +65,17 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
                                                            const TranslateOptions& opt, bool with_attention) {
   opt.validate();
   auto search = make_search(opt.search);
-  // Bytes of encoder state per hypothesis and source piece: annotations, keys, query.
-  const auto& mo = model_->options();
-  const int64_t state_bytes = 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden) + mo.dec_hidden);
+  // Bytes of encoder state per hypothesis and source piece (annotations, keys, query), over all members.
+  int64_t state_bytes = 0;
+  for (const auto& m : models_) {
+    const auto& mo = m->options();
+    state_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden) + mo.dec_hidden);
+  }
   const int64_t max_row_tokens = std::max<int64_t>(1, kSearchStateBytes / state_bytes / opt.search.beam_size);
-  const bool was_training = model_->is_training();
-  model_->eval();
+  EvalGuard eval(models_);
   c10::InferenceMode guard;
-  const auto device = model_->parameters().front().device();
+  Scorer scorer(models_);
+  const auto device = models_.front()->parameters().front().device();
 
   std::vector<Example> examples(lines.size());
   std::vector<int64_t> order;
@@ -70,11 +107,10 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     while (end < order.size() && (end == pos || fits(static_cast<int64_t>(end - pos + 1)))) ++end;
     std::vector<int64_t> idx(order.begin() + pos, order.begin() + end);
     auto batch = make_batch(examples, idx, /*with_target=*/false).to(device);
-    auto hyps = search->run(model_, batch, with_attention);
+    auto hyps = search->run(scorer, batch, with_attention);
     for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = std::move(hyps[k]);
     pos = end;
   }
-  if (was_training) model_->train();
   return out;
 }
 
@@ -92,10 +128,10 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   if (src.size() != tgt.size())
     throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
   check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
-  const bool was_training = model_->is_training();
-  model_->eval();
+  EvalGuard eval(models_);
   c10::InferenceMode guard;
-  const auto device = model_->parameters().front().device();
+  Scorer scorer(models_);
+  const auto device = models_.front()->parameters().front().device();
   std::vector<Example> ex(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
     ex[i].src = encode_source(src[i]);
@@ -105,9 +141,12 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ex[a].src.size() > ex[b].src.size(); });
   // Batches also stay under kSearchStateBytes of logits ([B, T, V], twice) and encoder states.
-  const auto& mo = model_->options();
-  const int64_t src_bytes = 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden));
-  const int64_t tgt_bytes = 4 * (2 * mo.tgt_vocab + mo.dec_hidden + mo.emb_dim);
+  int64_t src_bytes = 0, tgt_bytes = 0;
+  for (const auto& m : models_) {
+    const auto& mo = m->options();
+    src_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden));
+    tgt_bytes += 4 * (2 * mo.tgt_vocab + mo.dec_hidden + mo.emb_dim);
+  }
   std::vector<double> out(src.size());
   for (size_t pos = 0, end = 0; pos < order.size(); pos = end) {
     int64_t max_src = 0, max_tgt = 0;
@@ -120,12 +159,11 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
     }
     std::vector<int64_t> idx(order.begin() + pos, order.begin() + end);
     auto b = make_batch(ex, idx).to(device);
-    auto logp = torch::log_softmax(model_->forward(b.src, b.src_len, b.tgt_in).to(torch::kFloat), -1);  // [B, T, V]
+    auto logp = scorer.forced_log_probs(b);                                                             // [B, T, V]
     auto tok = logp.gather(2, b.tgt_out.unsqueeze(2)).squeeze(2);                                       // [B, T]
     auto sums = tok.masked_fill(b.tgt_out.eq(kPadId), 0.0).sum(1).to(torch::kDouble).cpu();             // [B]
     for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = sums[k].item<double>();
   }
-  if (was_training) model_->train();
   return out;
 }
 

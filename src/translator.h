@@ -29,6 +29,10 @@ class Translator {
   // Uses `model` (moved to eval mode by translate calls) with its tokenizers.
   Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok);
   explicit Translator(const LoadedModel& m) : Translator(m.model, m.src_tok, m.tgt_tok) {}
+  // An ensemble: search and scores average the members' log-probabilities
+  // per step (scorer.h). Every member must use the first one's tokenizers;
+  // throws nmt::Error naming (by `names`, when given) the first that does not.
+  explicit Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names = {});
 
   // Translates `lines` and returns each line's hypotheses (best first), in
   // input order. Empty lines get one empty hypothesis without running the
@@ -39,8 +43,9 @@ class Translator {
   std::vector<std::string> translate_text(const std::vector<std::string>& lines, const TranslateOptions& opt);
 
   // Forced decoding: the log-probability of each target given its source
-  // (summed over the target's tokens and EOS), in input order. Empty lines
-  // are scored as empty sentences. Throws nmt::Error if the sizes differ.
+  // (summed over the target's tokens and EOS; an ensemble averages its
+  // members' per-token log-probabilities), in input order. Empty lines are
+  // scored as empty sentences. Throws nmt::Error if the sizes differ.
   std::vector<double> score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                             int64_t batch_sentences);
 
@@ -54,10 +59,14 @@ class Translator {
   int64_t cropped_inputs() const { return cropped_; }
   const Tokenizer& src_tokenizer() const { return src_tok_; }
   const Tokenizer& tgt_tokenizer() const { return tgt_tok_; }
-  Seq2Seq& model() { return model_; }
+  // The (first) model: what alignment reads attention from.
+  Seq2Seq& model() { return models_.front(); }
+  size_t ensemble_size() const { return models_.size(); }
 
  private:
-  Seq2Seq model_;
+  // Puts every model in eval mode for the life of the guard, then restores training mode.
+  class EvalGuard;
+  std::vector<Seq2Seq> models_;
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
   int64_t cropped_ = 0;

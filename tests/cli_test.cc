@@ -445,3 +445,20 @@ TEST(CliTest, AlignFreeModeShowsTheAttentionOfTheModelsOwnTranslation) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
+  const auto dir = temp_dir("cli_ensemble");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/in.txt", {"red cat sees big dog", "old fish", "blue bird"});
+  auto one = run("nmt-translate", "-m " + quote(ckpt) + " -b 3 --scores", dir, dir + "/in.txt");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  // Two copies of one model average to that model: same lines, same scores.
+  auto two = run("nmt-translate", "-m " + quote(ckpt) + " -m " + quote(ckpt) + " -b 3 --scores", dir, dir + "/in.txt");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out, one.out);
+  EXPECT_NE(two.err.find("an ensemble of 2"), std::string::npos) << two.err;
+}
+
+}  // namespace

@@ -14,6 +14,14 @@
 #include "test_util.h"
 #include "tokenizer.h"
 
+namespace {
+// A model variant the same tests run on: attention score and decoder recurrence.
+struct Variant {
+  nmt::AttentionType attention;
+  nmt::DecoderType decoder;
+};
+}  // namespace
+
 namespace nmt {
 // Readable parameter names in test output and CTest listings.
 void PrintTo(AttentionType t, std::ostream* os) { *os << to_string(t); }
@@ -54,17 +62,39 @@ nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
   return m;
 }
 
-class ModelAttentionTest : public ::testing::TestWithParam<AttentionType> {};
+class ModelAttentionTest : public ::testing::TestWithParam<Variant> {
+ protected:
+  AttentionType attention() const { return GetParam().attention; }
+  // Tiny model options of this variant.
+  nmt::ModelOptions options() const {
+    auto opt = nmt::test::tiny_model(GetParam().attention);
+    opt.decoder = GetParam().decoder;
+    return opt;
+  }
+};
+
+std::string variant_name(const ::testing::TestParamInfo<Variant>& i) {
+  return std::string(nmt::to_string(i.param.attention)) +
+         (i.param.decoder == nmt::DecoderType::kCgru ? "_cgru" : "");
+}
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ModelAttentionTest,
-                         ::testing::Values(AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral,
-                                           AttentionType::kConcat, AttentionType::kNone),
-                         [](const ::testing::TestParamInfo<AttentionType>& i) {
-                           return std::string(nmt::to_string(i.param));
-                         });
+                         ::testing::Values(Variant{AttentionType::kAdditive, nmt::DecoderType::kBahdanau},
+                                           Variant{AttentionType::kDot, nmt::DecoderType::kBahdanau},
+                                           Variant{AttentionType::kGeneral, nmt::DecoderType::kBahdanau},
+                                           Variant{AttentionType::kConcat, nmt::DecoderType::kBahdanau},
+                                           Variant{AttentionType::kNone, nmt::DecoderType::kBahdanau}),
+                         variant_name);
+
+// The conditional GRU decoder passes the same tests.
+INSTANTIATE_TEST_SUITE_P(Cgru, ModelAttentionTest,
+                         ::testing::Values(Variant{AttentionType::kAdditive, nmt::DecoderType::kCgru},
+                                           Variant{AttentionType::kGeneral, nmt::DecoderType::kCgru},
+                                           Variant{AttentionType::kNone, nmt::DecoderType::kCgru}),
+                         variant_name);
 
 TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
-  auto opt = nmt::test::tiny_model(GetParam());
+  auto opt = options();
   ASSERT_NO_THROW(opt.validate());
   auto model = make_model(opt);
   const auto ex = examples();
@@ -86,7 +116,7 @@ TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
       EXPECT_TRUE(pad.eq(0.0).all().item<bool>()) << "attention on padding, row " << r << ": " << pad;
     }
   }
-  if (GetParam() == AttentionType::kNone) {
+  if (attention() == AttentionType::kNone) {
     // Without attention the weights are uniform over the real positions.
     const int64_t len = b.src_len[2].item<int64_t>();
     EXPECT_TRUE(torch::allclose(alpha[2].narrow(1, 0, len), torch::full({T, len}, 1.0 / len), 0, 1e-6));
@@ -94,7 +124,7 @@ TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
 }
 
 TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
-  auto model = make_model(nmt::test::tiny_model(GetParam()));
+  auto model = make_model(options());
   const auto ex = examples();
   const auto b = nmt::make_batch(ex, all_indices());
   torch::NoGradGuard ng;
@@ -118,7 +148,7 @@ TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
 
 TEST_P(ModelAttentionTest, GradientsReachEveryParameter) {
   for (bool tie : {false, true}) {
-    auto opt = nmt::test::tiny_model(GetParam());
+    auto opt = options();
     opt.tie_embeddings = tie;
     opt.dropout = 0.1;
     auto model = make_model(opt);
@@ -136,7 +166,7 @@ TEST_P(ModelAttentionTest, GradientsReachEveryParameter) {
 
 TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   // The search path (DecoderImpl::step) must compute what training optimizes.
-  auto model = make_model(nmt::test::tiny_model(GetParam()));
+  auto model = make_model(options());
   const auto b = nmt::make_batch(examples(), all_indices());
   torch::NoGradGuard ng;
   torch::Tensor alpha;
@@ -251,6 +281,14 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
     EXPECT_EQ(nmt::ModelOptions::parse(o.serialize(), "x").attention, t);
   }
   EXPECT_THROW(nmt::parse_attention("multihead"), nmt::Error);
+  // The decoder: round trip, and configs written before it existed mean bahdanau.
+  auto cgru = nmt::test::tiny_model();
+  cgru.decoder = nmt::DecoderType::kCgru;
+  EXPECT_EQ(nmt::ModelOptions::parse(cgru.serialize(), "x").decoder, nmt::DecoderType::kCgru);
+  std::string old = nmt::test::tiny_model().serialize();
+  old.erase(old.find("decoder="), old.find('\n', old.find("decoder=")) - old.find("decoder=") + 1);
+  EXPECT_EQ(nmt::ModelOptions::parse(old, "old").decoder, nmt::DecoderType::kBahdanau);
+  EXPECT_THROW(nmt::parse_decoder("lstm"), nmt::Error);
 }
 
 TEST(ModelOptionsTest, ParseRejectsUnknownAndMissingKeys) {

@@ -460,3 +460,46 @@ TEST(TrainerTest, MaxMinutesStopsAndSavesTheRun) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TrainerTest, AverageWritesTheMeanOfTheNewestStepCheckpoints) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_average");
+  const auto files = nmt::test::write_toy_corpus(dir, 200, 20);
+  auto opt = base_options(files, dir + "/run");
+  opt.max_steps = 30;
+  opt.valid_every = 10;
+  opt.keep_checkpoints = 2;
+  opt.average = 2;
+  const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  ASSERT_TRUE(fs::exists(opt.output_dir + "/average.ckpt"));
+  // average.ckpt is the mean of the two newest step checkpoints.
+  auto avg = nmt::load_checkpoint(opt.output_dir + "/average.ckpt", torch::kCPU);
+  // Validation also runs at epoch ends, so the step numbers are read from the folder.
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (const auto& e : fs::directory_iterator(opt.output_dir)) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0) steps.emplace_back(std::stoll(name.substr(5)), e.path().string());
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps.back().first, 30);
+  auto a = nmt::load_checkpoint(steps[0].second, torch::kCPU);
+  auto b = nmt::load_checkpoint(steps[1].second, torch::kCPU);
+  ASSERT_FALSE(torch::equal(a.model->named_parameters()["decoder.deep.weight"],
+                            b.model->named_parameters()["decoder.deep.weight"]));
+  auto pa = a.model->named_parameters(), pb = b.model->named_parameters();
+  for (const auto& p : avg.model->named_parameters())
+    EXPECT_TRUE(torch::allclose(p.value(), (pa[p.key()] + pb[p.key()]) / 2, 1e-6, 1e-7)) << p.key();
+  EXPECT_GT(r.average_metric, 0);
+  bool logged = false;
+  for (const auto& line : read_all_lines(opt.output_dir + "/metrics.jsonl"))
+    logged = logged || line.rfind("{\"type\":\"average\",\"step\":30,\"checkpoints\":2,", 0) == 0;
+  EXPECT_TRUE(logged);
+  // --average needs that many step checkpoints kept.
+  opt.keep_checkpoints = 1;
+  EXPECT_THROW(opt.validate(), nmt::Error);
+}
+
+}  // namespace

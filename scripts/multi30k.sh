@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Trains nmt on Multi30k (task 1), selects the model and the search settings
+# on val, translates test_2016_flickr once with beam search, scores it, and
+# writes bench/results/multi30k-PAIR-FORM-HOST-COMMIT.json.
+#
+#   scripts/multi30k.sh [DATA_DIR] [PAIR] [FORM]
+#     DATA_DIR  default ../shared/data/multi30k
+#     PAIR      en-de (default) or en-fr; the config is configs/multi30k-PAIR.toml
+#     FORM      tok (default): the papers' lowercased, normalized, Moses-tokenized
+#               text (train.lc.norm.tok.*); gives bleu_lc_tok, the published figure
+#               raw: cased, untokenized text; gives cased bleu, bleu_lc and chrf
+#
+# Environment:
+#   NMT_SEEDS=N        train N models with seeds 1..N (default 1); with N > 1 the
+#                      ensemble of all N is compared with the best single one on val
+#   NMT_TRAIN_FLAGS    extra nmt-train flags (e.g. "--max-epochs 12"), recorded
+#   NMT_THREADS        threads for training and translation (default: all cores)
+#   NMT_RUN            run folder (default runs/multi30k-PAIR-FORM)
+#   NMT_BUILD_DIR      build folder (default build)
+#
+# A model folder that holds a finished run (its `trained` file) is not trained
+# again: delete the folder to retrain. Test data is read only in the last step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=${1:-../shared/data/multi30k}
+pair=${2:-en-de}
+form=${3:-tok}
+src=${pair%-*}
+tgt=${pair#*-}
+config=configs/multi30k-$pair.toml
+bin=${NMT_BUILD_DIR:-build}
+run=${NMT_RUN:-runs/multi30k-$pair-$form}
+seeds=${NMT_SEEDS:-1}
+threads=${NMT_THREADS:-$(nproc)}
+read -r -a extra <<<"${NMT_TRAIN_FLAGS:-}"
+
+die() { echo "multi30k.sh: $*" >&2; exit 1; }
+[[ -f $config ]] || die "no config for pair '$pair' ($config)"
+[[ $form == raw || $form == tok ]] || die "FORM must be raw or tok, got '$form'"
+[[ -x $bin/nmt-train && -x $bin/nmt-translate ]] || die "build nmt first: scripts/build.sh"
+
+# Data: train and val now; the test set only at the end.
+mkdir -p "$run/data"
+fetch() {  # fetch SPLIT LANG -> $run/data/SPLIT.LANG
+  local split=$1 lang=$2 out="$run/data/$1.$2"
+  [[ -s $out ]] && return
+  if [[ $form == raw ]]; then
+    zcat "$data/$split.$lang.gz" >"$out.part"
+  elif [[ -f $data/$split.lc.norm.tok.$lang.gz ]]; then
+    zcat "$data/$split.lc.norm.tok.$lang.gz" >"$out.part"
+  else
+    cat "$data/$split.lc.norm.tok.$lang" >"$out.part"
+  fi
+  mv "$out.part" "$out"
+}
+for split in train val; do fetch "$split" "$src"; fetch "$split" "$tgt"; done
+
+# Training, one model per seed.
+models=()
+for ((seed = 1; seed <= seeds; seed++)); do
+  dir=$run/model-$seed
+  models+=("$dir")
+  [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; continue; }
+  resume=()
+  [[ -f $dir/last.ckpt ]] && resume=(--resume)
+  t0=$(date +%s.%N)
+  "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
+    --train-src "$run/data/train.$src" --train-tgt "$run/data/train.$tgt" \
+    --valid-src "$run/data/val.$src" --valid-tgt "$run/data/val.$tgt" \
+    "${resume[@]}" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
+  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
+done
+
+# Selection on val. The metric that selects is BLEU in the form's own terms:
+# --tokenize none on the tokenized form (multi-bleu), cased 13a on raw text.
+key=bleu
+[[ $form == tok ]] && key=bleu_none
+sel=$run/select
+mkdir -p "$sel"
+translate() {  # translate NAME INPUT REFERENCE BEAM LP MODEL... -> prints the score
+  local name=$1 input=$2 ref=$3 beam=$4 lp=$5; shift 5
+  local margs=()
+  for m in "$@"; do margs+=(-m "$m"); done
+  "$bin/nmt-translate" "${margs[@]}" -b "$beam" --length-penalty "$lp" --threads "$threads" \
+    -i "$input" -o "$sel/$name.out" --reference "$ref" --scores-json "$sel/$name.json" 2>"$sel/$name.log"
+  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$sel/$name.json" "$key"
+}
+better() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+log=$sel/selection.tsv
+printf 'candidate\tbeam\tlength_penalty\tval_%s\n' "$key" >"$log"
+best_score=-1 best_models=() best_name=""
+for dir in "${models[@]}"; do
+  for ckpt in best average; do
+    [[ -f $dir/$ckpt.ckpt ]] || continue
+    name=$(basename "$dir")-$ckpt
+    s=$(translate "$name-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "$dir/$ckpt.ckpt")
+    printf '%s\t5\t1.0\t%s\n' "$name" "$s" >>"$log"
+    if better "$s" "$best_score"; then best_score=$s best_models=("$dir/$ckpt.ckpt") best_name=$name; fi
+  done
+done
+if ((seeds > 1)); then
+  # The ensemble of every seed's better checkpoint (best or average, on val).
+  members=()
+  for dir in "${models[@]}"; do
+    pick=$dir/best.ckpt
+    b=$(awk -F'\t' -v n="$(basename "$dir")-best" '$1==n {print $4}' "$log")
+    a=$(awk -F'\t' -v n="$(basename "$dir")-average" '$1==n {print $4}' "$log")
+    [[ -n $a ]] && better "$a" "$b" && pick=$dir/average.ckpt
+    members+=("$pick")
+  done
+  s=$(translate "ensemble-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "${members[@]}")
+  printf 'ensemble-%s\t5\t1.0\t%s\n' "$seeds" "$s" >>"$log"
+  if better "$s" "$best_score"; then best_score=$s best_models=("${members[@]}") best_name=ensemble-$seeds; fi
+fi
+best_beam=5 best_lp=1.0
+for beam in 5 10; do
+  for lp in 0.6 1.0 1.4; do
+    [[ $beam == 5 && $lp == 1.0 ]] && continue
+    s=$(translate "$best_name-b$beam-lp$lp" "$run/data/val.$src" "$run/data/val.$tgt" "$beam" "$lp" "${best_models[@]}")
+    printf '%s\t%s\t%s\t%s\n' "$best_name" "$beam" "$lp" "$s" >>"$log"
+    if better "$s" "$best_score"; then best_score=$s best_beam=$beam best_lp=$lp; fi
+  done
+done
+echo "selected on val: $best_name, beam $best_beam, length penalty $best_lp ($key $best_score)"
+
+# Test, once.
+if [[ $form == raw ]]; then
+  zcat "$data/test_2016_flickr.$src.gz" >"$run/data/test.$src"
+  zcat "$data/test_2016_flickr.$tgt.gz" >"$run/data/test.$tgt"
+else
+  cp "$data/test_2016_flickr.lc.norm.tok.$src" "$run/data/test.$src"
+  cp "$data/test_2016_flickr.lc.norm.tok.$tgt" "$run/data/test.$tgt"
+fi
+margs=()
+for m in "${best_models[@]}"; do margs+=(-m "$m"); done
+t0=$(date +%s.%N)
+"$bin/nmt-translate" "${margs[@]}" -b "$best_beam" --length-penalty "$best_lp" --threads "$threads" \
+  -i "$run/data/test.$src" -o "$run/test.hyp" --reference "$run/data/test.$tgt" \
+  --scores-json "$run/test.scores.json" 2>"$run/test.log"
+test_seconds=$(python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0")
+cat "$run/test.log"
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
+host=$(hostname -s)
+mkdir -p bench/results
+result=bench/results/multi30k-$pair-$form-$host-$commit.json
+python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
+  "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" <<'PY'
+import json, os, platform, subprocess, sys
+(run, form, pair, config, name, beam, lp, val_score, test_seconds, threads, commit, result,
+ extra), models = sys.argv[1:14], sys.argv[14:]
+scores = json.load(open(f"{run}/test.scores.json"))
+def metrics(d):
+    return [json.loads(l) for l in open(f"{d}/metrics.jsonl") if l.strip()]
+train = []
+for d in models:
+    m = metrics(d)
+    valid = [x for x in m if x["type"] == "valid"]
+    best = max(valid, key=lambda x: x["bleu"]) if valid else {}
+    train.append({
+        "folder": d,
+        "steps": max((x.get("step", 0) for x in m), default=0),
+        "best_val_bleu_greedy": best.get("bleu"), "best_step": best.get("step"),
+        "train_seconds": float(open(f"{d}/trained").read()),
+        })
+    per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
+                 for l in open(f"{d}.log") if " batches per epoch" in l]
+    if per_epoch:
+        train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+tok = form == "tok"
+out = {
+    "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
+    "extra_train_flags": extra,
+    "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
+                 "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
+    # Raw form: scored against the raw references. Tokenized form: the output is
+    # lowercased Moses-tokenized text, so only --tokenize none against the
+    # lc.norm.tok references is like-for-like (the papers' multi-bleu figure).
+    "bleu": None if tok else scores["bleu"],
+    "bleu_lc": None if tok else scores["bleu_lc"],
+    "bleu_lc_tok": scores["bleu_none"] if tok else None,
+    "chrf": scores["chrf"],
+    "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
+    "test_scores": scores,
+    "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
+    "training": train,
+    "device": "cpu", "cpu": cpu, "threads": int(threads), "host": platform.node(),
+    "commit": commit,
+}
+with open(result + ".part", "w") as f:
+    json.dump(out, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+os.replace(result + ".part", result)
+print(f"wrote {result}")
+PY

@@ -1,0 +1,144 @@
+// Ensembles and checkpoint averaging: an ensemble of one model is that
+// model, an ensemble's scores are the mean of its members' per-step
+// log-probabilities, and averaging copies of one checkpoint gives it back.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "scorer.h"
+#include "test_util.h"
+#include "translator.h"
+
+namespace {
+
+using nmt::test::contains;
+using nmt::test::error_of;
+
+// The trained toy model, and a second model of the same shape and
+// tokenizers with other (random) weights.
+struct Models {
+  nmt::LoadedModel a = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::LoadedModel b = [this] {
+    nmt::LoadedModel m = a;
+    torch::manual_seed(42);
+    m.model = nmt::Seq2Seq(a.options);
+    m.model->eval();
+    return m;
+  }();
+};
+
+const std::vector<std::string> kSrc = {"red cat sees big dog", "old fish", "blue bird runs", "green tree house"};
+const std::vector<std::string> kTgt = {"dogo bigo seeso cato redo", "fisho oldo", "runso birdo blueo",
+                                       "houseo treeo greeno"};
+
+TEST(EnsembleTest, AnEnsembleOfOneIsThatModel) {
+  Models m;
+  nmt::Translator alone(m.a), ensemble(std::vector<nmt::LoadedModel>{m.a});
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.search.n_best = 3;
+  const auto h1 = alone.translate(kSrc, opt), h2 = ensemble.translate(kSrc, opt);
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    ASSERT_EQ(h1[i].size(), h2[i].size());
+    for (size_t r = 0; r < h1[i].size(); ++r) {
+      EXPECT_EQ(h1[i][r].ids, h2[i][r].ids);
+      EXPECT_EQ(h1[i][r].score, h2[i][r].score);
+    }
+  }
+  // The scorer's step of one model is that model's log-softmax, bit for bit.
+  torch::NoGradGuard ng;
+  nmt::Scorer scorer({m.a.model});
+  std::vector<nmt::Example> ex(1);
+  ex[0].src = alone.encode_source(kSrc[0]);
+  const auto batch = nmt::make_batch(ex, {0}, false);
+  auto state = scorer.start(batch);
+  const auto y = torch::full({1}, nmt::kBosId, torch::kInt64);
+  const auto logp = scorer.step(y, state);
+  const auto enc = m.a.model->encoder->forward(batch.src, batch.src_len);
+  const auto out = m.a.model->decoder->step(y, enc.init_state, enc, m.a.model->decoder->attention->keys(enc.annotations));
+  EXPECT_TRUE(torch::equal(logp, torch::log_softmax(out.logits, -1)));
+}
+
+TEST(EnsembleTest, TwoCopiesOfAModelTranslateAsTheModel) {
+  Models m;
+  nmt::Translator alone(m.a), twice(std::vector<nmt::LoadedModel>{m.a, m.a});
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 4;
+  const auto h1 = alone.translate(kSrc, opt), h2 = twice.translate(kSrc, opt);
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    EXPECT_EQ(h1[i][0].ids, h2[i][0].ids) << kSrc[i];
+    EXPECT_NEAR(h1[i][0].score, h2[i][0].score, 1e-6) << kSrc[i];  // (x + x) / 2 == x
+  }
+}
+
+TEST(EnsembleTest, ScoresAreTheMeanOfTheMembersPerStepLogProbabilities) {
+  Models m;
+  nmt::Translator ta(m.a), tb(m.b), ens(std::vector<nmt::LoadedModel>{m.a, m.b});
+  const auto sa = ta.score(kSrc, kTgt, 2), sb = tb.score(kSrc, kTgt, 2), se = ens.score(kSrc, kTgt, 2);
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    // Forced decoding sums per-token log-probabilities, so the mean per step sums to the mean of sums.
+    EXPECT_NEAR(se[i], (sa[i] + sb[i]) / 2, 1e-4) << kSrc[i];
+    EXPECT_GT(std::abs(sa[i] - sb[i]), 1e-2) << "the members must differ for this test to mean anything";
+  }
+  // Beam search over the ensemble scores its hypotheses as forced decoding does.
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.search.length_penalty = 0;
+  const auto hyps = ens.translate(kSrc, opt);
+  int compared = 0;
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    const std::string text = ens.tgt_tokenizer().decode(hyps[i][0].ids);
+    if (ens.tgt_tokenizer().encode(text) != hyps[i][0].ids) continue;  // decode/encode does not round-trip
+    EXPECT_NEAR(ens.score({kSrc[i]}, {text}, 1)[0], hyps[i][0].score, 1e-3) << kSrc[i];
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST(EnsembleTest, MembersMustShareTokenizers) {
+  Models m;
+  auto other = m.b;
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(300, 9, &s, &t);
+  nmt::TokenizerOptions to;
+  to.vocab_size = 50;
+  other.tgt_tok = nmt::Tokenizer::train(t, to);
+  const auto msg = error_of([&] { nmt::Translator({m.a, other}, {"a.ckpt", "b.ckpt"}); });
+  EXPECT_TRUE(contains(msg, "b.ckpt") && contains(msg, "tokenizers")) << msg;
+}
+
+TEST(AverageTest, AveragingCopiesOfACheckpointGivesItBack) {
+  const auto dir = nmt::test::temp_dir("average_same");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  auto avg = nmt::average_checkpoints({ckpt, ckpt, ckpt}, dir + "/avg.ckpt");
+  auto orig = nmt::load_checkpoint(ckpt, torch::kCPU), back = nmt::load_checkpoint(dir + "/avg.ckpt", torch::kCPU);
+  auto po = orig.model->named_parameters(), pb = back.model->named_parameters();
+  for (const auto& p : po) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  EXPECT_EQ(back.options.serialize(), orig.options.serialize());
+  EXPECT_EQ(back.src_tok.bytes(), orig.src_tok.bytes());
+}
+
+TEST(AverageTest, AveragingTwoCheckpointsTakesTheMeanOfEachWeight) {
+  const auto dir = nmt::test::temp_dir("average_two");
+  Models m;
+  nmt::save_checkpoint(dir + "/a.ckpt", m.a.model, m.a.src_tok, m.a.tgt_tok);
+  nmt::save_checkpoint(dir + "/b.ckpt", m.b.model, m.b.src_tok, m.b.tgt_tok);
+  nmt::average_checkpoints({dir + "/a.ckpt", dir + "/b.ckpt"}, dir + "/avg.ckpt");
+  auto avg = nmt::load_checkpoint(dir + "/avg.ckpt", torch::kCPU);
+  auto pa = m.a.model->named_parameters(), pb = m.b.model->named_parameters(), pv = avg.model->named_parameters();
+  for (const auto& p : pa)
+    EXPECT_TRUE(torch::allclose(pv[p.key()], (p.value() + pb[p.key()]) / 2, 1e-6, 1e-7)) << p.key();
+  // Different architectures cannot be averaged.
+  auto wide = m.a;
+  auto opt = m.a.options;
+  opt.emb_dim += 2;
+  wide.model = nmt::Seq2Seq(opt);
+  nmt::save_checkpoint(dir + "/wide.ckpt", wide.model, wide.src_tok, wide.tgt_tok);
+  const auto msg = error_of([&] { nmt::average_checkpoints({dir + "/a.ckpt", dir + "/wide.ckpt"}, dir + "/x.ckpt"); });
+  EXPECT_TRUE(contains(msg, "wide.ckpt") && contains(msg, "configuration")) << msg;
+}
+
+}  // namespace
