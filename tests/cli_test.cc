@@ -19,6 +19,8 @@
 
 #include "alignment.h"
 #include "checkpoint.h"
+#include "corpus.h"
+#include "metrics.h"
 #include "test_util.h"
 #include "translator.h"
 #include "utf8.h"
@@ -459,6 +461,73 @@ TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(two.out, one.out);
   EXPECT_NE(two.err.find("an ensemble of 2"), std::string::npos) << two.err;
+}
+
+// Reads "key": number from the flat JSON object nmt-translate --scores-json writes.
+double json_field(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
+  const auto dir = temp_dir("cli_scores_json");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(20, 5, &src, &tgt);
+  write_lines(dir + "/in.txt", src);
+  const std::string in = " -i " + quote(dir + "/in.txt") + " -o " + quote(dir + "/out.txt");
+  auto plain = run("nmt-translate", "-m " + quote(ckpt) + in, dir);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto hyps = nmt::read_lines(dir + "/out.txt");
+  ASSERT_EQ(hyps.size(), 20u);
+  // Two references: the output with a full stop glued to its last word, and
+  // the same in capitals. 13a splits the stop off (so every n-gram of the
+  // output matches), --tokenize none does not; -lc ignores the capitals.
+  std::vector<std::string> glued, upper;
+  for (const auto& h : hyps) {
+    glued.push_back(h + ".");
+    std::string u = h + ".";
+    for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    upper.push_back(u);
+  }
+  write_lines(dir + "/glued.txt", glued);
+  write_lines(dir + "/upper.txt", upper);
+  auto score = [&](const std::string& ref) {
+    auto r = run("nmt-translate", "-m " + quote(ckpt) + in + " --reference " + quote(dir + "/" + ref) +
+                                      " --scores-json " + quote(dir + "/s.json"), dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("tok:none"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("case:lc"), std::string::npos) << r.err;
+    return read_bytes(dir + "/s.json");
+  };
+  const nmt::BleuOptions lc{true, "13a"}, none{false, "none"};
+  for (const auto* refs : {&glued, &upper}) {
+    const std::string json = score(refs == &glued ? "glued.txt" : "upper.txt");
+    EXPECT_NEAR(json_field(json, "bleu"), nmt::corpus_bleu(hyps, *refs).score, 1e-3) << json;
+    EXPECT_NEAR(json_field(json, "bleu_lc"), nmt::corpus_bleu(hyps, *refs, lc).score, 1e-3) << json;
+    EXPECT_NEAR(json_field(json, "bleu_none"), nmt::corpus_bleu(hyps, *refs, none).score, 1e-3) << json;
+    EXPECT_NEAR(json_field(json, "chrf"), nmt::corpus_chrf(hyps, *refs).score, 1e-3) << json;
+    EXPECT_EQ(json_field(json, "sentences"), 20);
+    // Every output n-gram is in the reference for 13a with -lc; only the
+    // brevity penalty of the split-off stops remains.
+    const auto detail = nmt::corpus_bleu(hyps, *refs, lc);
+    EXPECT_NEAR(detail.precisions[0], 100.0, 1e-9);
+    EXPECT_GT(json_field(json, "bleu_lc"), json_field(json, "bleu_none")) << json;
+    if (refs == &glued) EXPECT_EQ(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json;
+    if (refs == &upper) EXPECT_LT(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json;
+  }
+  // A reference of the wrong length fails and leaves the earlier scores file.
+  const std::string before = read_bytes(dir + "/s.json");
+  write_lines(dir + "/short.txt", {glued[0]});
+  auto bad = run("nmt-translate", "-m " + quote(ckpt) + in + " --reference " + quote(dir + "/short.txt") +
+                                      " --scores-json " + quote(dir + "/s.json"), dir);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(read_bytes(dir + "/s.json"), before);
+  // --scores-json needs --reference.
+  auto lone = run("nmt-translate", "-m " + quote(ckpt) + in + " --scores-json " + quote(dir + "/t.json"), dir);
+  EXPECT_NE(lone.exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir + "/t.json"));
 }
 
 }  // namespace
