@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--character-coverage", tok.character_coverage, "Share of characters the vocabulary covers")->capture_default_str()->group(tk);
   app.add_flag("--shared-vocab", tok.shared, "One vocabulary for source and target")->group(tk);
   app.add_option("--spm-sentences", tok.input_sentence_size, "Sentences sampled to train SentencePiece")->capture_default_str()->group(tk);
+  app.add_option("--spm-alpha", opt.spm_alpha,
+                 "Subword regularization: sample each epoch's training segmentations with this alpha (0: off; unigram only)")
+      ->capture_default_str()->group(tk);
+  app.add_option("--spm-nbest", opt.spm_nbest, "With --spm-alpha: sample among this many best segmentations")
+      ->capture_default_str()->group(tk);
   app.add_option("--src-spm", tok.src_model, "Use this SentencePiece .model for the source instead of training one")->group(tk);
   app.add_option("--tgt-spm", tok.tgt_model, "Use this SentencePiece .model for the target")->group(tk);
 

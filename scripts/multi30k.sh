@@ -63,11 +63,15 @@ for ((seed = 1; seed <= seeds; seed++)); do
   [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; continue; }
   resume=()
   [[ -f $dir/last.ckpt ]] && resume=(--resume)
+  # Every seed uses the first one's SentencePiece models, so they can ensemble.
+  spm=()
+  ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] &&
+    spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
   t0=$(date +%s.%N)
   "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
     --train-src "$run/data/train.$src" --train-tgt "$run/data/train.$tgt" \
     --valid-src "$run/data/val.$src" --valid-tgt "$run/data/val.$tgt" \
-    "${resume[@]}" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
+    "${resume[@]}" "${spm[@]}" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
   python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
 done
 

@@ -114,6 +114,10 @@ void TrainOptions::validate() const {
   in_range("--max-src-tokens", max_src_tokens, 1);
   in_range("--max-tgt-tokens", max_tgt_tokens, 1);
   in_range("--guided-alignment-weight", guided_alignment_weight, 0.0, kNoLimit);
+  in_range("--spm-alpha", spm_alpha, 0.0, 100.0);
+  in_range("--spm-nbest", spm_nbest, 2, 1000);
+  if (spm_alpha > 0 && !guided_alignment.empty())
+    throw Error("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
   in_range("--batch-tokens", batch_tokens, 1);
   in_range("--max-batch-sentences", max_batch_sentences, 1);
   in_range("--learning-rate", learning_rate, 0.0, kNoLimit, End::kOpen);

@@ -115,6 +115,12 @@ struct TrainOptions {
   // them with a cross-entropy term of this weight.
   std::string guided_alignment;
   double guided_alignment_weight = 0.5;
+  // Subword regularization (Kudo 2018): with spm_alpha > 0 every epoch
+  // segments each training pair anew, drawing from its spm_nbest most
+  // probable segmentations with probability proportional to P^spm_alpha
+  // (unigram models only; not with guided alignment). 0: off.
+  double spm_alpha = 0.0;
+  int64_t spm_nbest = 64;
 
   // batching
   int64_t batch_tokens = 4096;  // token budget per batch (source or target, larger side)

@@ -53,6 +53,21 @@ bool encode_pieces(void* p, const std::string& text, std::vector<std::string>* p
   return fail(static_cast<SentencePieceProcessor*>(p)->Encode(text, pieces), err);
 }
 
+bool nbest_ids(void* p, const std::string& text, int nbest, std::vector<std::vector<int>>* ids,
+               std::vector<float>* scores, std::string* err) {
+  sentencepiece::ImmutableNBestSentencePieceText spt;
+  if (!fail(static_cast<SentencePieceProcessor*>(p)->NBestEncode(text, nbest, spt.mutable_proto()), err)) return false;
+  ids->clear();
+  scores->clear();
+  for (const auto& one : spt.nbests()) {
+    std::vector<int> v;
+    for (const auto& piece : one.pieces()) v.push_back(static_cast<int>(piece.id()));
+    ids->push_back(std::move(v));
+    scores->push_back(one.score());
+  }
+  return true;
+}
+
 bool decode(void* p, const std::vector<int>& ids, std::string* text, std::string* err) {
   return fail(static_cast<SentencePieceProcessor*>(p)->Decode(ids, text), err);
 }
@@ -70,7 +85,7 @@ void special_ids(void* p, int* pad, int* unk, int* bos, int* eos) {
 }
 
 const nmt::spm::ModuleApi kApi = {nmt::spm::kModuleAbi, train, load, destroy, encode_ids, encode_pieces,
-                                  decode, id_to_piece, piece_size, special_ids};
+                                  nbest_ids, decode, id_to_piece, piece_size, special_ids};
 
 }  // namespace
 

@@ -14,7 +14,7 @@
 namespace nmt::spm {
 
 // Bumped whenever the table below changes.
-constexpr int kModuleAbi = 1;
+constexpr int kModuleAbi = 2;
 
 // Functions exported by the module. Errors are returned as false with a
 // message in *err; nothing throws across the boundary.
@@ -28,6 +28,10 @@ struct ModuleApi {
   void (*destroy)(void* processor);
   bool (*encode_ids)(void* processor, const std::string& text, std::vector<int>* ids, std::string* err);
   bool (*encode_pieces)(void* processor, const std::string& text, std::vector<std::string>* pieces, std::string* err);
+  // The `nbest` most probable segmentations (unigram models only), best
+  // first, with their log-probabilities.
+  bool (*nbest_ids)(void* processor, const std::string& text, int nbest, std::vector<std::vector<int>>* ids,
+                    std::vector<float>* scores, std::string* err);
   bool (*decode)(void* processor, const std::vector<int>& ids, std::string* text, std::string* err);
   std::string (*id_to_piece)(void* processor, int id);
   int (*piece_size)(void* processor);

@@ -5,8 +5,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <unordered_map>
 
@@ -153,6 +156,25 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
   std::string err;
   if (!api().encode_ids(sp_.get(), text, &ids, &err)) throw Error("tokenizer: " + err);
   return std::vector<int64_t>(ids.begin(), ids.end());
+}
+
+std::vector<int64_t> Tokenizer::sample(const std::string& text, int nbest, double alpha, uint64_t seed) const {
+  std::vector<std::vector<int>> ids;
+  std::vector<float> scores;
+  std::string err;
+  if (!api().nbest_ids(sp_.get(), text, nbest, &ids, &scores, &err))
+    throw Error("tokenizer: sampling segmentations: " + err);
+  if (ids.empty()) return encode(text);
+  // P^alpha, relative to the most probable segmentation (scores are log P).
+  const float top = *std::max_element(scores.begin(), scores.end());
+  std::vector<double> weight(scores.size());
+  double total = 0;
+  for (size_t i = 0; i < scores.size(); ++i) total += weight[i] = std::exp(alpha * (scores[i] - top));
+  std::mt19937_64 rng(seed);
+  double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;  // uniform in [0, total)
+  size_t pick = 0;
+  while (pick + 1 < weight.size() && u >= weight[pick]) u -= weight[pick++];
+  return std::vector<int64_t>(ids[pick].begin(), ids[pick].end());
 }
 
 std::vector<std::string> Tokenizer::pieces(const std::string& text) const {

@@ -33,6 +33,13 @@ class Tokenizer {
 
   std::vector<int64_t> encode(const std::string& text) const;        // no BOS/EOS
   std::vector<std::string> pieces(const std::string& text) const;    // same segmentation, as strings
+  // Subword regularization (Kudo 2018): draws one segmentation of `text`
+  // from its `nbest` most probable ones, each with probability proportional
+  // to P(segmentation)^alpha (SentencePiece's SampleEncode with nbest_size >
+  // 0; alpha 0 draws uniformly), with a generator seeded by `seed`: the same
+  // seed always gives the same segmentation. Throws nmt::Error for a BPE
+  // model, which has no n-best segmentations.
+  std::vector<int64_t> sample(const std::string& text, int nbest, double alpha, uint64_t seed) const;
   std::string decode(const std::vector<int64_t>& ids) const;         // stops at EOS, skips pad/BOS
   std::string piece(int64_t id) const;                               // "<unk>" for out-of-range ids
   int64_t vocab_size() const;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <numeric>
 #include <sstream>
 
 #include "alignment.h"
@@ -90,10 +91,12 @@ std::vector<std::pair<int32_t, int32_t>> guide_links(const std::string& line, co
 
 // Tokenizes a corpus; pairs over the length limits are counted, not kept.
 // With `guide` (one line of word links per input line of the corpus, read
-// from `guide_path`), each example also gets its piece-level links.
+// from `guide_path`), each example also gets its piece-level links. `kept`
+// receives the corpus index of each example.
 std::vector<Example> encode_corpus(const ParallelCorpus& c, const Tokenizer& st, const Tokenizer& tt,
                                    int64_t max_src, int64_t max_tgt, int64_t* skipped,
-                                   const std::vector<std::string>* guide = nullptr, const std::string& guide_path = "") {
+                                   const std::vector<std::string>* guide = nullptr, const std::string& guide_path = "",
+                                   std::vector<int64_t>* kept = nullptr) {
   std::vector<Example> out;
   out.reserve(c.src.size());
   *skipped = 0;
@@ -113,6 +116,7 @@ std::vector<Example> encode_corpus(const ParallelCorpus& c, const Tokenizer& st,
     }
     e.src.push_back(kEosId);
     out.push_back(std::move(e));
+    if (kept != nullptr) kept->push_back(static_cast<int64_t>(i));
   }
   return out;
 }
@@ -198,6 +202,12 @@ class Trainer {
   bool stop_requested() const { return stop_ && stop_->load(); }
   // Rank 0 (or the only process): logs, validates and writes files.
   bool is_main() const { return !comm_ || comm_->rank() == 0; }
+  // Subword regularization (--spm-alpha): the batch `indices` of train_ with
+  // segmentations sampled anew, seeded by (seed, epoch, example), so that a
+  // resumed run draws the same ones. A sample over the length limits keeps
+  // the usual segmentation. Batches were planned with the usual lengths, so
+  // sampled batches run somewhat over --batch-tokens.
+  Batch sampled_batch(const std::vector<int64_t>& indices) const;
   // Makes every rank hold rank 0's tokenizers, weights and (on resume) state.
   void share_from_main(bool resuming);
 
@@ -211,6 +221,7 @@ class Trainer {
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<Example> train_;
+  std::vector<std::pair<std::string, std::string>> train_text_;  // train_'s text, kept for --spm-alpha
   ParallelCorpus valid_corpus_;
   std::vector<Example> valid_;
   std::vector<std::vector<int64_t>> batches_;
@@ -335,8 +346,20 @@ void Trainer::prepare() {
       throw Error(located(opt_.guided_alignment, 0, "has " + std::to_string(guide.size()) + " lines for " +
                                                         std::to_string(train_corpus.stats.lines) + " training pairs"));
   }
+  std::vector<int64_t> kept;
   train_ = encode_corpus(train_corpus, src_tok_, tgt_tok_, opt_.max_src_tokens, opt_.max_tgt_tokens, &skipped,
-                         guide.empty() ? nullptr : &guide, opt_.guided_alignment);
+                         guide.empty() ? nullptr : &guide, opt_.guided_alignment, &kept);
+  if (opt_.spm_alpha > 0) {  // keep the text: each epoch segments it anew
+    for (int64_t i : kept) train_text_.emplace_back(std::move(train_corpus.src[i]), std::move(train_corpus.tgt[i]));
+    try {
+      src_tok_.sample(train_text_[0].first, static_cast<int>(opt_.spm_nbest), opt_.spm_alpha, 0);
+      tgt_tok_.sample(train_text_[0].second, static_cast<int>(opt_.spm_nbest), opt_.spm_alpha, 0);
+    } catch (const Error& e) {
+      throw Error(std::string("--spm-alpha needs unigram SentencePiece models (--spm-type unigram): ") + e.what());
+    }
+    spdlog::info("subword regularization: each epoch samples segmentations from the {} best, alpha {}",
+                 opt_.spm_nbest, opt_.spm_alpha);
+  }
   spdlog::info("training pairs: {} kept, {} over the length limits ({} / {} pieces) skipped", train_.size(), skipped,
                opt_.max_src_tokens, opt_.max_tgt_tokens);
   if (train_.empty()) throw Error("no training pairs left after the length limits");
@@ -473,6 +496,29 @@ void Trainer::prune_step_checkpoints() {
     fs::remove(step_checkpoints_.front(), ec);
     step_checkpoints_.pop_front();
   }
+}
+
+Batch Trainer::sampled_batch(const std::vector<int64_t>& indices) const {
+  std::vector<Example> sampled;
+  sampled.reserve(indices.size());
+  const int nbest = static_cast<int>(opt_.spm_nbest);
+  for (int64_t i : indices) {
+    Example e = train_[i];
+    const uint64_t base = static_cast<uint64_t>(state_.seed) * 0x9E3779B97F4A7C15ULL ^
+                          static_cast<uint64_t>(state_.epoch) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(i) * 2;
+    auto src = src_tok_.sample(train_text_[i].first, nbest, opt_.spm_alpha, base);
+    auto tgt = tgt_tok_.sample(train_text_[i].second, nbest, opt_.spm_alpha, base + 1);
+    if (!src.empty() && !tgt.empty() && static_cast<int64_t>(src.size()) <= opt_.max_src_tokens &&
+        static_cast<int64_t>(tgt.size()) <= opt_.max_tgt_tokens) {
+      e.src = std::move(src);
+      e.src.push_back(kEosId);
+      e.tgt = std::move(tgt);
+    }
+    sampled.push_back(std::move(e));
+  }
+  std::vector<int64_t> all(sampled.size());
+  std::iota(all.begin(), all.end(), 0);
+  return make_batch(sampled, all);
 }
 
 void Trainer::write_average(TrainResult* result) {
@@ -624,7 +670,8 @@ TrainResult Trainer::run() {
       double loss_sum = 0;
       int64_t tokens = 0, sents = 0;
       if (mine < per_epoch) {
-        batch = make_batch(train_, batches_[order[mine]]).to(device_);
+        batch = (opt_.spm_alpha > 0 ? sampled_batch(batches_[order[mine]]) : make_batch(train_, batches_[order[mine]]))
+                    .to(device_);
         torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
         auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
         loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);

@@ -56,6 +56,10 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   expect_refused<T>(good, [](T& o) { o.threads = -3; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.threads = 100000; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.label_smoothing = 1.5; }, "--label-smoothing");
+  expect_refused<T>(good, [](T& o) { o.spm_alpha = kNan; }, "--spm-alpha");
+  expect_refused<T>(good, [](T& o) { o.spm_alpha = -0.1; }, "--spm-alpha");
+  expect_refused<T>(good, [](T& o) { o.spm_nbest = 1; }, "--spm-nbest");
+  expect_refused<T>(good, [](T& o) { o.spm_alpha = 0.1; o.guided_alignment = "links.txt"; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.clip_norm = -1; }, "--clip-norm");
   expect_refused<T>(good, [](T& o) { o.weight_decay = kNan; }, "--weight-decay");
   expect_refused<T>(good, [](T& o) { o.lr_decay = 0; }, "--lr-decay");

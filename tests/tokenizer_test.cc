@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,38 @@ TEST(TokenizerTest, UnknownModelTypeThrows) {
 
 TEST(TokenizerTest, EmptyCorpusThrows) {
   error_of([] { Tokenizer::train({}, nmt::TokenizerOptions{}); });
+}
+
+TEST(TokenizerTest, SampledSegmentationsAreSeededAndSpellTheText) {
+  const auto& tok = toy_tokenizer();
+  const std::string text = "dogo bigo seeso cato redo";
+  std::set<std::vector<int64_t>> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto ids = tok.sample(text, 64, 0.1, seed);
+    EXPECT_EQ(tok.sample(text, 64, 0.1, seed), ids) << "seed " << seed;  // the same seed, the same draw
+    EXPECT_EQ(tok.decode(ids), text);
+    seen.insert(ids);
+  }
+  EXPECT_GT(seen.size(), 5u);                    // a low alpha spreads the draws
+  EXPECT_TRUE(seen.count(tok.encode(text)));     // the best segmentation is among them
+  // A high alpha almost always picks the most probable segmentation.
+  int best = 0;
+  for (uint64_t seed = 0; seed < 50; ++seed) best += tok.sample(text, 64, 50.0, seed) == tok.encode(text);
+  EXPECT_GE(best, 48);
+  // n-best of 2: only two segmentations can come out.
+  std::set<std::vector<int64_t>> two;
+  for (uint64_t seed = 0; seed < 100; ++seed) two.insert(tok.sample(text, 2, 0.0, seed));
+  EXPECT_EQ(two.size(), 2u);
+}
+
+TEST(TokenizerTest, SamplingABpeModelIsRefused) {
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(300, 3, &s, &t);
+  nmt::TokenizerOptions opt;
+  opt.model_type = "bpe";
+  opt.vocab_size = 60;
+  const auto bpe = Tokenizer::train(s, opt);
+  EXPECT_THROW(bpe.sample(s[0], 64, 0.1, 1), nmt::Error);
 }
 
 }  // namespace

@@ -502,4 +502,39 @@ TEST(TrainerTest, AverageWritesTheMeanOfTheNewestStepCheckpoints) {
   EXPECT_THROW(opt.validate(), nmt::Error);
 }
 
+TEST(TrainerTest, SubwordRegularizationIsSeededAndResumesExactly) {
+  Quiet q;
+  nmt::set_threads(1);
+  const auto dir = nmt::test::temp_dir("train_spm_alpha");
+  const auto files = nmt::test::write_toy_corpus(dir, 200, 20);
+  const auto arch = tiny_arch(0.0);
+  auto a = base_options(files, dir + "/A");
+  a.spm_alpha = 0.1;
+  a.max_steps = 30;  // more than one epoch of 200 pairs
+  a.valid_every = 0;
+  ASSERT_EQ(nmt::train(a, toy_tok(), arch).steps, 30);
+  auto b = a;  // the same run in two halves
+  b.output_dir = dir + "/B";
+  b.max_steps = 15;
+  ASSERT_EQ(nmt::train(b, toy_tok(), arch).steps, 15);
+  b.max_steps = 30;
+  b.resume = true;
+  ASSERT_EQ(nmt::train(b, toy_tok(), arch).steps, 30);
+  auto c = a;  // without sampling
+  c.output_dir = dir + "/C";
+  c.spm_alpha = 0;
+  ASSERT_EQ(nmt::train(c, toy_tok(), arch).steps, 30);
+  auto ma = nmt::load_checkpoint(a.output_dir + "/last.ckpt", torch::kCPU);
+  auto mb = nmt::load_checkpoint(b.output_dir + "/last.ckpt", torch::kCPU);
+  auto mc = nmt::load_checkpoint(c.output_dir + "/last.ckpt", torch::kCPU);
+  expect_same_weights(ma.model, mb.model, "spm_alpha resumed");
+  bool differs = false;
+  auto pc = mc.model->named_parameters();
+  for (const auto& p : ma.model->named_parameters()) differs |= !torch::equal(p.value(), pc[p.key()]);
+  EXPECT_TRUE(differs) << "sampling segmentations changed nothing";
+  // Not with guided alignment, whose links are per piece.
+  a.guided_alignment = files.train_src;
+  EXPECT_THROW(a.validate(), nmt::Error);
+}
+
 }  // namespace
