@@ -21,6 +21,10 @@
 # A model folder that holds a finished run (its `trained` file) is not trained
 # again: delete the folder to retrain. Test data is read only in the last step.
 set -euo pipefail
+
+# The whole script is one function, read before it runs: editing the file
+# while a long run is going cannot change what that run does.
+main() {
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/multi30k}
 pair=${2:-en-de}
@@ -67,6 +71,7 @@ for ((seed = 1; seed <= seeds; seed++)); do
   spm=()
   ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] &&
     spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
+  [[ -f $dir/last.ckpt ]] || git rev-parse --short HEAD >"$dir.commit" 2>/dev/null || true
   t0=$(date +%s.%N)
   "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
     --train-src "$run/data/train.$src" --train-tgt "$run/data/train.$tgt" \
@@ -167,7 +172,9 @@ for d in models:
         "folder": d,
         "steps": max((x.get("step", 0) for x in m), default=0),
         "best_val_bleu_greedy": best.get("bleu"), "best_step": best.get("step"),
-        "train_seconds": float(open(f"{d}/trained").read()),
+        # the trainer's own clock: wall time of training and validation, over resumes
+        "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
+        "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
@@ -200,3 +207,6 @@ with open(result + ".part", "w") as f:
 os.replace(result + ".part", result)
 print(f"wrote {result}")
 PY
+}
+
+main "$@"
