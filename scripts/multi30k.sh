@@ -17,6 +17,8 @@
 #   NMT_THREADS        threads for training and translation (default: all cores)
 #   NMT_RUN            run folder (default runs/multi30k-PAIR-FORM)
 #   NMT_BUILD_DIR      build folder (default build)
+#   NMT_VAL_ONLY=1     stop after the selection on val (for comparing settings;
+#                      the test set is not read)
 #
 # A model folder that holds a finished run (its `trained` file) is not trained
 # again: delete the folder to retrain. Test data is read only in the last step.
@@ -132,6 +134,8 @@ for beam in 5 10; do
   done
 done
 echo "selected on val: $best_name, beam $best_beam, length penalty $best_lp ($key $best_score)"
+printf '%s\t%s\t%s\t%s\n' "$best_name" "$best_beam" "$best_lp" "$best_score" >"$sel/selected.tsv"
+[[ ${NMT_VAL_ONLY:-0} == 1 ]] && return 0
 
 # Test, once.
 if [[ $form == raw ]]; then
