@@ -15,6 +15,7 @@
 #include <string>
 
 #include "model.h"
+#include "schedule.h"
 #include "tokenizer.h"
 
 namespace nmt {
@@ -22,15 +23,10 @@ namespace nmt {
 constexpr uint32_t kCheckpointVersion = 2;  // written; versions 1 and 2 are read
 
 // Where training stands; saved with every training checkpoint.
-struct TrainState {
+struct TrainState : ScheduleState {  // learning rate, best figure, plateau and early-stopping counts
   int64_t step = 0;            // optimizer steps taken
   int64_t epoch = 1;           // current epoch (1-based)
   int64_t batch_in_epoch = 0;  // batches of this epoch already consumed
-  double learning_rate = 0;    // current (possibly decayed) rate
-  double best_metric = 0;      // best validation figure so far (in "higher is better" form)
-  bool has_best = false;
-  int64_t bad_validations = 0;   // validations since the last improvement (early stopping)
-  int64_t plateau = 0;           // validations since the last improvement or decay (lr schedule)
   int64_t seed = 1;              // the run's seed; data order derives from it
   double elapsed_seconds = 0;    // training wall time so far
   torch::Tensor rng_state;       // CPU generator state (dropout)

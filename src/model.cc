@@ -171,6 +171,10 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
   return decoder->forward(tgt_in, encoder->forward(src, src_len), alpha_out);
 }
 
+torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Tensor& guide) {
+  return -(guide * torch::log(alpha.clamp_min(1e-9))).sum();
+}
+
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing) {
   return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
                           F::CrossEntropyFuncOptions()

@@ -114,6 +114,11 @@ TORCH_MODULE(Seq2Seq);
 // logits [B, T, V], tgt_out [B, T] -> scalar.
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing);
 
+// Guided alignment (Chen et al. 2016): the cross-entropy of the attention
+// `alpha` [B, T, S] against `guide` [B, T, S] (each guided row spreads 1
+// over its linked source pieces, other rows are 0), summed over the batch.
+torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Tensor& guide);
+
 // Parameter count, for logs.
 int64_t count_parameters(torch::nn::Module& m);
 

@@ -23,7 +23,9 @@
 #include "distributed.h"
 #include "error.h"
 #include "io.h"
+#include "json.h"
 #include "metrics.h"
+#include "schedule.h"
 #include "translator.h"
 
 namespace nmt {
@@ -127,21 +129,14 @@ class MetricsLog {
   explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
     if (!out_) throw Error(located(path, 0, "cannot open for writing"));
   }
-  void write(const std::string& json) {
-    out_ << json << '\n';
+  void write(const JsonObject& record) {
+    out_ << record.str() << '\n';
     out_.flush();
   }
 
  private:
   std::ofstream out_;
 };
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream o;
-  o << std::setprecision(6) << v;
-  return o.str();
-}
 
 struct ValidResult {
   double loss = 0;        // mean token NLL (no label smoothing)
@@ -179,6 +174,26 @@ double higher_is_better(StopMetric m, const ValidResult& v) {
 double reported(StopMetric m, double hib) {
   return (m == StopMetric::kLoss || m == StopMetric::kPerplexity) ? -hib : hib;
 }
+
+// One step's figures on this rank; all_reduce() makes them the step's.
+struct StepStats {
+  double loss_sum = 0;    // summed (label-smoothed) token losses; not finite when the loss was not
+  int64_t tokens = 0;     // target tokens
+  int64_t sentences = 0;
+  bool finite = true;     // the loss was finite (after all_reduce: on every rank)
+
+  // Sums the figures over all ranks; a no-op without `comm`.
+  void all_reduce(Communicator* comm) {
+    if (comm == nullptr) return;
+    auto t = torch::tensor({static_cast<double>(tokens), finite ? loss_sum : 0.0, static_cast<double>(sentences),
+                            finite ? 0.0 : 1.0}, torch::kDouble);
+    comm->all_reduce_sum({t});
+    tokens = static_cast<int64_t>(t[0].item<double>());
+    loss_sum = t[1].item<double>();
+    sentences = static_cast<int64_t>(t[2].item<double>());
+    finite = t[3].item<double>() == 0;
+  }
+};
 
 class Trainer {
  public:
@@ -541,10 +556,15 @@ void Trainer::write_average(TrainResult* result) {
   spdlog::info("average | {} checkpoints, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
                n, fs::path(last.front()).filename().string(), fs::path(last.back()).filename().string(), v.loss,
                v.perplexity, v.bleu, v.chrf, v.exact_match, out);
-  metrics_->write("{\"type\":\"average\",\"step\":" + std::to_string(state_.step) + ",\"checkpoints\":" +
-                  std::to_string(n) + ",\"loss\":" + json_number(v.loss) + ",\"perplexity\":" +
-                  json_number(v.perplexity) + ",\"bleu\":" + json_number(v.bleu) + ",\"chrf\":" +
-                  json_number(v.chrf) + ",\"exact_match\":" + json_number(v.exact_match) + "}");
+  metrics_->write(JsonObject()
+                      .add("type", "average")
+                      .add("step", state_.step)
+                      .add("checkpoints", static_cast<int64_t>(n))
+                      .add("loss", v.loss)
+                      .add("perplexity", v.perplexity)
+                      .add("bleu", v.bleu)
+                      .add("chrf", v.chrf)
+                      .add("exact_match", v.exact_match));
 }
 
 TrainResult Trainer::run() {
@@ -582,32 +602,28 @@ TrainResult Trainer::run() {
     if (!valid_.empty()) {
       auto v0 = Clock::now();
       auto v = validate();
-      const double score = higher_is_better(opt_.stop_metric, v);
-      const bool improved = !state_.has_best || score > state_.best_metric;
-      if (improved) {
-        state_.best_metric = score;
-        state_.has_best = true;
-        state_.bad_validations = 0;
-        state_.plateau = 0;
-      } else {
-        ++state_.bad_validations;
-        if (++state_.plateau >= opt_.lr_patience && state_.learning_rate > opt_.min_lr) {
-          state_.learning_rate = std::max(opt_.min_lr, state_.learning_rate * opt_.lr_decay);
-          set_learning_rate(*optimizer_, state_.learning_rate);
-          state_.plateau = 0;
-          spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
-        }
+      const auto verdict = update_schedule(opt_, higher_is_better(opt_.stop_metric, v), &state_);
+      const bool improved = verdict.improved;
+      if (verdict.decayed) {
+        set_learning_rate(*optimizer_, state_.learning_rate);
+        spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
       }
-      stop = opt_.early_stopping > 0 && state_.bad_validations >= opt_.early_stopping;
+      stop = verdict.stop;
       spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}{}{} | {:.1f}s",
                    state_.step, v.loss, v.perplexity, v.bleu, v.chrf, v.exact_match,
                    improved ? "new best " : "no improvement ", to_string(opt_.stop_metric),
                    improved ? "" : " (" + std::to_string(state_.bad_validations) + ")", seconds_since(v0));
-      metrics_->write("{\"type\":\"valid\",\"step\":" + std::to_string(state_.step) +
-                      ",\"epoch\":" + std::to_string(state_.epoch) + ",\"loss\":" + json_number(v.loss) +
-                      ",\"perplexity\":" + json_number(v.perplexity) + ",\"bleu\":" + json_number(v.bleu) +
-                      ",\"chrf\":" + json_number(v.chrf) + ",\"exact_match\":" + json_number(v.exact_match) + ",\"lr\":" + json_number(state_.learning_rate) +
-                      ",\"elapsed\":" + json_number(state_.elapsed_seconds) + "}");
+      metrics_->write(JsonObject()
+                          .add("type", "valid")
+                          .add("step", state_.step)
+                          .add("epoch", state_.epoch)
+                          .add("loss", v.loss)
+                          .add("perplexity", v.perplexity)
+                          .add("bleu", v.bleu)
+                          .add("chrf", v.chrf)
+                          .add("exact_match", v.exact_match)
+                          .add("lr", state_.learning_rate)
+                          .add("elapsed", state_.elapsed_seconds));
       if (improved) save("best.ckpt");
     } else {
       save("best.ckpt");  // without validation data the newest model is the best we know
@@ -648,10 +664,10 @@ TrainResult Trainer::run() {
 
   bool done = false;
   while (!done) {
-    if (state_.epoch > opt_.max_epochs) { result.stop_reason = "max_epochs"; break; }
+    if (state_.epoch > opt_.max_epochs) { result.stop_reason = StopReason::kMaxEpochs; break; }
     const auto order = epoch_order(per_epoch, static_cast<uint64_t>(state_.seed), state_.epoch);
     while (state_.batch_in_epoch < per_epoch) {
-      if (opt_.max_steps > 0 && state_.step >= opt_.max_steps) { result.stop_reason = "max_steps"; done = true; break; }
+      if (opt_.max_steps > 0 && state_.step >= opt_.max_steps) { result.stop_reason = StopReason::kMaxSteps; done = true; break; }
       double stops[2] = {stop_requested() ? 1.0 : 0.0,
                          opt_.max_minutes > 0 && elapsed() >= opt_.max_minutes * 60 ? 1.0 : 0.0};
       if (comm_) {  // a signal or the clock on any rank stops all of them
@@ -660,8 +676,8 @@ TrainResult Trainer::run() {
         stops[0] = t[0].item<double>();
         stops[1] = t[1].item<double>();
       }
-      if (stops[0] > 0) { result.stop_reason = "interrupted"; done = true; break; }
-      if (stops[1] > 0) { result.stop_reason = "max_minutes"; done = true; break; }
+      if (stops[0] > 0) { result.stop_reason = StopReason::kInterrupted; done = true; break; }
+      if (stops[1] > 0) { result.stop_reason = StopReason::kMaxMinutes; done = true; break; }
 
       const auto step_t0 = Clock::now();
       const int64_t mine = state_.batch_in_epoch + rank;  // this rank's batch (none past the epoch's end)
@@ -677,7 +693,7 @@ TrainResult Trainer::run() {
         loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);
         loss_sum = loss.item<double>();
         if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
-          auto guided = -(batch.guide * torch::log(alpha.clamp_min(1e-9))).sum();
+          auto guided = guided_alignment_loss(alpha, batch.guide);
           loss = loss + opt_.guided_alignment_weight * guided;
           const double guided_sum = guided.item<double>();
           if (!std::isfinite(guided_sum)) loss_sum = guided_sum;
@@ -686,17 +702,10 @@ TrainResult Trainer::run() {
         sents = batch.size();
       }
       optimizer_->zero_grad();
-      bool finite = std::isfinite(loss_sum);
-      int64_t step_tokens = tokens;
-      if (comm_) {  // every rank's tokens, loss, sentences and verdict
-        auto t = torch::tensor({static_cast<double>(tokens), finite ? loss_sum : 0.0, static_cast<double>(sents),
-                                finite ? 0.0 : 1.0}, torch::kDouble);
-        comm_->all_reduce_sum({t});
-        step_tokens = static_cast<int64_t>(t[0].item<double>());
-        loss_sum = t[1].item<double>();
-        sents = static_cast<int64_t>(t[2].item<double>());
-        finite = t[3].item<double>() == 0;
-      }
+      StepStats stats{loss_sum, tokens, sents, std::isfinite(loss_sum)};
+      stats.all_reduce(comm_.get());  // every rank's tokens, loss, sentences and verdict
+      bool finite = stats.finite;
+      const int64_t step_tokens = stats.tokens;
       if (finite) {
         if (loss.defined()) (loss / static_cast<double>(step_tokens)).backward();
         if (comm_) {
@@ -729,9 +738,9 @@ TrainResult Trainer::run() {
       ++state_.step;
       train_seconds += seconds_since(step_t0);
       trained_tokens += step_tokens;
-      window_loss += loss_sum;
+      window_loss += stats.loss_sum;
       window_tokens += step_tokens;
-      window_sents += sents;
+      window_sents += stats.sentences;
 
       if (opt_.log_every > 0 && state_.step % opt_.log_every == 0 && is_main()) {
         const double w = seconds_since(window_t0);
@@ -742,17 +751,21 @@ TrainResult Trainer::run() {
         spdlog::info("epoch {} | step {}/{} | loss {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} tgt tok/s | {:.0f} sent/s | elapsed {} | eta {}",
                      state_.epoch, state_.step, total_steps, mean, std::exp(mean), state_.learning_rate,
                      window_tokens / w, window_sents / w, hms(elapsed()), hms(eta));
-        metrics_->write("{\"type\":\"train\",\"step\":" + std::to_string(state_.step) +
-                        ",\"epoch\":" + std::to_string(state_.epoch) + ",\"loss\":" + json_number(mean) +
-                        ",\"perplexity\":" + json_number(std::exp(mean)) + ",\"lr\":" + json_number(state_.learning_rate) +
-                        ",\"tgt_tokens_per_s\":" + json_number(window_tokens / w) +
-                        ",\"elapsed\":" + json_number(elapsed()) + "}");
+        metrics_->write(JsonObject()
+                            .add("type", "train")
+                            .add("step", state_.step)
+                            .add("epoch", state_.epoch)
+                            .add("loss", mean)
+                            .add("perplexity", std::exp(mean))
+                            .add("lr", state_.learning_rate)
+                            .add("tgt_tokens_per_s", window_tokens / w)
+                            .add("elapsed", elapsed()));
         window_loss = 0;
         window_tokens = window_sents = 0;
         window_t0 = Clock::now();
       }
       if (opt_.valid_every > 0 && state_.step % opt_.valid_every == 0 && validate_everywhere()) {
-        result.stop_reason = "early_stopping";
+        result.stop_reason = StopReason::kEarlyStopping;
         done = true;
         break;
       }
@@ -762,21 +775,21 @@ TrainResult Trainer::run() {
     ++state_.epoch;
     state_.batch_in_epoch = 0;
     if (!(opt_.valid_every > 0 && state_.step % opt_.valid_every == 0) && validate_everywhere()) {
-      result.stop_reason = "early_stopping";
+      result.stop_reason = StopReason::kEarlyStopping;
       break;
     }
   }
   // Nothing trained since the last save is lost: an interruption saves
   // quickly, any other end validates first.
   if (is_main() && (state_.step != saved_step || !fs::exists(opt_.output_dir + "/last.ckpt"))) {
-    if (result.stop_reason == "interrupted") {
+    if (result.stop_reason == StopReason::kInterrupted) {
       state_.elapsed_seconds = elapsed();
       save("last.ckpt");
     } else {
       validate_and_save();
     }
   }
-  if (result.stop_reason != "interrupted") write_average(&result);
+  if (result.stop_reason != StopReason::kInterrupted) write_average(&result);
   result.steps = state_.step;
   result.epochs = state_.epoch;
   result.best_metric = reported(opt_.stop_metric, state_.best_metric);
@@ -784,12 +797,23 @@ TrainResult Trainer::run() {
   result.peak_rss_mb = peak_rss_mb();
   spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
                "{} skipped batches, peak memory {} MiB",
-               result.stop_reason, result.steps, result.tokens_per_second, to_string(opt_.stop_metric),
+               to_string(result.stop_reason), result.steps, result.tokens_per_second, to_string(opt_.stop_metric),
                result.best_metric, hms(elapsed()), result.skipped_steps, result.peak_rss_mb);
   return result;
 }
 
 }  // namespace
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::kMaxEpochs: return "max_epochs";
+    case StopReason::kMaxSteps: return "max_steps";
+    case StopReason::kMaxMinutes: return "max_minutes";
+    case StopReason::kEarlyStopping: return "early_stopping";
+    case StopReason::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
 
 TrainResult train(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model,
                   const std::atomic<bool>* stop) {

@@ -9,12 +9,18 @@
 
 namespace nmt {
 
+// Why a training run ended.
+enum class StopReason { kMaxEpochs, kMaxSteps, kMaxMinutes, kEarlyStopping, kInterrupted };
+// The name the log uses: "max_epochs", "max_steps", "max_minutes",
+// "early_stopping" or "interrupted".
+const char* to_string(StopReason r);
+
 struct TrainResult {
   int64_t steps = 0;            // optimizer steps at the end
   int64_t epochs = 0;           // epochs started
   double best_metric = 0;       // best validation figure (as reported: loss, ppl, BLEU or chrF)
   double tokens_per_second = 0; // target tokens per second of training (excluding validation)
-  std::string stop_reason;      // "max_epochs", "max_steps", "max_minutes", "early_stopping" or "interrupted"
+  StopReason stop_reason = StopReason::kMaxEpochs;
   int64_t skipped_steps = 0;    // batches skipped for a NaN/Inf loss or gradient
   int64_t peak_rss_mb = 0;      // peak resident memory of the process
   double average_metric = 0;    // validation figure of average.ckpt (with --average and validation data)

@@ -13,6 +13,7 @@
 #include "device.h"
 #include "error.h"
 #include "io.h"
+#include "json.h"
 #include "metrics.h"
 #include "validate.h"
 
@@ -39,15 +40,15 @@ void write_scores(const std::vector<std::string>& outputs, const std::vector<std
   spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
   spdlog::info("exact match = {:.2f}%", sum->exact_match);
   if (json_path.empty()) return;
-  // Signatures are plain ASCII ([a-z0-9:|.]), so they need no escaping.
-  const std::string json = fmt::format(
-      "{{\"sentences\": {}, \"bleu\": {:.4f}, \"bleu_signature\": \"{}\", \"bleu_lc\": {:.4f}, "
-      "\"bleu_lc_signature\": \"{}\", \"bleu_none\": {:.4f}, \"bleu_none_signature\": \"{}\", "
-      "\"chrf\": {:.4f}, \"chrf_signature\": \"{}\", \"exact_match\": {:.4f}, \"bleu_detail\": \"{}\", "
-      "\"bleu_none_detail\": \"{}\"}}\n",
-      outputs.size(), bleu.score, bleu.signature(), bleu_lc.score, bleu_lc.signature(), bleu_none.score,
-      bleu_none.signature(), chrf.score, chrf.signature(), sum->exact_match, bleu.to_string(), bleu_none.to_string());
-  write_file_atomic(json_path, json);
+  JsonObject json;
+  json.add("sentences", static_cast<int64_t>(outputs.size()));
+  const std::pair<const char*, const BleuScore*> bleus[] = {{"bleu", &bleu}, {"bleu_lc", &bleu_lc}, {"bleu_none", &bleu_none}};
+  for (const auto& [name, b] : bleus)
+    json.add(name, b->score, 10)
+        .add(std::string(name) + "_signature", b->signature())
+        .add(std::string(name) + "_detail", b->to_string());
+  json.add("chrf", chrf.score, 10).add("chrf_signature", chrf.signature()).add("exact_match", sum->exact_match, 10);
+  write_file_atomic(json_path, json.str() + "\n");
 }
 
 std::string format_score(double s) {

@@ -466,7 +466,7 @@ TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
 // Reads "key": number from the flat JSON object nmt-translate --scores-json writes.
 double json_field(const std::string& json, const std::string& key) {
   std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) return -1;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": *(-?[0-9.e+-]+)"))) return -1;
   return std::stod(m[1]);
 }
 

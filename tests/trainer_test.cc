@@ -101,7 +101,7 @@ TEST(TrainerTest, TrainingLowersValidationLossAndWritesRunFiles) {
   nmt::TokenizerOptions tok;  // trains SentencePiece on the corpus
   tok.vocab_size = 60;
   const auto r = nmt::train(opt, tok, tiny_arch(0.1));
-  EXPECT_EQ(r.stop_reason, "max_steps");
+  EXPECT_STREQ(nmt::to_string(r.stop_reason), "max_steps");
   EXPECT_EQ(r.steps, 200);
   EXPECT_GT(r.tokens_per_second, 0);
 
@@ -201,7 +201,7 @@ void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control) 
   b.resume = true;
   const auto rb2 = nmt::train(b, toy_tok(), arch);
   ASSERT_EQ(rb2.steps, n);
-  EXPECT_EQ(rb2.stop_reason, "max_steps");
+  EXPECT_STREQ(nmt::to_string(rb2.stop_reason), "max_steps");
 
   auto ma = nmt::load_checkpoint(a.output_dir + "/last.ckpt", torch::kCPU);
   auto mb = nmt::load_checkpoint(b.output_dir + "/last.ckpt", torch::kCPU);
@@ -282,7 +282,7 @@ TEST(TrainerTest, StopFlagAlreadySetInterruptsAndWritesLastCheckpoint) {
   opt.max_steps = 1000;
   std::atomic<bool> stop{true};
   const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0), &stop);
-  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_STREQ(nmt::to_string(r.stop_reason), "interrupted");
   EXPECT_EQ(r.steps, 0);
   // trainer.h: "When `stop` becomes true, training writes last.ckpt and returns."
   EXPECT_TRUE(fs::exists(opt.output_dir + "/last.ckpt"))
@@ -319,7 +319,7 @@ TEST(TrainerTest, StopFlagSetDuringTrainingInterruptsAndSaves) {
   }
   done = true;
   watcher.join();
-  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_STREQ(nmt::to_string(r.stop_reason), "interrupted");
   EXPECT_GE(r.steps, 1);
   EXPECT_LT(r.steps, opt.max_steps);
   const auto last = opt.output_dir + "/last.ckpt";
@@ -419,7 +419,7 @@ TEST(TrainerTest, PlateausDecayTheLearningRateAndEarlyStoppingEndsTheRun) {
   opt.valid_every = 5;
   opt.keep_checkpoints = 0;
   const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0));
-  EXPECT_EQ(r.stop_reason, "early_stopping");
+  EXPECT_STREQ(nmt::to_string(r.stop_reason), "early_stopping");
   EXPECT_EQ(r.steps, 20);  // validations at 5 (best), 10, 15, 20: three without improvement
   const auto rates = validation_rates(opt.output_dir);
   ASSERT_EQ(rates.size(), 4u);
@@ -453,7 +453,7 @@ TEST(TrainerTest, MaxMinutesStopsAndSavesTheRun) {
   opt.max_minutes = 0.002;  // 120 ms
   opt.keep_checkpoints = 0;
   const auto r = nmt::train(opt, toy_tok(), tiny_arch(0.0));
-  EXPECT_EQ(r.stop_reason, "max_minutes");
+  EXPECT_STREQ(nmt::to_string(r.stop_reason), "max_minutes");
   ASSERT_TRUE(fs::exists(opt.output_dir + "/last.ckpt"));
   torch::optim::Adam probe(nmt::load_checkpoint(opt.output_dir + "/last.ckpt", torch::kCPU).model->parameters());
   EXPECT_EQ(nmt::load_train_state(opt.output_dir + "/last.ckpt", probe, torch::kCPU).step, r.steps);
