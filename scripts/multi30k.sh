@@ -189,6 +189,8 @@ tok = form == "tok"
 out = {
     "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
     "extra_train_flags": extra,
+    "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
+                         for l in list(open(f"{run}/select/selection.tsv"))[1:]],
     "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
                  "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
     # Raw form: scored against the raw references. Tokenized form: the output is
