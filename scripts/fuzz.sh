@@ -14,7 +14,7 @@ if [[ ! -f $b/CMakeCache.txt ]]; then
     -DNMT_BUILD_TESTS=OFF -DNMT_SANITIZE=address,undefined,fuzzer-no-link
 fi
 cmake --build "$b" -j "$(nproc)"
-export ASAN_OPTIONS=alloc_dealloc_mismatch=0:detect_leaks=0  # see src/tokenizer.cc
+export ASAN_OPTIONS=alloc_dealloc_mismatch=0:detect_leaks=0  # see src/text/tokenizer.cc
 seeds=$b/seeds
 mkdir -p "$seeds"/{corpus,gold,config,checkpoint} "$b/artifacts"
 head -n 20 data/demo/test.src > "$seeds/corpus/lines"

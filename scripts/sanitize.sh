@@ -20,7 +20,7 @@ cd "$b"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
 # The SentencePiece module is loaded past ASan's dlopen interceptor (it
 # refuses RTLD_DEEPBIND) and pairs malloc/delete differently from ASan's
-# view; only that pairing check is off (src/tokenizer.cc).
+# view; only that pairing check is off (src/text/tokenizer.cc).
 export ASAN_OPTIONS=alloc_dealloc_mismatch=0:exitcode=86
 export LSAN_OPTIONS=exitcode=86
 ctest --output-on-failure -j "$(nproc)"

@@ -1,7 +1,7 @@
 // Alignments from attention: word merging, hard links, gold parsing, AER,
 // CSV quoting (round trip through a CSV parser), SVG well-formedness (expat),
 // and forced attention of a trained tiny model.
-#include "align.h"
+#include "tools/align.h"
 
 #include <expat.h>
 #include <gtest/gtest.h>
@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <sstream>
 
-#include "checkpoint.h"
-#include "corpus.h"
-#include "error.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "model/checkpoint.h"
 #include "test_util.h"
-#include "utf8.h"
+#include "text/corpus.h"
 
 namespace {
 
@@ -270,10 +270,10 @@ TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
   opt.model_path = nmt::test::trained_toy_checkpoint();
   opt.src = dir + "/s";
   opt.tgt = dir + "/t";
-  opt.format = "pharaoh";
+  opt.format = nmt::AlignFormat::kPharaoh;
   opt.output = dir + "/links";
   opt.eval_gold = dir + "/g";
-  opt.threads = 1;
+  opt.runtime.threads = 1;
   const auto score = nmt::run_alignment(opt);
   const auto lines = nmt::read_lines(dir + "/links");
   ASSERT_EQ(lines.size(), src.size());
@@ -303,9 +303,9 @@ TEST(AlignTest, RunAlignmentSymmetrizesWithAReverseModel) {
     opt.symmetrize = how;
     opt.src = dir + "/s";
     opt.tgt = dir + "/t";
-    opt.format = "pharaoh";
+    opt.format = nmt::AlignFormat::kPharaoh;
     opt.output = dir + "/" + name;
-    opt.threads = 1;
+    opt.runtime.threads = 1;
     nmt::run_alignment(opt);
     std::vector<std::set<Link>> links;
     for (const auto& line : nmt::read_lines(opt.output)) links.push_back(nmt::parse_gold_line(line, name, 1, false).sure);

@@ -1,12 +1,12 @@
 // The executables' shared frame: which exceptions become which exit codes.
-#include "app.h"
+#include "tools/app.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace {
 

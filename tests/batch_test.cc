@@ -1,6 +1,6 @@
 // Batching: plan_batches (token budget, bucketing, determinism),
 // epoch_order and make_batch.
-#include "batch.h"
+#include "model/batch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 
@@ -49,7 +49,7 @@ TEST(BatchPlanTest, EveryExampleExactlyOnceWithinBudget) {
       ++seen[i];
       max_len = std::max(max_len, padded_len(ex[i]));
     }
-    if (b.size() > 1) EXPECT_LE(static_cast<int64_t>(b.size()) * max_len, opt.max_tokens);
+    if (b.size() > 1) { EXPECT_LE(static_cast<int64_t>(b.size()) * max_len, opt.max_tokens); }
   }
   for (size_t i = 0; i < ex.size(); ++i) EXPECT_EQ(seen[i], 1) << "example " << i;
   // The budget is used: batches are not needlessly small (mean fill above half).
@@ -178,7 +178,7 @@ TEST(MakeBatchTest, ShapesPaddingAndShift) {
       if (k + 1 < 6 && k < T) {  // tgt_in is tgt_out shifted right by one, behind BOS
         EXPECT_EQ(b.tgt_in[r][k + 1].item<int64_t>(), b.tgt_out[r][k].item<int64_t>()) << r << "," << k;
       }
-      if (k > T) EXPECT_EQ(b.tgt_in[r][k].item<int64_t>(), nmt::kPadId) << r << "," << k;
+      if (k > T) { EXPECT_EQ(b.tgt_in[r][k].item<int64_t>(), nmt::kPadId) << r << "," << k; }
     }
   }
   // Non-pad positions of tgt_out count tgt_tokens.
@@ -219,6 +219,34 @@ TEST(MakeBatchTest, GuideRowsSpreadOneOverLinkedSourcePieces) {
   EXPECT_FLOAT_EQ(b.guide[1].sum().item<float>(), 0.0f);
   ex[0].guide.clear();
   EXPECT_FALSE(nmt::make_batch(ex, {0, 1}).guide.defined());
+}
+
+}  // namespace
+
+namespace {
+
+// cut_batches: the one rule behind training, translation and scoring batches.
+TEST(CutBatchesTest, EachLimitCutsAndOneExampleAlwaysFits) {
+  std::vector<Example> ex(6);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    ex[i].src.assign(10 - i, 5);  // 10, 9, .. 5 source pieces
+    ex[i].tgt.assign(3, 5);       // 4 target positions
+  }
+  std::vector<int64_t> order(ex.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto sizes = [](const std::vector<std::vector<int64_t>>& batches) {
+    std::vector<size_t> out;
+    for (const auto& b : batches) out.push_back(b.size());
+    return out;
+  };
+  nmt::BatchLimits sentences{4};
+  EXPECT_EQ(sizes(nmt::cut_batches(ex, order, sentences)), (std::vector<size_t>{4, 2}));
+  nmt::BatchLimits tokens{100, 20};  // n * 10 <= 20, then 8 * n <= 20 ...
+  EXPECT_EQ(sizes(nmt::cut_batches(ex, order, tokens)), (std::vector<size_t>{2, 2, 2}));
+  nmt::BatchLimits bytes{100, 0, 120, 2, 5};  // n * (S * 2 + 4 * 5) <= 120: 3 of (10 ..), then 3 of (7 ..)
+  EXPECT_EQ(sizes(nmt::cut_batches(ex, order, bytes)), (std::vector<size_t>{3, 3}));
+  nmt::BatchLimits tiny{100, 1};  // every example is over budget: one each
+  EXPECT_EQ(sizes(nmt::cut_batches(ex, order, tiny)), (std::vector<size_t>(6, 1)));
 }
 
 }  // namespace

@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "checkpoint.h"
-#include "error.h"
-#include "search.h"
+#include "base/error.h"
+#include "model/checkpoint.h"
+#include "search/search.h"
+#include "search/translator.h"
 #include "test_util.h"
-#include "translator.h"
 
 namespace {
 

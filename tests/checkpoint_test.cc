@@ -1,7 +1,7 @@
 // Checkpoint files: round trip, header checks, corrupt files, atomic writes,
 // training state and optimizer restore.
-#include "checkpoint.h"
-#include "io.h"
+#include "io/io.h"
+#include "model/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "batch.h"
-#include "error.h"
+#include "base/error.h"
+#include "model/batch.h"
 #include "test_util.h"
 
 namespace {
@@ -275,7 +275,7 @@ TEST(CheckpointTest, EveryFlippedByteIsRefused) {
     write_bytes(file, damaged);
     const auto msg = error_of([&] { nmt::load_checkpoint(file, torch::kCPU); });
     EXPECT_TRUE(contains(msg, file)) << "byte " << at << ": " << msg;
-    if (at >= 24) EXPECT_TRUE(contains(msg, "checksum mismatch")) << "byte " << at << ": " << msg;
+    if (at >= 24) { EXPECT_TRUE(contains(msg, "checksum mismatch")) << "byte " << at << ": " << msg; }
   }
   // Trailing bytes are damage too.
   write_bytes(path, bytes + "x");

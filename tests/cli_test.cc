@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "alignment.h"
-#include "checkpoint.h"
-#include "corpus.h"
-#include "metrics.h"
+#include "base/utf8.h"
+#include "model/checkpoint.h"
+#include "search/translator.h"
 #include "test_util.h"
-#include "translator.h"
-#include "utf8.h"
+#include "text/alignment.h"
+#include "text/corpus.h"
+#include "text/metrics.h"
 
 namespace {
 
@@ -514,8 +514,8 @@ TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
     const auto detail = nmt::corpus_bleu(hyps, *refs, lc);
     EXPECT_NEAR(detail.precisions[0], 100.0, 1e-9);
     EXPECT_GT(json_field(json, "bleu_lc"), json_field(json, "bleu_none")) << json;
-    if (refs == &glued) EXPECT_EQ(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json;
-    if (refs == &upper) EXPECT_LT(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json;
+    if (refs == &glued) { EXPECT_EQ(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json; }
+    if (refs == &upper) { EXPECT_LT(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json; }
   }
   // A reference of the wrong length fails and leaves the earlier scores file.
   const std::string before = read_bytes(dir + "/s.json");

@@ -1,12 +1,12 @@
 // Parallel corpus reading and validation: read_parallel, read_tsv, read_lines.
-#include "corpus.h"
+#include "text/corpus.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "error.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
-#include "distributed.h"
+#include "model/checkpoint.h"
 #include "test_util.h"
+#include "train/distributed.h"
 
 namespace {
 

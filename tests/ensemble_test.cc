@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
-#include "scorer.h"
+#include "model/checkpoint.h"
+#include "search/scorer.h"
+#include "search/translator.h"
 #include "test_util.h"
-#include "translator.h"
 
 namespace {
 

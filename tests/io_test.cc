@@ -2,7 +2,7 @@
 // devices, FIFOs and descriptor links in place; writes that fail part-way or
 // are killed leave the old file byte-identical; stale temporary files; line
 // reading with a byte cap; bounded file reads; the run-folder lock.
-#include "io.h"
+#include "io/io.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The flat JSON object writer of the metrics log and --scores-json.
-#include "json.h"
+#include "base/json.h"
 
 #include <gtest/gtest.h>
 

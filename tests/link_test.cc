@@ -1,4 +1,4 @@
-// The SentencePiece / LibTorch isolation (see src/spm_module.h).
+// The SentencePiece / LibTorch isolation (see src/text/spm_module.h).
 //
 // Debian's libsentencepiece carries a private protobuf-lite (3.14) whose
 // exported symbols clash with the libprotobuf (3.21) that libtorch uses. If
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 
@@ -109,7 +109,7 @@ TEST(LinkTest, ExecutableDoesNotLinkSentencePieceDirectly) {
     if (line.find("NEEDED") == std::string::npos) continue;
     EXPECT_EQ(line.find("sentencepiece"), std::string::npos)
         << "the test binary links SentencePiece directly (" << line
-        << "); it must only be loaded through libnmt_spm.so (see src/spm_module.h)";
+        << "); it must only be loaded through libnmt_spm.so (see src/text/spm_module.h)";
   }
 }
 

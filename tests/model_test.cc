@@ -1,6 +1,6 @@
 // The attention model: masks, padding invariance, gradients, tied
 // embeddings, step-vs-forward equivalence and ModelOptions.
-#include "model.h"
+#include "model/model.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "batch.h"
-#include "error.h"
+#include "base/error.h"
+#include "model/batch.h"
 #include "test_util.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 // A model variant the same tests run on: attention score and decoder recurrence.
@@ -136,9 +136,10 @@ TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
     const auto enc1 = model->encoder->forward(one.src, one.src_len);
     EXPECT_TRUE(torch::allclose(enc.annotations[r].narrow(0, 0, S), enc1.annotations[0], 1e-5, 1e-5))
         << "annotations of sentence " << r;
-    if (S < b.src.size(1))
+    if (S < b.src.size(1)) {
       EXPECT_TRUE(enc.annotations[r].narrow(0, S, b.src.size(1) - S).eq(0).all().item<bool>())
           << "annotations not zero on padding, sentence " << r;
+    }
     EXPECT_TRUE(torch::equal(enc.mask[r].narrow(0, 0, S), enc1.mask[0]));
     EXPECT_TRUE(torch::allclose(enc.init_state[r], enc1.init_state[0], 1e-5, 1e-5)) << "init_state " << r;
     const auto logits1 = model->forward(one.src, one.src_len, one.tgt_in);

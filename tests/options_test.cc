@@ -4,17 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 #include <limits>
+#include <set>
 #include <string>
 
-#include "align.h"
-#include "options.h"
-#include "search.h"
+#include "base/options.h"
+#include "search/search.h"
+#include "search/translator.h"
 #include "test_util.h"
-#include "translate_stream.h"
-#include "translator.h"
-#include "word_aligner.h"
+#include "text/word_aligner.h"
+#include "tools/align.h"
+#include "tools/translate_stream.h"
 
 namespace {
 
@@ -53,8 +55,8 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   expect_refused<T>(good, [](T& o) { o.learning_rate = kInf; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.batch_tokens = -5; }, "--batch-tokens");
   expect_refused<T>(good, [](T& o) { o.max_batch_sentences = 0; }, "--max-batch-sentences");
-  expect_refused<T>(good, [](T& o) { o.threads = -3; }, "--threads");
-  expect_refused<T>(good, [](T& o) { o.threads = 100000; }, "--threads");
+  expect_refused<T>(good, [](T& o) { o.runtime.threads = -3; }, "--threads");
+  expect_refused<T>(good, [](T& o) { o.runtime.threads = 100000; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.label_smoothing = 1.5; }, "--label-smoothing");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = kNan; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = -0.1; }, "--spm-alpha");
@@ -108,7 +110,7 @@ TEST(OptionsTest, SearchAndTranslationOptionsOutOfRange) {
   using R = nmt::StreamOptions;
   expect_refused<R>(R{}, [](R& o) { o.window = 0; }, "--window");
   expect_refused<R>(R{}, [](R& o) { o.max_line_bytes = 0; }, "--max-line-bytes");
-  expect_refused<R>(R{}, [](R& o) { o.threads = -3; }, "--threads");
+  expect_refused<R>(R{}, [](R& o) { o.runtime.threads = -3; }, "--threads");
   expect_refused<R>(R{}, [](R& o) { o.translate.batch_sentences = 0; }, "--batch-size");
   expect_refused<R>(R{}, [](R& o) { o.translate.batch_tokens = -1; }, "--batch-tokens");
   expect_refused<R>(R{}, [](R& o) { o.translate.max_input_length = -1; }, "--max-input-length");
@@ -121,10 +123,81 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   expect_refused<A>(A{}, [](A& o) { o.threshold = 2; }, "--threshold");
   expect_refused<A>(A{}, [](A& o) { o.shift = 9; }, "--shift");
   expect_refused<A>(A{}, [](A& o) { o.max_pairs = -1; }, "--max-pairs");
-  expect_refused<A>(A{}, [](A& o) { o.threads = -1; }, "--threads");
+  expect_refused<A>(A{}, [](A& o) { o.runtime.threads = -1; }, "--threads");
   expect_refused<A>(A{}, [](A& o) { o.ibm.iterations = 0; }, "--ibm-iterations");
   expect_refused<A>(A{}, [](A& o) { o.ibm.diagonal_tension = kNan; }, "--ibm-tension");
   expect_refused<A>(A{}, [](A& o) { o.search.beam_size = -1; }, "--beam-size");
+}
+
+}  // namespace
+
+namespace {
+
+// Collects the fields a struct lists.
+struct FieldNames {
+  std::vector<std::string> names;
+  template <class T>
+  void operator()(const nmt::Field& f, const T&) {
+    names.push_back(f.name);
+  }
+};
+
+template <class Options>
+std::vector<std::string> field_names() {
+  Options o;
+  FieldNames v;
+  Options::fields(o, v);
+  return v.names;
+}
+
+// Every name is a lowercase long option ("emb-dim") and none repeats within a tool.
+void expect_well_formed(const std::vector<std::string>& names) {
+  std::set<std::string> seen;
+  for (const auto& n : names) {
+    EXPECT_FALSE(n.empty());
+    EXPECT_TRUE(std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }))
+        << n;
+    EXPECT_TRUE(seen.insert(n).second) << n << " is listed twice";
+  }
+}
+
+TEST(OptionsFieldsTest, EachToolListsEveryOptionOnce) {
+  auto train = field_names<nmt::TrainOptions>();
+  for (const auto& n : field_names<nmt::TokenizerOptions>()) train.push_back(n);
+  for (const auto& n : field_names<nmt::ModelOptions>()) train.push_back(n);
+  expect_well_formed(train);
+  expect_well_formed(field_names<nmt::StreamOptions>());
+  expect_well_formed(field_names<nmt::AlignRunOptions>());
+  EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 11u);  // one per member of ModelOptions
+}
+
+TEST(OptionsFieldsTest, ModelOptionsRoundTripThroughTheirText) {
+  nmt::ModelOptions m = nmt::test::tiny_model();
+  m.attention = nmt::AttentionType::kGeneral;
+  m.decoder = nmt::DecoderType::kCgru;
+  m.dropout = 0.125;
+  m.tie_embeddings = true;
+  const auto back = nmt::ModelOptions::parse(m.serialize(), "test");
+  EXPECT_EQ(back.serialize(), m.serialize());
+  EXPECT_EQ(back.field("decoder"), "cgru");
+  EXPECT_EQ(back.field("tie_embeddings"), "1");
+  EXPECT_TRUE(contains(error_of([&] { back.field("nope"); }), "unknown model option 'nope'"));
+  // A config written before `decoder` existed still reads (as bahdanau); any other lacking key is named.
+  std::string old = m.serialize();
+  old.erase(old.find("decoder=cgru\n"), std::string("decoder=cgru\n").size());
+  EXPECT_EQ(nmt::ModelOptions::parse(old, "old").decoder, nmt::DecoderType::kBahdanau);
+  std::string lacking = m.serialize();
+  lacking.erase(lacking.find("emb_dim="), lacking.find('\n', lacking.find("emb_dim=")) + 1 - lacking.find("emb_dim="));
+  EXPECT_TRUE(contains(error_of([&] { nmt::ModelOptions::parse(lacking, "x.ckpt"); }), "lacks 'emb_dim'"));
+  EXPECT_TRUE(contains(error_of([&] { nmt::ModelOptions::parse(m.serialize() + "dropout=lots\n", "x"); }),
+                       "bad value for dropout"));
+}
+
+TEST(OptionsFieldsTest, EnumNamesParseBackAndRefuseOthers) {
+  for (const auto& name : nmt::enum_names<nmt::Symmetrization>())
+    EXPECT_EQ(nmt::enum_name(nmt::parse_enum<nmt::Symmetrization>(name)), name);
+  EXPECT_EQ(error_of([] { nmt::parse_attention("bilinear"); }),
+            "unknown attention 'bilinear' (expected additive, dot, general, concat or none)");
 }
 
 }  // namespace

@@ -18,10 +18,10 @@
 #include <limits>
 #include <thread>
 
-#include "checkpoint.h"
-#include "error.h"
+#include "base/error.h"
+#include "model/checkpoint.h"
 #include "test_util.h"
-#include "trainer.h"
+#include "train/trainer.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -122,8 +122,9 @@ TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
         << read_all(c.log);
     kill(c.pid, SIGKILL);
     EXPECT_EQ(wait_exit(c, 30), 128 + SIGKILL);
-    if (resuming)
+    if (resuming) {
       EXPECT_NE(read_all(c.log).find("resumed from"), std::string::npos) << read_all(c.log);
+    }
     mid_write += !temporaries(dir + "/run").empty();
     for (const auto& e : fs::directory_iterator(dir + "/run")) {
       const auto name = e.path().filename().string();
@@ -158,7 +159,7 @@ void train_then_poison(const std::string& out, const std::function<void(nmt::Seq
   opt.valid_every = 0;
   opt.log_every = 0;
   opt.keep_checkpoints = 0;
-  opt.threads = 1;
+  opt.runtime.threads = 1;
   nmt::TokenizerOptions tok;
   tok.src_model = tok.tgt_model = nmt::test::toy_tokenizer_file();
   nmt::train(opt, tok, nmt::test::tiny_model());
@@ -183,7 +184,7 @@ nmt::TrainOptions resume_options(const std::string& out, int64_t max_steps) {
   opt.valid_every = 0;
   opt.log_every = 0;
   opt.keep_checkpoints = 0;
-  opt.threads = 1;
+  opt.runtime.threads = 1;
   opt.resume = true;
   return opt;
 }

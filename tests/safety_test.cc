@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
+#include "model/checkpoint.h"
 #include "test_util.h"
 
 namespace {
@@ -212,7 +212,7 @@ TEST(SafetyTest, SecondSignalToTrainLeavesNoTemporaryFiles) {
   EXPECT_NE(read_bytes(c.log).find("nmt-train interrupted by SIG"), std::string::npos) << read_bytes(c.log);
   EXPECT_TRUE(temporaries(dir).empty());
   for (const auto& e : fs::directory_iterator(dir + "/run"))
-    if (e.path().extension() == ".ckpt") EXPECT_NO_THROW(nmt::load_checkpoint(e.path().string(), torch::kCPU)) << e.path();
+    if (e.path().extension() == ".ckpt") { EXPECT_NO_THROW(nmt::load_checkpoint(e.path().string(), torch::kCPU)) << e.path(); }
 }
 
 TEST(SafetyTest, TrainRemovesTemporaryFilesOfRunsThatAreGone) {

@@ -1,6 +1,6 @@
 // The validation schedule on its own: best model, learning-rate decay on
 // plateaus, its floor, and early stopping.
-#include "schedule.h"
+#include "train/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Greedy search: batch independence, length caps, attention rows, scores
 // that agree with teacher-forced decoding; and the Translator around it.
-#include "search.h"
+#include "search/search.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
+#include "base/error.h"
+#include "search/translator.h"
 #include "test_util.h"
-#include "tokenizer.h"
-#include "translator.h"
+#include "text/tokenizer.h"
 
 namespace {
 

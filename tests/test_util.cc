@@ -1,8 +1,8 @@
 // Shared test helpers.
 #include "test_util.h"
 
-#include "io.h"
-#include "trainer.h"
+#include "io/io.h"
+#include "train/trainer.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -147,7 +147,7 @@ std::string train_toy_checkpoint(const std::string& dir) {
   opt.valid_every = 0;
   opt.keep_checkpoints = 0;
   opt.log_every = 0;
-  opt.threads = 1;
+  opt.runtime.threads = 1;
   TokenizerOptions tok;
   tok.src_model = tok.tgt_model = toy_tokenizer_file();
   train(opt, tok, tiny_model());

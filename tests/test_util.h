@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "options.h"
-#include "tokenizer.h"
+#include "base/error.h"
+#include "base/options.h"
+#include "text/tokenizer.h"
 
 namespace nmt::test {
 

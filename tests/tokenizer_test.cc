@@ -1,6 +1,6 @@
 // The SentencePiece front end: training, reserved ids, encode/decode,
 // serialization.
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace {

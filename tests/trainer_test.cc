@@ -1,7 +1,7 @@
 // End-to-end training on the toy corpus: the loss falls and the run's files
 // appear; resuming is exact; a used folder is refused; a stop flag
 // interrupts cleanly.
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -17,12 +17,12 @@
 #include <set>
 #include <thread>
 
-#include "checkpoint.h"
-#include "align.h"
-#include "utf8.h"
-#include "device.h"
-#include "error.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "model/checkpoint.h"
+#include "model/device.h"
 #include "test_util.h"
+#include "tools/align.h"
 
 namespace {
 
@@ -47,8 +47,8 @@ nmt::TrainOptions base_options(const nmt::test::ToyFiles& f, const std::string& 
   o.lr_patience = 1000;
   o.stop_metric = nmt::StopMetric::kLoss;
   o.log_every = 0;
-  o.device = "cpu";
-  o.threads = 1;
+  o.runtime.device = "cpu";
+  o.runtime.threads = 1;
   o.seed = 3;
   return o;
 }
@@ -361,10 +361,10 @@ TEST(TrainerTest, GuidedAlignmentPullsAttentionTowardsTheGuide) {
     a.model_path = o.output_dir + "/last.ckpt";
     a.src = f.valid_src;
     a.tgt = f.valid_tgt;
-    a.format = "pharaoh";
+    a.format = nmt::AlignFormat::kPharaoh;
     a.output = o.output_dir + "/valid.links";
     a.eval_gold = dir + "/valid.align";
-    a.threads = 1;
+    a.runtime.threads = 1;
     return nmt::run_alignment(a).aer();
   };
   const double plain = aer("plain", ""), guided = aer("guided", dir + "/train.align");

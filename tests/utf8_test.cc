@@ -1,5 +1,5 @@
 // UTF-8 validation (RFC 3629) and the whitespace helpers.
-#include "utf8.h"
+#include "base/utf8.h"
 
 #include <gtest/gtest.h>
 

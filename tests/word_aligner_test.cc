@@ -1,13 +1,13 @@
 // The statistical (fast_align-style IBM Model 2) word aligner on corpora
 // whose true links are known.
-#include "word_aligner.h"
+#include "text/word_aligner.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace {
 

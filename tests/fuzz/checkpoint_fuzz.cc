@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "checkpoint.h"
-#include "error.h"
+#include "base/error.h"
+#include "model/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <string>
 
-#include "error.h"
-#include "options.h"
+#include "base/error.h"
+#include "base/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "corpus.h"
-#include "error.h"
-#include "utf8.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "text/corpus.h"
 
 namespace {
 

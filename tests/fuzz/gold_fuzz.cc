@@ -3,8 +3,8 @@
 #include <sstream>
 #include <string>
 
-#include "alignment.h"
-#include "error.h"
+#include "base/error.h"
+#include "text/alignment.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

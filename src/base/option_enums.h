@@ -1,0 +1,143 @@
+// The options whose values are names (--attention additive, --format
+// pharaoh, ...): each enum lists its names once, in an EnumNames
+// specialization (fields.h), which gives parsing, printing and --help's
+// list of choices. Included by options.h.
+#pragma once
+#include <array>
+#include <string>
+#include <utility>
+
+#include "base/fields.h"
+
+namespace nmt {
+
+// How decoder queries are scored against encoder annotations h_j.
+enum class AttentionType {
+  kAdditive,  // Bahdanau: v^T tanh(W s + U h_j)
+  kDot,       // Luong: s^T h_j (needs decoder hidden == 2 * encoder hidden)
+  kGeneral,   // Luong: s^T W h_j
+  kConcat,    // Luong: v^T tanh(W_a [s; h_j]) (W_a split in two blocks, keys precomputed)
+  kNone,      // no attention: c_t is the mean annotation (RNNencdec baseline)
+};
+template <>
+struct EnumNames<AttentionType> {
+  static constexpr const char* what = "attention";
+  static constexpr std::array<std::pair<AttentionType, const char*>, 5> values = {{
+      {AttentionType::kAdditive, "additive"}, {AttentionType::kDot, "dot"}, {AttentionType::kGeneral, "general"},
+      {AttentionType::kConcat, "concat"}, {AttentionType::kNone, "none"}}};
+};
+
+// The decoder's recurrence.
+enum class DecoderType {
+  kBahdanau,  // s_t = GRU([E y_{t-1}; c_t], s_{t-1}), c_t attending with s_{t-1} (Bahdanau et al. 2015)
+  kCgru,      // conditional GRU (Nematus, nmtpy): s'_t = GRU1(E y_{t-1}, s_{t-1}); c_t attends
+              // with s'_t; s_t = GRU2(c_t, s'_t)
+};
+template <>
+struct EnumNames<DecoderType> {
+  static constexpr const char* what = "decoder";
+  static constexpr std::array<std::pair<DecoderType, const char*>, 2> values = {{
+      {DecoderType::kBahdanau, "bahdanau"}, {DecoderType::kCgru, "cgru"}}};
+};
+
+// How gradients update the weights.
+enum class OptimizerType {
+  kAdam,  // Adam (Kingma & Ba 2015) with --adam-beta1/2
+  kSgd,   // plain SGD: w -= lr * (gradient + weight_decay * w)
+};
+template <>
+struct EnumNames<OptimizerType> {
+  static constexpr const char* what = "optimizer";
+  static constexpr std::array<std::pair<OptimizerType, const char*>, 2> values = {{
+      {OptimizerType::kAdam, "adam"}, {OptimizerType::kSgd, "sgd"}}};
+};
+
+// Which validation figure decides "best" and early stopping.
+enum class StopMetric { kLoss, kPerplexity, kBleu, kChrf };
+template <>
+struct EnumNames<StopMetric> {
+  static constexpr const char* what = "metric";
+  static constexpr std::array<std::pair<StopMetric, const char*>, 4> values = {{
+      {StopMetric::kLoss, "loss"}, {StopMetric::kPerplexity, "perplexity"}, {StopMetric::kBleu, "bleu"},
+      {StopMetric::kChrf, "chrf"}}};
+};
+
+// The names of these enums, and their parsers (nmt::Error for an unknown name).
+inline const char* to_string(AttentionType t) { return enum_name(t); }
+inline const char* to_string(DecoderType t) { return enum_name(t); }
+inline const char* to_string(OptimizerType t) { return enum_name(t); }
+inline const char* to_string(StopMetric m) { return enum_name(m); }
+inline AttentionType parse_attention(const std::string& s) { return parse_enum<AttentionType>(s); }
+inline DecoderType parse_decoder(const std::string& s) { return parse_enum<DecoderType>(s); }
+inline OptimizerType parse_optimizer(const std::string& s) { return parse_enum<OptimizerType>(s); }
+inline StopMetric parse_stop_metric(const std::string& s) { return parse_enum<StopMetric>(s); }
+
+// Which aligner nmt-align runs.
+enum class Aligner {
+  kAttention,  // a model's attention
+  kIbm2,       // statistical, fast_align-style (word_aligner.h); needs no model
+};
+template <>
+struct EnumNames<Aligner> {
+  static constexpr const char* what = "aligner";
+  static constexpr std::array<std::pair<Aligner, const char*>, 2> values = {{
+      {Aligner::kAttention, "attention"}, {Aligner::kIbm2, "ibm2"}}};
+};
+
+// What nmt-align writes.
+enum class AlignFormat {
+  kCsv,      // attention matrices
+  kPharaoh,  // word links i-j
+  kSvg,      // heatmaps
+};
+template <>
+struct EnumNames<AlignFormat> {
+  static constexpr const char* what = "format";
+  static constexpr std::array<std::pair<AlignFormat, const char*>, 3> values = {{
+      {AlignFormat::kCsv, "csv"}, {AlignFormat::kPharaoh, "pharaoh"}, {AlignFormat::kSvg, "svg"}}};
+};
+
+// The units of the matrices written.
+enum class AlignLevel { kSubword, kWord };
+template <>
+struct EnumNames<AlignLevel> {
+  static constexpr const char* what = "level";
+  static constexpr std::array<std::pair<AlignLevel, const char*>, 2> values = {{
+      {AlignLevel::kSubword, "subword"}, {AlignLevel::kWord, "word"}}};
+};
+
+// How a matrix becomes hard links.
+enum class HardMethod {
+  kArgmax,     // each target word links to its most attended source word
+  kThreshold,  // every (i, j) whose weight is at least the threshold
+};
+template <>
+struct EnumNames<HardMethod> {
+  static constexpr const char* what = "alignment method";
+  static constexpr std::array<std::pair<HardMethod, const char*>, 2> values = {{
+      {HardMethod::kArgmax, "argmax"}, {HardMethod::kThreshold, "threshold"}}};
+};
+inline HardMethod parse_hard_method(const std::string& s) { return parse_enum<HardMethod>(s); }
+
+// How the links of two directions combine.
+enum class Symmetrization {
+  kNone,              // forward links only
+  kIntersection,      // links both directions agree on: high precision
+  kUnion,             // links of either direction: high recall
+  kGrowDiag,          // intersection grown into neighbouring union links
+  kGrowDiagFinal,     // grow-diag, then union links with an unaligned word
+  kGrowDiagFinalAnd,  // grow-diag, then union links whose two words are unaligned
+  kAverage,           // hard links of the mean of both word-level matrices
+};
+template <>
+struct EnumNames<Symmetrization> {
+  static constexpr const char* what = "symmetrization";
+  static constexpr std::array<std::pair<Symmetrization, const char*>, 7> values = {{
+      {Symmetrization::kNone, "none"}, {Symmetrization::kIntersection, "intersection"},
+      {Symmetrization::kUnion, "union"}, {Symmetrization::kGrowDiag, "grow-diag"},
+      {Symmetrization::kGrowDiagFinal, "grow-diag-final"}, {Symmetrization::kGrowDiagFinalAnd, "grow-diag-final-and"},
+      {Symmetrization::kAverage, "average"}}};
+};
+inline Symmetrization parse_symmetrization(const std::string& s) { return parse_enum<Symmetrization>(s); }
+
+}  // namespace nmt

@@ -1,0 +1,116 @@
+// Token-budget batching with length bucketing, and padded batch tensors.
+#include "model/batch.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "text/tokenizer.h"
+
+namespace nmt {
+
+std::vector<std::vector<int64_t>> plan_batches(const std::vector<Example>& examples,
+                                               const BatchPlanOptions& opt, uint64_t seed) {
+  std::vector<int64_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (examples[a].src.size() != examples[b].src.size()) return examples[a].src.size() < examples[b].src.size();
+    return examples[a].tgt.size() < examples[b].tgt.size();
+  });
+  return cut_batches(examples, order, BatchLimits{opt.max_sentences, opt.max_tokens});
+}
+
+std::vector<std::vector<int64_t>> cut_batches(const std::vector<Example>& examples, const std::vector<int64_t>& order,
+                                              const BatchLimits& limits) {
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> cur;
+  int64_t max_src = 0, max_tgt = 0;
+  for (int64_t i : order) {
+    const int64_t s = static_cast<int64_t>(examples[i].src.size());
+    const int64_t t = static_cast<int64_t>(examples[i].tgt.size()) + 1;  // tgt_in / tgt_out length
+    const int64_t ms = std::max(max_src, s), mt = std::max(max_tgt, t);
+    const int64_t n = static_cast<int64_t>(cur.size()) + 1;
+    const bool fits = n <= limits.max_sentences && (limits.max_tokens <= 0 || n * std::max(ms, mt) <= limits.max_tokens) &&
+                      (limits.max_bytes <= 0 || n * (ms * limits.src_bytes + mt * limits.tgt_bytes) <= limits.max_bytes);
+    if (!cur.empty() && !fits) {
+      batches.push_back(std::move(cur));
+      cur.clear();
+      max_src = s;
+      max_tgt = t;
+    } else {
+      max_src = ms;
+      max_tgt = mt;
+    }
+    cur.push_back(i);
+  }
+  if (!cur.empty()) batches.push_back(std::move(cur));
+  return batches;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch)};
+  std::mt19937_64 rng(seq);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+Batch Batch::to(const torch::Device& device) const {
+  Batch b = *this;
+  b.src = src.to(device);
+  if (tgt_in.defined()) b.tgt_in = tgt_in.to(device);
+  if (tgt_out.defined()) b.tgt_out = tgt_out.to(device);
+  if (guide.defined()) b.guide = guide.to(device);
+  return b;
+}
+
+Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices, bool with_target) {
+  const int64_t B = static_cast<int64_t>(indices.size());
+  int64_t S = 1, T = 1;
+  for (int64_t i : indices) {
+    S = std::max<int64_t>(S, examples[i].src.size());
+    T = std::max<int64_t>(T, examples[i].tgt.size() + 1);
+  }
+  Batch b;
+  b.src = torch::full({B, S}, kPadId, torch::kInt64);
+  b.src_len = torch::empty({B}, torch::kInt64);
+  auto src = b.src.accessor<int64_t, 2>();
+  auto src_len = b.src_len.accessor<int64_t, 1>();
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& e = examples[indices[r]];
+    for (size_t k = 0; k < e.src.size(); ++k) src[r][k] = e.src[k];
+    src_len[r] = static_cast<int64_t>(e.src.size());
+    b.src_tokens += src_len[r];
+  }
+  if (!with_target) return b;
+  b.tgt_in = torch::full({B, T}, kPadId, torch::kInt64);
+  b.tgt_out = torch::full({B, T}, kPadId, torch::kInt64);
+  auto tin = b.tgt_in.accessor<int64_t, 2>();
+  auto tout = b.tgt_out.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& y = examples[indices[r]].tgt;
+    tin[r][0] = kBosId;
+    for (size_t k = 0; k < y.size(); ++k) {
+      tin[r][k + 1] = y[k];
+      tout[r][k] = y[k];
+    }
+    tout[r][y.size()] = kEosId;
+    b.tgt_tokens += static_cast<int64_t>(y.size()) + 1;
+  }
+  bool guided = false;
+  for (int64_t i : indices) guided = guided || !examples[i].guide.empty();
+  if (!guided) return b;
+  b.guide = torch::zeros({B, T, S}, torch::kFloat);
+  auto g = b.guide.accessor<float, 3>();
+  for (int64_t r = 0; r < B; ++r) {
+    std::vector<int> per_row(T, 0);
+    for (const auto& [s, t] : examples[indices[r]].guide) ++per_row[t];
+    for (const auto& [s, t] : examples[indices[r]].guide) g[r][t][s] = 1.0f / static_cast<float>(per_row[t]);
+  }
+  return b;
+}
+
+}  // namespace nmt

@@ -1,0 +1,82 @@
+// The checkpoint file: everything needed to translate (model config,
+// tokenizers, weights) and to resume training (optimizer, scheduler, RNG and
+// data position), in one file written atomically.
+//
+// Layout (version 2): 8-byte magic "NMTCKPT\n", uint32 format version,
+// uint64 size of the archive, uint32 CRC-32 (zlib) of the archive, all
+// little-endian, then the archive: a LibTorch zip with: "config" (ModelOptions text), "src_spm",
+// "tgt_spm" (SentencePiece model bytes), "model/..." (weights) and, in
+// training checkpoints, "optimizer/..." and "state/...". Version 1 files
+// (magic, version, archive; no size or checksum) are still read.
+#pragma once
+#include <torch/optim.h>
+
+#include <optional>
+#include <string>
+
+#include "model/model.h"
+#include "text/tokenizer.h"
+#include "train/schedule.h"
+
+namespace nmt {
+
+constexpr uint32_t kCheckpointVersion = 2;  // written; versions 1 and 2 are read
+
+// Where training stands; saved with every training checkpoint.
+struct TrainState : ScheduleState {  // learning rate, best figure, plateau and early-stopping counts
+  int64_t step = 0;            // optimizer steps taken
+  int64_t epoch = 1;           // current epoch (1-based)
+  int64_t batch_in_epoch = 0;  // batches of this epoch already consumed
+  int64_t seed = 1;              // the run's seed; data order derives from it
+  double elapsed_seconds = 0;    // training wall time so far
+  torch::Tensor rng_state;       // CPU generator state (dropout)
+};
+
+// A model ready to run, with its tokenizers.
+struct LoadedModel {
+  ModelOptions options;
+  Tokenizer src_tok;
+  Tokenizer tgt_tok;
+  Seq2Seq model{nullptr};
+};
+
+// Writes a checkpoint to `path` through a temporary file in the same folder
+// and a rename, so an interrupted write never replaces a good file. With
+// `optimizer` and `state`, a training checkpoint. Throws nmt::Error on I/O
+// failure, or (writing nothing) when a weight holds NaN or Inf.
+void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
+                     torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr);
+
+// What a checkpoint's bytes hold, checked but not yet turned into a model.
+struct CheckpointInfo {
+  ModelOptions options;      // the architecture (validated)
+  std::string src_spm;       // SentencePiece model bytes, source side
+  std::string tgt_spm;       // target side
+  bool has_train_state = false;  // optimizer and training state present
+};
+
+// Parses checkpoint bytes: header (magic, version, size, checksum), archive,
+// config and tokenizer entries. `origin` names the source in errors. Throws
+// nmt::Error with a hint for anything malformed or damaged; never crashes on
+// arbitrary bytes.
+CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
+
+// Reads a checkpoint's model and tokenizers onto `device`. Reads the header
+// before the body, so a device or foreign file is refused at once. Throws
+// nmt::Error with a hint for a missing file, a foreign, truncated or damaged
+// (checksum) file, a format version this build does not read, or a weight
+// holding NaN or Inf (named).
+LoadedModel load_checkpoint(const std::string& path, const torch::Device& device);
+
+// Writes to `out` a checkpoint whose weights are the element-wise mean of
+// the weights of `paths` (checkpoint averaging), with the first one's
+// configuration and tokenizers and no training state. Returns the averaged
+// model. Throws nmt::Error when `paths` is empty, a file cannot be read, or
+// the checkpoints differ in configuration or tokenizers.
+LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std::string& out);
+
+// Restores the optimizer and returns the training state of a training
+// checkpoint. Throws nmt::Error if `path` holds no training state.
+TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);
+
+}  // namespace nmt

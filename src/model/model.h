@@ -1,0 +1,150 @@
+// The attention model of Bahdanau, Cho & Bengio (2015): a bidirectional GRU
+// encoder, an attention over its annotations and a GRU decoder with a deep
+// output layer. Shapes: B batch, S source length, T target length,
+// E embedding, H encoder hidden per direction, C = 2H annotation size,
+// D decoder hidden, V target vocabulary.
+#pragma once
+#include <c10/core/InferenceMode.h>
+#include <torch/nn.h>
+
+#include "base/options.h"
+
+namespace nmt {
+
+struct EncoderOutput {
+  torch::Tensor annotations;  // [B, S, C] h_j; zero on padding
+  torch::Tensor mask;         // [B, S] bool, true on real positions
+  torch::Tensor init_state;   // [B, D] s_0 = tanh(W_s <-h_1)
+};
+
+// Embeds the source and runs a bidirectional GRU over packed sequences, so
+// padding never reaches the recurrence: a sentence's annotations are the same
+// alone or inside a padded batch.
+class EncoderImpl : public torch::nn::Module {
+ public:
+  explicit EncoderImpl(const ModelOptions& opt);
+  // src [B, S] int64; src_len [B] int64 on CPU, every length >= 1.
+  EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
+
+ private:
+  ModelOptions opt_;
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::GRU rnn{nullptr};
+  torch::nn::Linear init{nullptr};  // H -> D
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Encoder);
+
+// Scores a decoder state against every annotation and returns the context.
+// Keys (the part of the score that depends only on h_j) are computed once per
+// batch by keys(); forward() is called once per decoder step.
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelOptions& opt);
+  // annotations [B, S, C] -> keys: additive/concat [B, S, A], general [B, S, D], dot/none [B, S, C]
+  torch::Tensor keys(const torch::Tensor& annotations);
+  // query [B, D] -> {context [B, C], alpha [B, S]}; alpha sums to 1 over mask
+  // and is exactly 0 on padding.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& query, const torch::Tensor& keys,
+                                                  const torch::Tensor& annotations, const torch::Tensor& mask);
+
+ private:
+  AttentionType type_;
+  torch::nn::Linear W{nullptr};  // query projection (additive, concat)
+  torch::nn::Linear U{nullptr};  // key projection (additive, concat, general)
+  torch::nn::Linear v{nullptr};  // A -> 1 (additive, concat)
+};
+TORCH_MODULE(Attention);
+
+struct DecoderStep {
+  torch::Tensor state;    // [B, D] s_t
+  torch::Tensor context;  // [B, C] c_t
+  torch::Tensor alpha;    // [B, S] attention weights of this step
+  torch::Tensor logits;   // [B, V]
+};
+
+// The decoder. Bahdanau: s_t = GRU([E y_{t-1}; c_t], s_{t-1}) where c_t
+// attends with s_{t-1}. Conditional GRU (DecoderType::kCgru, as Nematus):
+// s'_t = GRU1(E y_{t-1}, s_{t-1}), c_t attends with s'_t, s_t = GRU2(c_t, s'_t).
+// Both: output t_t = tanh(W_o [s_t; c_t; E y_{t-1}]), logits = W_out t_t.
+class DecoderImpl : public torch::nn::Module {
+ public:
+  explicit DecoderImpl(const ModelOptions& opt);
+  // Teacher forcing. tgt_in [B, T] -> logits [B, T, V]; with `alpha_out`,
+  // also the attention weights [B, T, S].
+  torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc,
+                        torch::Tensor* alpha_out = nullptr);
+  // One step of search. y_prev [B], state [B, D], keys from attention->keys().
+  DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const EncoderOutput& enc,
+                   const torch::Tensor& keys);
+  Attention attention{nullptr};
+
+ private:
+  // [.., D], [.., C], [.., E] -> logits [.., V]
+  torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
+  // One step of the recurrence: {s_t, c_t, alpha_t} from ey [B, E] and s_{t-1} [B, D].
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur(const torch::Tensor& ey, const torch::Tensor& state,
+                                                               const EncoderOutput& enc, const torch::Tensor& keys);
+  ModelOptions opt_;
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
+  torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
+  torch::nn::Linear deep{nullptr};  // D + C + E -> E
+  torch::Tensor out_weight;          // [V, E], or the embedding when tied
+  torch::Tensor out_bias;            // [V]
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Decoder);
+
+class Seq2SeqImpl : public torch::nn::Module {
+ public:
+  explicit Seq2SeqImpl(const ModelOptions& opt);
+  // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in).
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                        torch::Tensor* alpha_out = nullptr);
+  const ModelOptions& options() const { return opt_; }
+  Encoder encoder{nullptr};
+  Decoder decoder{nullptr};
+
+ private:
+  ModelOptions opt_;
+};
+TORCH_MODULE(Seq2Seq);
+
+// Decoding (search, scoring, alignment) runs inside one of these: for its
+// life every model given is in eval mode (dropout off) and autograd records
+// nothing (c10::InferenceMode); each model's former mode comes back at the end.
+class InferenceScope {
+ public:
+  explicit InferenceScope(std::vector<Seq2Seq> models) : models_(std::move(models)) {
+    for (auto& m : models_) {
+      was_training_.push_back(m->is_training());
+      m->eval();
+    }
+  }
+  ~InferenceScope() {
+    for (size_t i = 0; i < models_.size(); ++i)
+      if (was_training_[i]) models_[i]->train();
+  }
+  InferenceScope(const InferenceScope&) = delete;
+  InferenceScope& operator=(const InferenceScope&) = delete;
+
+ private:
+  std::vector<Seq2Seq> models_;
+  std::vector<bool> was_training_;
+  c10::InferenceMode mode_;
+};
+
+// Summed token cross-entropy with label smoothing, ignoring padding.
+// logits [B, T, V], tgt_out [B, T] -> scalar.
+torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing);
+
+// Guided alignment (Chen et al. 2016): the cross-entropy of the attention
+// `alpha` [B, T, S] against `guide` [B, T, S] (each guided row spreads 1
+// over its linked source pieces, other rows are 0), summed over the batch.
+torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Tensor& guide);
+
+// Parameter count, for logs.
+int64_t count_parameters(torch::nn::Module& m);
+
+}  // namespace nmt

@@ -1,0 +1,60 @@
+// One model or an ensemble behind the interface the search uses.
+#include "search/scorer.h"
+
+#include "base/error.h"
+
+namespace nmt {
+
+Scorer::Scorer(std::vector<Seq2Seq> models) : models_(std::move(models)) {
+  if (models_.empty()) throw Error("a scorer needs at least one model");
+  vocab_ = models_.front()->options().tgt_vocab;
+  for (const auto& m : models_)
+    if (m->options().tgt_vocab != vocab_)
+      throw Error("ensemble members have different target vocabularies (" + std::to_string(vocab_) + " and " +
+                  std::to_string(m->options().tgt_vocab) + " pieces)");
+}
+
+ScorerState Scorer::start(const Batch& batch, int64_t copies) {
+  ScorerState st;
+  for (auto& m : models_) {
+    auto enc = m->encoder->forward(batch.src, batch.src_len);
+    if (copies > 1)  // each sentence's encoder output for its `copies` rows: [B*copies, ...]
+      enc = EncoderOutput{enc.annotations.repeat_interleave(copies, 0), enc.mask.repeat_interleave(copies, 0),
+                          enc.init_state.repeat_interleave(copies, 0)};
+    auto keys = m->decoder->attention->keys(enc.annotations);  // [R, S, A]
+    auto hidden = enc.init_state;                               // [R, D]
+    st.members.push_back(MemberState{std::move(enc), std::move(keys), std::move(hidden)});
+  }
+  return st;
+}
+
+torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {
+  torch::Tensor logp_sum, alpha_sum;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    auto& ms = state.members[i];
+    auto out = models_[i]->decoder->step(y_prev, ms.hidden, ms.enc, ms.keys);
+    ms.hidden = out.state;
+    auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);  // [R, V]
+    logp_sum = i == 0 ? logp : logp_sum + logp;
+    if (alpha) alpha_sum = i == 0 ? out.alpha : alpha_sum + out.alpha;
+  }
+  const double n = static_cast<double>(models_.size());
+  if (alpha) *alpha = models_.size() == 1 ? alpha_sum : alpha_sum / n;
+  return models_.size() == 1 ? logp_sum : logp_sum / n;
+}
+
+void Scorer::reorder(ScorerState& state, const torch::Tensor& rows) {
+  // Rows of one sentence share its encoder output: only the recurrent state moves.
+  for (auto& ms : state.members) ms.hidden = ms.hidden.index_select(0, rows);
+}
+
+torch::Tensor Scorer::forced_log_probs(const Batch& batch) {
+  torch::Tensor sum;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    auto logp = torch::log_softmax(models_[i]->forward(batch.src, batch.src_len, batch.tgt_in).to(torch::kFloat), -1);
+    sum = i == 0 ? logp : sum + logp;  // [B, T, V]
+  }
+  return models_.size() == 1 ? sum : sum / static_cast<double>(models_.size());
+}
+
+}  // namespace nmt

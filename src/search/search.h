@@ -1,0 +1,44 @@
+// Search over a trained model or an ensemble (through a Scorer, scorer.h):
+// one interface, two implementations (greedy, and beam search), each working
+// on a whole batch at once: one decoder call per output position for all
+// sentences (and all hypotheses), never a loop of model calls per sentence.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "base/options.h"
+#include "model/batch.h"
+#include "model/model.h"
+#include "search/scorer.h"
+
+namespace nmt {
+
+struct Hypothesis {
+  std::vector<int64_t> ids;      // target ids without BOS/EOS
+  double score = 0;              // sum of token log-probabilities, EOS included
+  double norm_score = 0;         // score / ((5 + n) / 6)^alpha, n = len(ids) + 1: what beam search ranks by
+  torch::Tensor attention;       // [len(ids) + 1, S_real] float on CPU, when requested
+};
+
+class Search {
+ public:
+  virtual ~Search() = default;
+  // Returns, for each sentence of `batch` (same order), its hypotheses best first.
+  // The models must be in eval mode; call under InferenceMode or NoGradGuard.
+  virtual std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) = 0;
+  // The same with one model.
+  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) {
+    Scorer scorer({model});
+    return run(scorer, batch, with_attention);
+  }
+};
+
+// Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search
+// otherwise. Throws nmt::Error on bad options (opt.validate()).
+std::unique_ptr<Search> make_search(const SearchOptions& opt);
+
+// Beam search for any beam size, 1 included (the reference the greedy fast
+// path is tested against). Throws nmt::Error on bad options.
+std::unique_ptr<Search> make_beam_search(const SearchOptions& opt);
+
+}  // namespace nmt

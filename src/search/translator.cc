@@ -1,0 +1,154 @@
+// Batched translation with input order restored.
+#include "search/translator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <c10/core/InferenceMode.h>
+
+#include "base/error.h"
+#include "base/validate.h"
+#include "search/scorer.h"
+
+namespace nmt {
+
+Translator::Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok)
+    : models_{std::move(model)}, src_tok_(std::move(src_tok)), tgt_tok_(std::move(tgt_tok)) {}
+
+Translator::Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names) {
+  if (members.empty()) throw Error("no model to translate with");
+  src_tok_ = members.front().src_tok;
+  tgt_tok_ = members.front().tgt_tok;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].src_tok.bytes() != src_tok_.bytes() || members[i].tgt_tok.bytes() != tgt_tok_.bytes())
+      throw Error((i < names.size() ? names[i] : "ensemble member " + std::to_string(i + 1)) +
+                  ": its tokenizers differ from the first model's; ensemble members must share them "
+                  "(train them with --src-spm/--tgt-spm of one run)");
+    if (i > 0 && members[i].model->parameters().front().device() != members[0].model->parameters().front().device())
+      throw Error("ensemble members must be on one device");
+    models_.push_back(members[i].model);
+  }
+}
+
+std::vector<int64_t> Translator::encode_source(const std::string& line) const {
+  auto ids = src_tok_.encode(line);
+  ids.push_back(kEosId);
+  return ids;
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& lines,
+                                                           const TranslateOptions& opt, bool with_attention) {
+  opt.validate();
+  auto search = make_search(opt.search);
+  // Bytes of encoder state per hypothesis and source piece (annotations, keys, query), over all members.
+  int64_t state_bytes = 0;
+  for (const auto& m : models_) {
+    const auto& mo = m->options();
+    state_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden) + mo.dec_hidden);
+  }
+  InferenceScope scope(models_);
+  Scorer scorer(models_);
+  const auto device = models_.front()->parameters().front().device();
+
+  std::vector<Example> examples(lines.size());
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    examples[i].src = encode_source(lines[i]);
+    if (opt.max_input_length > 0 && static_cast<int64_t>(examples[i].src.size()) > opt.max_input_length + 1) {
+      examples[i].src.resize(opt.max_input_length);
+      examples[i].src.push_back(kEosId);
+      ++cropped_;
+    }
+    order.push_back(static_cast<int64_t>(i));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return examples[a].src.size() > examples[b].src.size(); });
+
+  std::vector<std::vector<Hypothesis>> out(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].empty()) out[i].push_back(Hypothesis{});
+  // Longest first: the first sentence of a batch fixes its padded length.
+  const BatchLimits limits{opt.batch_sentences, opt.batch_tokens, kSearchStateBytes, state_bytes * opt.search.beam_size, 0};
+  for (const auto& idx : cut_batches(examples, order, limits)) {
+    auto batch = make_batch(examples, idx, /*with_target=*/false).to(device);
+    auto hyps = search->run(scorer, batch, with_attention);
+    for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = std::move(hyps[k]);
+  }
+  return out;
+}
+
+std::vector<std::string> Translator::translate_text(const std::vector<std::string>& lines,
+                                                    const TranslateOptions& opt) {
+  auto hyps = translate(lines, opt);
+  std::vector<std::string> out;
+  out.reserve(lines.size());
+  for (auto& h : hyps) out.push_back(tgt_tok_.decode(h.front().ids));
+  return out;
+}
+
+std::vector<double> Translator::score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                                      int64_t batch_sentences) {
+  if (src.size() != tgt.size())
+    throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
+  check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
+  InferenceScope scope(models_);
+  Scorer scorer(models_);
+  const auto device = models_.front()->parameters().front().device();
+  std::vector<Example> ex(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    ex[i].src = encode_source(src[i]);
+    ex[i].tgt = tgt_tok_.encode(tgt[i]);
+  }
+  std::vector<int64_t> order(src.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ex[a].src.size() > ex[b].src.size(); });
+  // Batches also stay under kSearchStateBytes of logits ([B, T, V], twice) and encoder states.
+  int64_t src_bytes = 0, tgt_bytes = 0;
+  for (const auto& m : models_) {
+    const auto& mo = m->options();
+    src_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden));
+    tgt_bytes += 4 * (2 * mo.tgt_vocab + mo.dec_hidden + mo.emb_dim);
+  }
+  std::vector<double> out(src.size());
+  for (const auto& idx : cut_batches(ex, order, BatchLimits{batch_sentences, 0, kSearchStateBytes, src_bytes, tgt_bytes})) {
+    auto b = make_batch(ex, idx).to(device);
+    auto logp = scorer.forced_log_probs(b);                                                             // [B, T, V]
+    auto tok = logp.gather(2, b.tgt_out.unsqueeze(2)).squeeze(2);                                       // [B, T]
+    auto sums = tok.masked_fill(b.tgt_out.eq(kPadId), 0.0).sum(1).to(torch::kDouble).cpu();             // [B]
+    for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = sums[k].item<double>();
+  }
+  return out;
+}
+
+std::string Translator::detokenize(const Hypothesis& h, const std::string& src_line, bool replace_unk) const {
+  bool has_unk = std::find(h.ids.begin(), h.ids.end(), kUnkId) != h.ids.end();
+  if (!replace_unk || !has_unk) return tgt_tok_.decode(h.ids);
+  if (!h.attention.defined()) throw Error("--replace-unk needs the attention of the hypothesis");
+  const auto src_pieces = src_tok_.pieces(src_line);
+  auto best = std::get<1>(h.attention.max(1));  // [len + 1] most attended source position per step
+  // Join pieces as SentencePiece does: U+2581 marks a word start.
+  std::string text;
+  for (size_t i = 0; i < h.ids.size(); ++i) {
+    std::string piece = tgt_tok_.piece(h.ids[i]);
+    if (h.ids[i] == kUnkId) {
+      const int64_t j = best[static_cast<int64_t>(i)].item<int64_t>();
+      piece = j < static_cast<int64_t>(src_pieces.size()) ? src_pieces[j] : "";
+    }
+    text += piece;
+  }
+  const std::string marker = "\xe2\x96\x81";  // U+2581
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, marker.size(), marker) == 0) {
+      if (!out.empty()) out += ' ';
+      i += marker.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+}  // namespace nmt
+

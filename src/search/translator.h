@@ -1,0 +1,63 @@
+// Translation of whole sentences: tokenizes, sorts by length to cut padding,
+// runs a Search over batches and restores input order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "search/search.h"
+
+namespace nmt {
+
+// A batch is also split so that the encoder states its search holds (beam
+// size x sentences x source pieces) stay under this many bytes; a single
+// sentence always runs.
+constexpr int64_t kSearchStateBytes = int64_t{256} << 20;
+
+class Translator {
+ public:
+  // Uses `model` (moved to eval mode by translate calls) with its tokenizers.
+  Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok);
+  explicit Translator(const LoadedModel& m) : Translator(m.model, m.src_tok, m.tgt_tok) {}
+  // An ensemble: search and scores average the members' log-probabilities
+  // per step (scorer.h). Every member must use the first one's tokenizers;
+  // throws nmt::Error naming (by `names`, when given) the first that does not.
+  explicit Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names = {});
+
+  // Translates `lines` and returns each line's hypotheses (best first), in
+  // input order. Empty lines get one empty hypothesis without running the
+  // model. The model's training/eval mode is restored afterwards.
+  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
+                                                 bool with_attention = false);
+  // Best hypothesis of each line, detokenized.
+  std::vector<std::string> translate_text(const std::vector<std::string>& lines, const TranslateOptions& opt);
+
+  // Forced decoding: the log-probability of each target given its source
+  // (summed over the target's tokens and EOS; an ensemble averages its
+  // members' per-token log-probabilities), in input order. Empty lines are
+  // scored as empty sentences. Throws nmt::Error if the sizes differ.
+  std::vector<double> score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                            int64_t batch_sentences);
+
+  // Best hypothesis as text; with `replace_unk`, each generated <unk> becomes
+  // the source piece it attended to most (needs the hypothesis' attention).
+  std::string detokenize(const Hypothesis& h, const std::string& src_line, bool replace_unk) const;
+
+  // Source ids as the model reads them: pieces then EOS.
+  std::vector<int64_t> encode_source(const std::string& line) const;
+  // Inputs cropped to max_input_length so far.
+  int64_t cropped_inputs() const { return cropped_; }
+  const Tokenizer& src_tokenizer() const { return src_tok_; }
+  const Tokenizer& tgt_tokenizer() const { return tgt_tok_; }
+  // The (first) model: what alignment reads attention from.
+  Seq2Seq& model() { return models_.front(); }
+  size_t ensemble_size() const { return models_.size(); }
+
+ private:
+  std::vector<Seq2Seq> models_;
+  Tokenizer src_tok_;
+  Tokenizer tgt_tok_;
+  int64_t cropped_ = 0;
+};
+
+}  // namespace nmt

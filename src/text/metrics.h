@@ -1,0 +1,129 @@
+// Corpus-level BLEU and chrF, reimplemented in plain C++17 so that they give the
+// same numbers as sacreBLEU 2.x (`sacrebleu.corpus_bleu` / `sacrebleu.corpus_chrf`
+// with default settings). Every step that affects the score (13a tokenization,
+// Python str.lower()/str.split() semantics, n-gram clipping, exp smoothing, the
+// chrF effective-order average, even the floating-point operation order) follows
+// the Python source, so scores agree to the last few ulps.
+//
+// Text is UTF-8. Bytes that are not valid UTF-8 never cause an error: each one is
+// carried through as a single opaque character (like Python's "surrogateescape"),
+// so it counts as one character in chrF and is never treated as whitespace.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "text/python_text.h"
+
+namespace nmt {
+
+// Options for corpus BLEU, mirroring sacreBLEU's defaults (13a tokenizer, cased,
+// exp smoothing). Smoothing is fixed to sacreBLEU's default 'exp' (mteval-v13a
+// style: the k-th n-gram order with zero matches gets precision 1/(2^k * total)),
+// the maximum n-gram order is fixed to 4 and effective order is off, exactly as
+// in `sacrebleu.corpus_bleu(hyps, [refs])`.
+struct BleuOptions {
+  bool lowercase = false;        // sacreBLEU -lc: Python str.lower() before tokenizing
+  std::string tokenize = "13a";  // "13a" (mteval-v13a tokenizer) or "none" (split on whitespace only)
+};
+
+// Result of corpus BLEU, with the same fields sacreBLEU's BLEUScore prints.
+struct BleuScore {
+  double score = 0.0;                  // 0..100
+  std::array<double, 4> precisions{};  // n-gram precisions in percent (smoothed), as sacreBLEU prints them
+  double bp = 0.0;                     // brevity penalty
+  double sys_len = 0.0;                // total hypothesis length in tokens
+  double ref_len = 0.0;                // total (closest) reference length in tokens
+  std::array<int64_t, 4> counts{};     // clipped n-gram matches per order (sacreBLEU .counts)
+  std::array<int64_t, 4> totals{};     // hypothesis n-grams per order (sacreBLEU .totals)
+  // Settings that produced the score; used only by signature().
+  int nrefs = 1;
+  bool lowercase = false;
+  std::string tokenize = "13a";
+
+  // sacreBLEU 2.x style signature, fields in sacreBLEU's order, e.g.
+  // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x". `case` is
+  // "lc" with lowercasing, `tok` the tokenizer name. The version field is the
+  // literal "2.x": this is a reimplementation of the 2.x algorithm (identical
+  // from 2.0.0 through 2.5.x), not a particular sacreBLEU release.
+  std::string signature() const;
+  // sacreBLEU's score line, e.g.
+  // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
+  std::string to_string() const;
+};
+
+// Corpus BLEU of `hyps` against one reference per segment (refs[i] is the
+// reference of hyps[i]); same value as sacrebleu.corpus_bleu(hyps, [refs], ...).
+// Empty strings are valid segments. An empty corpus gives score 0.
+// Throws nmt::Error if the sizes differ or opt.tokenize is not
+// "13a" or "none".
+BleuScore corpus_bleu(const std::vector<std::string>& hyps,
+                      const std::vector<std::string>& refs,
+                      const BleuOptions& opt = {});
+
+// Multi-reference corpus BLEU, sacreBLEU layout: ref_streams[k][i] is the k-th
+// reference of hyps[i] (n-gram counts are clipped by the max over references,
+// the reference length is the closest one, ties to the shorter).
+// Throws nmt::Error if ref_streams is empty, any stream's size
+// differs from hyps.size(), or opt.tokenize is unknown.
+BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& ref_streams,
+                               const BleuOptions& opt = {});
+
+// BLEU from already aggregated sufficient statistics (sacreBLEU's
+// BLEU.compute_bleu with 'exp' smoothing, max order 4): correct[n-1]/total[n-1]
+// are the clipped matches / hypothesis n-grams of order n. Useful to combine
+// statistics of several shards. Never throws; returns score 0 if there are no
+// matches at all. The returned BleuScore has nrefs=1, tokenize "13a".
+BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
+                       const std::array<int64_t, 4>& total,
+                       int64_t sys_len, int64_t ref_len);
+
+// Settings of chrF that sacreBLEU's CHRF exposes (character order is fixed
+// at 6 and word order at 0: chrF, not chrF++). The defaults are sacreBLEU's.
+struct ChrfOptions {
+  int beta = 2;                // recall weighs beta times precision (chrF2)
+  bool eps_smoothing = false;  // average per-order F-scores with epsilon for empty
+                               // orders (chrF++.py, Moses, NLTK) instead of
+                               // sacreBLEU's effective-order averaging
+  bool whitespace = false;     // keep whitespace in character n-grams
+};
+
+// Result of corpus chrF.
+struct ChrfScore {
+  double score = 0.0;   // 0..100
+  ChrfOptions options;  // the settings that produced it
+  // sacreBLEU 2.x chrF signature, for the defaults
+  // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x".
+  std::string signature() const;
+  // sacreBLEU's score line, e.g. "chrF2 = 56.78".
+  std::string to_string() const;
+};
+
+// Corpus chrF as sacreBLEU 2.x computes it (sacrebleu.corpus_chrf(hyps,
+// [refs]) with the defaults): character n-grams of order 1..6 over Unicode
+// code points, word order 0, beta 2, whitespace removed, case-sensitive,
+// effective-order averaging; `opt` changes beta, smoothing and whitespace.
+// Statistics are summed over the corpus first. Throws nmt::Error
+// if the sizes differ or beta < 1.
+ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
+                      const std::vector<std::string>& refs, const ChrfOptions& opt = {});
+
+// sacreBLEU's Tokenizer13a applied to one line (exposed for tests): removes
+// "<skipped>", joins "-\n", turns newlines into spaces, unescapes &quot; &amp;
+// &lt; &gt;, splits off punctuation and symbols, splits '.' and ',' unless
+// between digits, splits '-' after a digit, and joins tokens with single
+// spaces. Note corpus_bleu() right-strips the line (Python str.rstrip())
+// before calling this, as sacreBLEU does. Never throws.
+std::string tokenize_13a(const std::string& line);
+
+// Percentage (0..100) of hypotheses equal to their reference, byte for byte.
+// Throws nmt::Error when the sizes differ; 0 for an empty corpus.
+double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+
+// lowercase() (Python str.lower()) is declared in python_text.h, included here.
+
+}  // namespace nmt

@@ -1,0 +1,178 @@
+// fast_align-style IBM Model 2 (see word_aligner.h).
+#include "text/word_aligner.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "base/utf8.h"
+#include "base/validate.h"
+
+namespace nmt {
+namespace {
+
+// Digamma for x > 0 (asymptotic series after shifting x above 6).
+double digamma(double x) {
+  double r = 0;
+  while (x < 6) {
+    r -= 1 / x;
+    x += 1;
+  }
+  const double f = 1 / (x * x);
+  return r + std::log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
+}
+
+// Unnormalized diagonal prior of source position i (1-based) for target
+// position j (1-based) in an n-word source and m-word target.
+double diagonal(int i, int j, int n, int m, double tension) {
+  return std::exp(-tension * std::fabs(static_cast<double>(i) / n - static_cast<double>(j) / m));
+}
+
+}  // namespace
+
+struct WordAligner::Impl {
+  WordAlignerOptions opt;
+  std::unordered_map<std::string, int32_t> src_vocab{{"", 0}};  // 0: NULL
+  std::unordered_map<std::string, int32_t> tgt_vocab;
+  struct Entry {
+    float t = 0;      // t(f | e)
+    float count = 0;  // expected count in the current iteration
+  };
+  std::vector<Entry> entries;                     // one per (e, f) seen together
+  std::unordered_map<uint64_t, int32_t> table;    // key e << 32 | f -> index into entries
+
+  static uint64_t key(int32_t e, int32_t f) { return static_cast<uint64_t>(e) << 32 | static_cast<uint32_t>(f); }
+
+  std::vector<int32_t> ids(const std::string& s, std::unordered_map<std::string, int32_t>& vocab, bool grow) {
+    std::vector<int32_t> out;
+    for (auto& w : split_ws(s)) {
+      auto it = vocab.find(w);
+      if (it == vocab.end()) {
+        if (!grow) {
+          out.push_back(-1);
+          continue;
+        }
+        it = vocab.emplace(std::move(w), static_cast<int32_t>(vocab.size())).first;
+      }
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+  // The entries of target word j's candidate links (NULL, then each source
+  // word), -1 where the pair was never seen.
+  void slots(const std::vector<int32_t>& e, const std::vector<int32_t>& f, size_t j, int32_t* out) const {
+    for (size_t i = 0; i <= e.size(); ++i) {
+      const int32_t word = i == 0 ? 0 : e[i - 1];
+      const auto it = word < 0 || f[j] < 0 ? table.end() : table.find(key(word, f[j]));
+      out[i] = it == table.end() ? -1 : it->second;
+    }
+  }
+
+  // Link probabilities of target word j (0-based, of m) over NULL and the n
+  // source words, unnormalized, into `p` (p[0] NULL, p[i+1] source word i),
+  // from the entries `slot` gives.
+  void posteriors(int n, int m, size_t j, const int32_t* slot, std::vector<double>* p) const {
+    p->assign(n + 1, 0.0);
+    double z = 0;
+    for (int i = 1; i <= n; ++i) z += (*p)[i] = diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
+    for (int i = 0; i <= n; ++i) {
+      const double prior = i == 0 ? opt.null_prob : (1 - opt.null_prob) * (*p)[i] / z;
+      (*p)[i] = slot[i] < 0 ? 0.0 : prior * entries[slot[i]].t;
+    }
+  }
+};
+
+WordAligner::WordAligner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WordAligner::WordAligner(WordAligner&&) noexcept = default;
+WordAligner& WordAligner::operator=(WordAligner&&) noexcept = default;
+WordAligner::~WordAligner() = default;
+
+WordAligner WordAligner::train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                               const WordAlignerOptions& opt) {
+  if (src.size() != tgt.size())
+    throw Error("word aligner: " + std::to_string(src.size()) + " source and " + std::to_string(tgt.size()) +
+                " target sentences");
+  opt.validate();
+  auto impl = std::make_unique<Impl>();
+  impl->opt = opt;
+  std::vector<std::vector<int32_t>> e(src.size()), f(src.size());
+  for (size_t k = 0; k < src.size(); ++k) {
+    e[k] = impl->ids(src[k], impl->src_vocab, true);
+    f[k] = impl->ids(tgt[k], impl->tgt_vocab, true);
+  }
+  // t starts uniform over the target words each source word (and NULL)
+  // co-occurs with. Each pair's candidate entries are looked up once:
+  // slot[start[k] + j * (n + 1) + i].
+  std::vector<int32_t> owner;  // source word of each entry
+  std::vector<int32_t> slot;
+  std::vector<size_t> start(e.size());
+  for (size_t k = 0; k < e.size(); ++k) {
+    start[k] = slot.size();
+    for (int32_t fw : f[k])
+      for (size_t i = 0; i <= e[k].size(); ++i) {
+        const int32_t ew = i == 0 ? 0 : e[k][i - 1];
+        auto [it, added] = impl->table.emplace(Impl::key(ew, fw), static_cast<int32_t>(impl->entries.size()));
+        if (added) {
+          impl->entries.push_back({1.0f, 0.0f});
+          owner.push_back(ew);
+        }
+        slot.push_back(it->second);
+      }
+  }
+  std::vector<double> p;
+  const double vocab = static_cast<double>(impl->tgt_vocab.size());
+  for (int it = 0; it < opt.iterations; ++it) {
+    for (auto& entry : impl->entries) entry.count = 0;
+    for (size_t k = 0; k < e.size(); ++k) {  // E-step: expected link counts
+      const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
+      for (size_t j = 0; j < f[k].size(); ++j) {
+        const int32_t* s = &slot[start[k] + j * (n + 1)];
+        impl->posteriors(n, m, j, s, &p);
+        double z = 0;
+        for (double v : p) z += v;
+        if (z <= 0) continue;
+        for (int i = 0; i <= n; ++i) impl->entries[s[i]].count += static_cast<float>(p[i] / z);
+      }
+    }
+    // M-step: t(f|e) = count(e,f) / count(e), or its variational-Bayes form.
+    std::vector<double> total(impl->src_vocab.size(), 0.0);
+    for (size_t x = 0; x < impl->entries.size(); ++x) total[owner[x]] += impl->entries[x].count;
+    for (size_t x = 0; x < impl->entries.size(); ++x) {
+      auto& entry = impl->entries[x];
+      const double c = entry.count, tot = total[owner[x]];
+      if (opt.alpha > 0)
+        entry.t = static_cast<float>(std::exp(digamma(c + opt.alpha) - digamma(tot + vocab * opt.alpha)));
+      else
+        entry.t = tot > 0 ? static_cast<float>(c / tot) : 0.0f;
+    }
+  }
+  return WordAligner(std::move(impl));
+}
+
+std::set<Link> WordAligner::align(const std::string& src, const std::string& tgt) const {
+  auto& impl = *impl_;
+  std::vector<int32_t> e = impl.ids(src, impl.src_vocab, false), f = impl.ids(tgt, impl.tgt_vocab, false);
+  std::set<Link> links;
+  std::vector<double> p;
+  std::vector<int32_t> slot(e.size() + 1);
+  for (size_t j = 0; j < f.size(); ++j) {
+    impl.slots(e, f, j, slot.data());
+    impl.posteriors(static_cast<int>(e.size()), static_cast<int>(f.size()), j, slot.data(), &p);
+    size_t best = 0;
+    for (size_t i = 1; i < p.size(); ++i)
+      if (p[i] > p[best]) best = i;
+    if (best > 0 && p[best] > 0) links.insert({static_cast<int>(best) - 1, static_cast<int>(j)});
+  }
+  return links;
+}
+
+double WordAligner::log_translation(const std::string& e, const std::string& f) const {
+  const auto ei = impl_->src_vocab.find(e), fi = impl_->tgt_vocab.find(f);
+  if (ei == impl_->src_vocab.end() || fi == impl_->tgt_vocab.end()) return -std::numeric_limits<double>::infinity();
+  const auto it = impl_->table.find(Impl::key(ei->second, fi->second));
+  return it == impl_->table.end() ? -std::numeric_limits<double>::infinity() : std::log(impl_->entries[it->second].t);
+}
+
+}  // namespace nmt

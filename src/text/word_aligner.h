@@ -1,0 +1,44 @@
+// A statistical word aligner in the manner of fast_align (Dyer, Chahuneau &
+// Smith 2013): IBM Model 2 with a prior that favours links near the diagonal,
+// trained by EM with variational-Bayes smoothing. It gives attention a
+// training signal (guided alignment, nmt-train --guided-alignment) and is a
+// baseline for attention-derived alignments. No LibTorch.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/options.h"
+#include "text/alignment.h"
+
+namespace nmt {
+
+// One direction: each target word links to at most one source word.
+class WordAligner {
+ public:
+  // Trains on sentence pairs whose words are separated by whitespace.
+  // Throws nmt::Error if the two sides differ in length or options are out
+  // of range.
+  static WordAligner train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                           const WordAlignerOptions& opt = {});
+
+  // The most probable link of every target word ((source i, target j),
+  // 0-based word positions); target words more probably unaligned get none.
+  std::set<Link> align(const std::string& src, const std::string& tgt) const;
+
+  // log t(f | e) for one source word e and target word f (-inf if never seen together).
+  double log_translation(const std::string& e, const std::string& f) const;
+
+  WordAligner(WordAligner&&) noexcept;
+  WordAligner& operator=(WordAligner&&) noexcept;
+  ~WordAligner();
+
+ private:
+  struct Impl;
+  explicit WordAligner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nmt

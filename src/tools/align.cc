@@ -1,0 +1,317 @@
+// nmt-align's pipeline: forced and free attention, one aligner per pair
+// (a model's attention or ibm2), and where the results go (see align.h).
+#include "tools/align.h"
+
+#include <c10/core/InferenceMode.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/utf8.h"
+#include "base/validate.h"
+#include "io/io.h"
+#include "model/device.h"
+#include "text/corpus.h"
+
+namespace nmt {
+namespace {
+
+const std::string kEos = "</s>";
+
+std::vector<std::string> with_eos(std::vector<std::string> pieces) {
+  pieces.push_back(kEos);
+  return pieces;
+}
+
+AttentionMatrix to_matrix(const torch::Tensor& alpha, std::vector<std::string> src, std::vector<std::string> tgt) {
+  AttentionMatrix m;
+  m.src_tokens = std::move(src);
+  m.tgt_tokens = std::move(tgt);
+  auto a = alpha.to(torch::kFloat).cpu().contiguous();  // [T, S]
+  auto acc = a.accessor<float, 2>();
+  for (int64_t t = 0; t < a.size(0); ++t) {
+    m.weights.emplace_back(a.size(1));
+    for (int64_t j = 0; j < a.size(1); ++j) m.weights.back()[j] = acc[t][j];
+  }
+  return m;
+}
+
+}  // namespace
+
+AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt) {
+  if (src.empty() || tgt.empty()) throw Error("forced alignment needs a non-empty source and target");
+  auto& model = tr.model();
+  InferenceScope scope({model});
+  const auto device = model->parameters().front().device();
+  std::vector<Example> ex(1);
+  ex[0].src = tr.encode_source(src);
+  ex[0].tgt = tr.tgt_tokenizer().encode(tgt);
+  auto batch = make_batch(ex, {0}).to(device);
+  torch::Tensor alpha;
+  model->forward(batch.src, batch.src_len, batch.tgt_in, &alpha);  // alpha [1, T, S]
+  return to_matrix(alpha[0], with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
+}
+
+AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search) {
+  if (src.empty()) throw Error("alignment needs a non-empty source");
+  TranslateOptions opt;
+  opt.search = search;
+  opt.search.n_best = 1;
+  auto hyp = tr.translate({src}, opt, /*with_attention=*/true)[0][0];
+  std::vector<std::string> tgt;
+  for (int64_t id : hyp.ids) tgt.push_back(tr.tgt_tokenizer().piece(id));
+  tgt.push_back(kEos);
+  auto alpha = hyp.attention.narrow(0, 0, std::min<int64_t>(hyp.attention.size(0), tgt.size()));
+  tgt.resize(alpha.size(0));
+  return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), tgt);
+}
+
+namespace {
+
+// The pairs to align; `tgt` is empty in free mode (the model translates).
+struct Pairs {
+  std::vector<std::string> src, tgt;
+};
+
+// Reads --tsv or --src (and --tgt), at most --max-pairs of them. Throws
+// nmt::Error for unreadable files, a pair with an empty side, or no input.
+Pairs read_pairs(const AlignRunOptions& opt) {
+  Pairs p;
+  const CorpusLimits limits{kAlignMaxLineBytes, false};
+  if (!opt.tsv.empty()) {
+    if (!opt.src.empty() || !opt.tgt.empty()) throw Error("give --tsv or --src/--tgt, not both");
+    auto c = read_tsv(opt.tsv, limits);
+    if (c.stats.empty) throw Error(c.stats.first_empty + ": a pair with an empty side; every pair must have both");
+    p.src = std::move(c.src);
+    p.tgt = std::move(c.tgt);
+  } else if (!opt.src.empty() && opt.tgt.empty()) {
+    p.src = read_lines(opt.src, kAlignMaxLineBytes);
+  } else if (!opt.src.empty()) {
+    auto c = read_parallel(opt.src, opt.tgt, limits);
+    if (c.stats.empty) throw Error(c.stats.first_empty + ": empty line; every pair must have both sides");
+    p.src = std::move(c.src);
+    p.tgt = std::move(c.tgt);
+  } else {
+    throw Error("nothing to align: give --src (and --tgt for forced mode) or --tsv");
+  }
+  if (opt.max_pairs > 0 && static_cast<int64_t>(p.src.size()) > opt.max_pairs) {
+    p.src.resize(opt.max_pairs);
+    if (!p.tgt.empty()) p.tgt.resize(opt.max_pairs);
+  }
+  return p;
+}
+
+// Reads the gold links of the first `pairs` pairs and checks that every link
+// lies inside its pair (word counts of src and, when given, tgt). Throws
+// nmt::Error located at gold:line.
+std::vector<GoldAlignment> read_gold(const AlignRunOptions& opt, const std::vector<std::string>& src,
+                                     const std::vector<std::string>& tgt) {
+  auto lines = read_lines(opt.eval_gold, kAlignMaxLineBytes);
+  if (lines.size() < src.size())
+    throw Error(located(opt.eval_gold, 0, std::to_string(lines.size()) + " gold lines for " +
+                                             std::to_string(src.size()) + " pairs"));
+  std::vector<GoldAlignment> gold;
+  for (size_t k = 0; k < src.size(); ++k) {
+    const auto line = static_cast<int64_t>(k + 1);
+    gold.push_back(parse_gold_line(lines[k], opt.eval_gold, line, opt.gold_one_based));
+    const auto ns = static_cast<int>(split_ws(src[k]).size());
+    const int nt = tgt.empty() ? INT32_MAX : static_cast<int>(split_ws(tgt[k]).size());
+    for (const auto& [i, j] : gold.back().possible)
+      if (i >= ns || j >= nt)
+        throw Error(located(opt.eval_gold, line, "link " + std::to_string(i + opt.gold_one_based) + "-" +
+                                                     std::to_string(j + opt.gold_one_based) + " is outside the pair (" +
+                                                     std::to_string(ns) + " source" +
+                                                     (tgt.empty() ? "" : " and " + std::to_string(nt) + " target") +
+                                                     " words)"));
+  }
+  return gold;
+}
+
+// One pair's alignment: hard links, and the matrix to show (attention only).
+struct PairAlignment {
+  std::set<Link> links;
+  AttentionMatrix shown;
+  bool has_matrix = false;  // false for ibm2: links only
+};
+
+// What aligns one pair; `tgt` is empty in free mode.
+class PairAligner {
+ public:
+  virtual ~PairAligner() = default;
+  virtual PairAlignment align(const std::string& src, const std::string& tgt) = 0;
+};
+
+// ibm2: learns from the pairs to align plus any extra pairs, in both
+// directions when symmetrizing.
+class IbmPairAligner : public PairAligner {
+ public:
+  IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
+    std::vector<std::string> all_src = pairs.src, all_tgt = pairs.tgt;
+    if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
+      auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
+      all_src.insert(all_src.end(), extra.src.begin(), extra.src.end());
+      all_tgt.insert(all_tgt.end(), extra.tgt.begin(), extra.tgt.end());
+    }
+    spdlog::info("ibm2: learning from {} pairs, {} iterations", all_src.size(), opt.ibm.iterations);
+    fwd_ = std::make_unique<WordAligner>(WordAligner::train(all_src, all_tgt, opt.ibm));
+    if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all_tgt, all_src, opt.ibm));
+  }
+  PairAlignment align(const std::string& src, const std::string& tgt) override {
+    PairAlignment a;
+    a.links = fwd_->align(src, tgt);
+    if (rev_) a.links = symmetrize(a.links, swap_links(rev_->align(tgt, src)), how_);
+    return a;
+  }
+
+ private:
+  Symmetrization how_;
+  std::unique_ptr<WordAligner> fwd_, rev_;
+};
+
+// A model's attention, forced (given target) or free, optionally combined
+// with a reverse model's.
+class AttentionPairAligner : public PairAligner {
+ public:
+  explicit AttentionPairAligner(const AlignRunOptions& opt) : opt_(opt) {
+    const auto device = start_runtime(opt.runtime);
+    forward_ = std::make_unique<Translator>(load_checkpoint(opt.model_path, device));
+    if (!opt.reverse_model.empty()) reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+  }
+  bool has_reverse() const { return reverse_ != nullptr; }
+  PairAlignment align(const std::string& src, const std::string& tgt) override {
+    AttentionMatrix m = tgt.empty() ? free_attention(*forward_, src, opt_.search) : forced_attention(*forward_, src, tgt);
+    if (opt_.shift > 0) m = shift_rows(m, opt_.shift);
+    AttentionMatrix words = merge_to_words(m);
+    PairAlignment a;
+    if (reverse_) {
+      // The reverse model reads the target as its source: its rows are our columns.
+      const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src), opt_.shift));
+      if (opt_.symmetrize == Symmetrization::kAverage) {
+        words = average_with_reverse(words, rev_words);
+        m = words;  // the averaged matrix is what gets shown
+        a.links = hard(words);
+      } else {
+        a.links = symmetrize(hard(words), swap_links(hard(rev_words)), opt_.symmetrize);
+      }
+    } else {
+      a.links = hard(words);
+    }
+    a.shown = opt_.level == AlignLevel::kWord ? std::move(words) : std::move(m);
+    a.has_matrix = true;
+    return a;
+  }
+
+ private:
+  std::set<Link> hard(const AttentionMatrix& words) const { return hard_alignment(words, opt_.method, opt_.threshold); }
+  const AlignRunOptions& opt_;
+  std::unique_ptr<Translator> forward_, reverse_;
+};
+
+// Where alignments go: one stream (stdout or -o) unless everything goes
+// into --output-dir, plus per-pair files in --output-dir and --heatmap.
+// Nothing replaces the stream's file before commit().
+class AlignmentSink {
+ public:
+  explicit AlignmentSink(const AlignRunOptions& opt) : opt_(opt) {
+    for (const auto& dir : {opt.output_dir, opt.heatmap_dir}) {
+      if (dir.empty()) continue;
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw Error(located(dir, 0, "cannot create folder: " + ec.message()));
+      remove_stale_temporaries(dir);
+    }
+    if (opt.output_dir.empty() || opt.format == AlignFormat::kPharaoh) out_ = std::make_unique<OutputFile>(opt.output);
+  }
+  void write(size_t k, const PairAlignment& a) {
+    if (!opt_.heatmap_dir.empty() && a.has_matrix) write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown));
+    switch (opt_.format) {
+      case AlignFormat::kPharaoh:
+        out_->stream() << to_pharaoh(a.links) << '\n';
+        break;
+      case AlignFormat::kSvg:
+        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown));
+        break;
+      case AlignFormat::kCsv:
+        if (!opt_.output_dir.empty()) {
+          std::ostringstream csv;
+          write_csv(csv, a.shown);
+          write_file(numbered(opt_.output_dir, k, ".csv"), csv.str());
+        } else {
+          if (k > 0) out_->stream() << '\n';  // blocks are separated by one empty line
+          write_csv(out_->stream(), a.shown);
+        }
+        break;
+    }
+  }
+  void commit() {
+    if (out_) out_->commit();
+  }
+
+ private:
+  static std::string numbered(const std::string& dir, size_t k, const char* ext) {
+    std::ostringstream name;
+    name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
+    return name.str();
+  }
+  static std::string svg(const AttentionMatrix& m) {
+    std::ostringstream s;
+    write_svg(s, m);
+    return s.str();
+  }
+  static void write_file(const std::string& path, const std::string& text) {
+    OutputFile f(path, /*sweep_stale=*/false);  // the folder was swept when the sink opened
+    f.stream() << text;
+    f.commit();
+  }
+  const AlignRunOptions& opt_;
+  std::unique_ptr<OutputFile> out_;
+};
+
+}  // namespace
+
+AerScore run_alignment(const AlignRunOptions& opt) {
+  opt.validate();
+  const bool ibm = opt.aligner == Aligner::kIbm2;
+  if (!ibm && opt.model_path.empty()) throw Error("give a model (--model) to align with its attention");
+  std::unique_ptr<AttentionPairAligner> attention;
+  if (ibm) {
+    set_threads(opt.runtime.threads);
+  } else {
+    attention = std::make_unique<AttentionPairAligner>(opt);
+  }
+  const Pairs pairs = read_pairs(opt);
+  if (!opt.reverse_model.empty() && pairs.tgt.empty())
+    throw Error("a reverse model needs forced mode: give the target sentences too");
+  if (ibm && pairs.tgt.empty()) throw Error("the ibm2 aligner needs the target sentences too");
+  std::unique_ptr<PairAligner> aligner;
+  if (ibm) {
+    aligner = std::make_unique<IbmPairAligner>(opt, pairs);
+  } else {
+    aligner = std::move(attention);
+  }
+  std::vector<GoldAlignment> gold;
+  if (!opt.eval_gold.empty()) gold = read_gold(opt, pairs.src, pairs.tgt);
+  AlignmentSink sink(opt);
+  std::vector<std::set<Link>> hard;
+  for (size_t k = 0; k < pairs.src.size(); ++k) {
+    const auto a = aligner->align(pairs.src[k], pairs.tgt.empty() ? std::string() : pairs.tgt[k]);
+    if (!gold.empty()) hard.push_back(a.links);
+    sink.write(k, a);
+  }
+  sink.commit();
+  AerScore score;
+  if (!gold.empty()) {
+    score = alignment_error_rate(hard, gold);
+    spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({} links, {} sure gold links, {} pairs)",
+                 opt.eval_gold, score.precision(), score.recall(), score.aer(), score.hyp, score.sure, hard.size());
+  }
+  return score;
+}
+
+}  // namespace nmt

@@ -1,0 +1,72 @@
+// Logging set-up and exception-to-exit-code mapping for the executables.
+#include "tools/app.h"
+
+#include <c10/util/Exception.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+
+#include "base/error.h"
+#include "io/io.h"
+
+namespace nmt {
+namespace {
+
+const char* g_tool = "nmt";
+std::atomic<bool>* g_stop = nullptr;
+
+void write_stderr(const char* s) { (void)!::write(2, s, std::strlen(s)); }
+
+extern "C" void on_signal(int sig) {
+  if (g_stop != nullptr && !g_stop->exchange(true)) return;  // first signal: finish cleanly
+  remove_temporaries_now();
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  write_stderr("error: ");
+  write_stderr(g_tool);
+  write_stderr(" interrupted by ");
+  write_stderr(name);
+  write_stderr("; files being written were left as they were\n");
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+void install_signal_handlers(const char* tool, std::atomic<bool>* stop) {
+  g_tool = tool;
+  g_stop = stop;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+void setup_logging(bool verbose) {
+  auto logger = spdlog::stderr_color_mt("nmt");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+}
+
+int run_guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return kExitError;
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("{}", e.what());
+    return kExitError;
+  } catch (const c10::Error& e) {
+    spdlog::error("internal error (LibTorch): {}", e.what_without_backtrace());
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace nmt

@@ -1,0 +1,171 @@
+// nmt-translate's streaming loop and output formats.
+#include "tools/translate_stream.h"
+
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iomanip>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "base/validate.h"
+#include "io/io.h"
+#include "model/checkpoint.h"
+#include "model/device.h"
+#include "text/corpus.h"
+#include "text/metrics.h"
+
+namespace nmt {
+namespace {
+
+// Scores `outputs` against `refs` the ways papers report BLEU (sacreBLEU's
+// cased 13a, its -lc, and --tokenize none, i.e. multi-bleu on tokenized text),
+// plus chrF2 and exact match; logs each with its signature, fills `sum` and,
+// when `json_path` is set, writes the same as one JSON object there
+// (atomically). Throws nmt::Error if that file cannot be written.
+void write_scores(const std::vector<std::string>& outputs, const std::vector<std::string>& refs,
+                  const std::string& json_path, StreamSummary* sum) {
+  const BleuScore bleu = corpus_bleu(outputs, refs);
+  const BleuScore bleu_lc = corpus_bleu(outputs, refs, BleuOptions{true, "13a"});
+  const BleuScore bleu_none = corpus_bleu(outputs, refs, BleuOptions{false, "none"});
+  const ChrfScore chrf = corpus_chrf(outputs, refs);
+  sum->bleu = bleu.score;
+  sum->bleu_lc = bleu_lc.score;
+  sum->bleu_none = bleu_none.score;
+  sum->chrf = chrf.score;
+  sum->exact_match = exact_match(outputs, refs);
+  for (const BleuScore* b : {&bleu, &bleu_lc, &bleu_none}) spdlog::info("{} | {}", b->to_string(), b->signature());
+  spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
+  spdlog::info("exact match = {:.2f}%", sum->exact_match);
+  if (json_path.empty()) return;
+  JsonObject json;
+  json.add("sentences", static_cast<int64_t>(outputs.size()));
+  const std::pair<const char*, const BleuScore*> bleus[] = {{"bleu", &bleu}, {"bleu_lc", &bleu_lc}, {"bleu_none", &bleu_none}};
+  for (const auto& [name, b] : bleus)
+    json.add(name, b->score, 10)
+        .add(std::string(name) + "_signature", b->signature())
+        .add(std::string(name) + "_detail", b->to_string());
+  json.add("chrf", chrf.score, 10).add("chrf_signature", chrf.signature()).add("exact_match", sum->exact_match, 10);
+  write_file_atomic(json_path, json.str() + "\n");
+}
+
+std::string format_score(double s) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(4) << s;
+  return o.str();
+}
+
+StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& out) {
+  StreamSummary sum;
+  std::vector<std::string> src, tgt;
+  auto flush = [&] {
+    for (double s : tr.score(src, tgt, opt.translate.batch_sentences)) out.stream() << format_score(s) << '\n';
+    out.flush();
+    sum.sentences += static_cast<int64_t>(src.size());
+    src.clear();
+    tgt.clear();
+  };
+  if (!opt.src.empty() || !opt.tgt.empty()) {
+    if (opt.src.empty() || opt.tgt.empty()) throw Error("--score needs both --src and --tgt (or a TSV input)");
+    auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{static_cast<size_t>(opt.max_line_bytes), false});
+    if (c.stats.empty > 0)
+      throw Error(c.stats.first_empty + ": empty line; --score with two files needs no empty lines (use a TSV input)");
+    src = std::move(c.src);
+    tgt = std::move(c.tgt);
+    flush();
+    return sum;
+  }
+  LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
+  std::string line;
+  bool too_long = false;
+  while (in.next(&line, &too_long)) {
+    if (too_long)
+      throw Error(located(in.name(), in.line(), "line is longer than " + std::to_string(opt.max_line_bytes) +
+                                                    " bytes (--max-line-bytes)"));
+    auto [s, t] = split_tsv_line(line, in.name(), in.line());
+    src.push_back(std::move(s));
+    tgt.push_back(std::move(t));
+    if (static_cast<int64_t>(src.size()) >= opt.window) flush();
+  }
+  if (!src.empty()) flush();
+  return sum;
+}
+
+}  // namespace
+
+StreamSummary translate_stream(const StreamOptions& opt) {
+  opt.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto device = start_runtime(opt.runtime);
+  if (opt.model_paths.empty()) throw Error("no model: give -m MODEL.ckpt (several for an ensemble)");
+  std::vector<LoadedModel> members;
+  for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
+  Translator tr(members, opt.model_paths);
+  const auto& first = members.front().options;
+  spdlog::info("loaded {} ({} attention, {} decoder{}) on {}", fmt::join(opt.model_paths, ", "),
+               to_string(first.attention), to_string(first.decoder),
+               members.size() > 1 ? ", an ensemble of " + std::to_string(members.size()) : std::string(),
+               describe_device(device));
+  OutputFile out(opt.output);
+  StreamSummary sum;
+  if (opt.score_mode) {
+    sum = score_pairs(opt, tr, out);
+  } else {
+    std::vector<std::string> refs, outputs;
+    if (!opt.reference.empty()) refs = read_lines(opt.reference);  // read first: fail before translating
+    const bool n_best = opt.translate.search.n_best > 1;
+    LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
+    int64_t cropped_bytes = 0;
+    std::vector<std::string> window;
+    auto flush_window = [&] {
+      auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
+      for (size_t i = 0; i < hyps.size(); ++i) {
+        const int64_t index = sum.sentences + static_cast<int64_t>(i);
+        for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
+          const auto& h = hyps[i][r];
+          std::string text = tr.detokenize(h, window[i], opt.replace_unk);
+          if (n_best) out.stream() << index << " ||| " << text << " ||| " << format_score(h.norm_score) << '\n';
+          else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
+          else out.stream() << text << '\n';
+          if (r == 0) {
+            sum.output_tokens += static_cast<int64_t>(h.ids.size());
+            if (!opt.reference.empty()) outputs.push_back(std::move(text));
+          }
+        }
+      }
+      out.flush();
+      sum.sentences += static_cast<int64_t>(window.size());
+      window.clear();
+    };
+    std::string raw;
+    bool too_long = false;
+    while (in.next(&raw, &too_long)) {
+      cropped_bytes += too_long;
+      window.push_back(checked_line(raw, in.name(), in.line()));
+      if (static_cast<int64_t>(window.size()) >= opt.window) flush_window();
+    }
+    if (!window.empty()) flush_window();
+    if (cropped_bytes > 0)
+      spdlog::warn("{} input lines were longer than {} bytes and were cropped (--max-line-bytes)", cropped_bytes,
+                   opt.max_line_bytes);
+    if (!opt.reference.empty()) {
+      if (refs.size() != outputs.size())
+        throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
+                                                  std::to_string(outputs.size()) + " input lines"));
+      write_scores(outputs, refs, opt.scores_json, &sum);
+    }
+  }
+  out.commit();
+  if (tr.cropped_inputs() > 0)
+    spdlog::warn("{} input lines were longer than {} pieces and were cropped (--max-input-length)",
+                 tr.cropped_inputs(), opt.translate.max_input_length);
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("{} {} sentences ({} output tokens) in {:.2f}s: {:.1f} sentences/s",
+               opt.score_mode ? "scored" : "translated", sum.sentences, sum.output_tokens, sum.seconds,
+               sum.sentences / std::max(sum.seconds, 1e-9));
+  return sum;
+}
+
+}  // namespace nmt

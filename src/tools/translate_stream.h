@@ -1,0 +1,32 @@
+// Streaming translation for nmt-translate: reads a window of lines, translates
+// it in sorted batches, writes the window in input order and flushes, so the
+// tool can sit in a pipe. Also forced-decoding scores (--score).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "search/translator.h"
+
+namespace nmt {
+
+struct StreamSummary {
+  int64_t sentences = 0;
+  int64_t output_tokens = 0;
+  double seconds = 0;
+  // With a reference (else -1): sacreBLEU's cased 13a BLEU, its -lc BLEU,
+  // BLEU with --tokenize none (multi-bleu on tokenized text), chrF2, exact match.
+  double bleu = -1, bleu_lc = -1, bleu_none = -1, chrf = -1, exact_match = -1;
+};
+
+// Translates (or scores) input to output as `opt` says and logs a summary
+// line, plus the scores against opt.reference when given (and writes them
+// to opt.scores_json). Output: one line
+// per input line; with n_best > 1, n lines "i ||| hypothesis ||| score" per
+// input (i 0-based, best first). Memory stays bounded whatever the input
+// (max_line_bytes, window). Throws nmt::Error for bad options (before any
+// work), a bad model, unreadable input (file and line named), unwritable
+// output, or a reference whose line count differs from the input's; an
+// output file is then left as it was.
+StreamSummary translate_stream(const StreamOptions& opt);
+
+}  // namespace nmt

@@ -1,0 +1,302 @@
+// The training loop: steps until a budget, early stopping or a signal ends
+// the run, validating and saving on the way (prepare() in
+// trainer_prepare.cc runs first). The pieces it calls live beside it:
+// training_data.h (reading, encoding, sampled segmentations), validation.h,
+// schedule.h (best / decay / stop), progress.h (step figures, throughput),
+// run_folder.h (the output folder, step checkpoints, metrics.jsonl).
+#include "train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "train/trainer_impl.h"
+
+namespace nmt {
+namespace fs = std::filesystem;
+namespace {
+
+// Each parameter once (tied weights appear twice in parameters()).
+std::vector<torch::Tensor> distinct_parameters(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.parameters())
+    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
+      params.push_back(p);
+  return params;
+}
+
+}  // namespace
+
+TrainResult Trainer::run() {
+  try {
+    prepare();
+  } catch (...) {
+    folder_.undo_claim();
+    throw;
+  }
+  TrainResult result;
+  Progress progress;
+  auto params = distinct_parameters(*model_);
+  const int64_t per_epoch = static_cast<int64_t>(batches_.size());
+  const auto due = [&](int64_t every) { return every > 0 && state_.step % every == 0; };
+  model_->train();
+  std::optional<StopReason> stop;
+  while (!stop) {
+    if (state_.epoch > opt_.max_epochs) { stop = StopReason::kMaxEpochs; break; }
+    const auto order = epoch_order(per_epoch, static_cast<uint64_t>(state_.seed), state_.epoch);
+    while (!stop && state_.batch_in_epoch < per_epoch) {
+      if ((stop = stop_before_step())) break;
+      const auto step_t0 = Clock::now();
+      // With N ranks a step takes N batches of the epoch's order, rank r the r-th.
+      const int64_t mine = state_.batch_in_epoch + rank();
+      const StepStats stats = forward_backward(mine < per_epoch ? &batches_[order[mine]] : nullptr, params);
+      state_.batch_in_epoch = std::min(per_epoch, state_.batch_in_epoch + world());
+      if (!stats.finite) { skip_bad_step(&result); continue; }
+      bad_in_a_row_ = 0;
+      optimizer_->step();
+      ++state_.step;
+      progress.add(stats, seconds_since(step_t0));
+      if (due(opt_.log_every) && is_main()) log_progress(&progress);
+      if (due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;
+    }
+    if (stop) break;
+    ++state_.epoch;  // end of epoch: validate unless this step just did
+    state_.batch_in_epoch = 0;
+    if (!due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;
+  }
+  result.stop_reason = *stop;
+  finish(&result, progress);
+  return result;
+}
+
+std::optional<StopReason> Trainer::stop_before_step() {
+  if (opt_.max_steps > 0 && state_.step >= opt_.max_steps) return StopReason::kMaxSteps;
+  double stops[2] = {stop_requested() ? 1.0 : 0.0, opt_.max_minutes > 0 && elapsed() >= opt_.max_minutes * 60 ? 1.0 : 0.0};
+  if (comm_) {  // a signal or the clock on any rank stops all of them
+    auto t = torch::tensor({stops[0], stops[1]}, torch::kDouble);
+    comm_->all_reduce_sum({t});
+    stops[0] = t[0].item<double>();
+    stops[1] = t[1].item<double>();
+  }
+  if (stops[0] > 0) return StopReason::kInterrupted;
+  if (stops[1] > 0) return StopReason::kMaxMinutes;
+  return std::nullopt;
+}
+
+// The loss is summed over every rank's batch and divided by their target
+// tokens, so a step equals one step on the N batches joined.
+StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
+  StepStats stats;
+  torch::Tensor loss;
+  if (indices != nullptr) {
+    const Batch batch =
+        (opt_.spm_alpha > 0 ? sampler_.batch(train_, *indices, static_cast<uint64_t>(state_.seed), state_.epoch)
+                            : make_batch(train_, *indices))
+            .to(device_);
+    torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
+    auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
+    loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
+    stats.loss_sum = loss.item<double>();
+    if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
+      auto guided = guided_alignment_loss(alpha, batch.guide);
+      loss = loss + opt_.guided_alignment_weight * guided;
+      const double guided_sum = guided.item<double>();
+      if (!std::isfinite(guided_sum)) stats.loss_sum = guided_sum;
+    }
+    stats.tokens = batch.tgt_tokens;
+    stats.sentences = batch.size();
+  }
+  optimizer_->zero_grad();
+  stats.finite = std::isfinite(stats.loss_sum);
+  stats.all_reduce(comm_.get());  // every rank's tokens, loss, sentences and verdict
+  if (!stats.finite) return stats;
+  if (loss.defined()) (loss / static_cast<double>(stats.tokens)).backward();
+  if (comm_) {
+    std::vector<torch::Tensor> grads;
+    for (auto& p : params) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    comm_->all_reduce_sum(grads);
+  }
+  // The clip returns the total gradient norm: NaN/Inf if any gradient is.
+  const double norm = torch::nn::utils::clip_grad_norm_(
+      params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
+  stats.finite = std::isfinite(norm);
+  return stats;
+}
+
+void Trainer::skip_bad_step(TrainResult* result) {
+  optimizer_->zero_grad();
+  ++result->skipped_steps;
+  spdlog::warn("step {}: non-finite loss or gradient, batch skipped ({} in a row, {} in all)", state_.step + 1,
+               ++bad_in_a_row_, result->skipped_steps);
+  if (bad_in_a_row_ >= opt_.max_bad_steps)
+    throw Error("training stopped: " + std::to_string(bad_in_a_row_) + " batches in a row had a NaN/Inf loss or "
+                "gradient (lower --learning-rate or --clip-norm); the last good checkpoint is " +
+                opt_.output_dir + "/last.ckpt (step " + std::to_string(saved_step_) + ")");
+}
+
+void Trainer::log_progress(Progress* progress) {
+  const auto w = progress->take_window();
+  const double done = static_cast<double>(state_.step) / std::max<int64_t>(total_steps_, 1);
+  double eta = done > 0 ? elapsed() * (1 - done) / done : 0;
+  if (opt_.max_minutes > 0) eta = std::min(eta, std::max(0.0, opt_.max_minutes * 60 - elapsed()));
+  spdlog::info("epoch {} | step {}/{} | loss {:.4f} | ppl {:.2f} | lr {:.3g} | {:.0f} tgt tok/s | {:.0f} sent/s | elapsed {} | eta {}",
+               state_.epoch, state_.step, total_steps_, w.mean_loss, std::exp(w.mean_loss), state_.learning_rate,
+               w.tokens_per_second, w.sentences_per_second, hms(elapsed()), hms(eta));
+  folder_.log_metrics(JsonObject()
+                          .add("type", "train")
+                          .add("step", state_.step)
+                          .add("epoch", state_.epoch)
+                          .add("loss", w.mean_loss)
+                          .add("perplexity", std::exp(w.mean_loss))
+                          .add("lr", state_.learning_rate)
+                          .add("tgt_tokens_per_s", w.tokens_per_second)
+                          .add("elapsed", elapsed()));
+}
+
+// Validation and checkpoints happen on rank 0; its verdict (early stop) and
+// learning rate then reach every rank.
+bool Trainer::validate_everywhere() {
+  bool stop = is_main() ? validate_and_save() : false;
+  if (comm_) {
+    auto verdict = torch::tensor({stop ? 1.0 : 0.0, state_.learning_rate}, torch::kDouble);
+    comm_->broadcast({verdict});
+    stop = verdict[0].item<double>() != 0;
+    if (state_.learning_rate != verdict[1].item<double>()) {
+      state_.learning_rate = verdict[1].item<double>();
+      set_learning_rate(*optimizer_, state_.learning_rate);
+    }
+  }
+  return stop;
+}
+
+// Validates (when there is validation data), feeds the schedule, and writes
+// best.ckpt (on a new best), last.ckpt and step-N.ckpt.
+bool Trainer::validate_and_save() {
+  state_.elapsed_seconds = elapsed();
+  bool stop = false;
+  if (!valid_.empty()) {
+    const auto v0 = Clock::now();
+    const auto v = validate_model();
+    const auto verdict = update_schedule(opt_, higher_is_better(opt_.stop_metric, v), &state_);
+    if (verdict.decayed) {
+      set_learning_rate(*optimizer_, state_.learning_rate);
+      spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
+    }
+    stop = verdict.stop;
+    spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}{}{} | {:.1f}s",
+                 state_.step, v.loss, v.perplexity, v.bleu, v.chrf, v.exact_match,
+                 verdict.improved ? "new best " : "no improvement ", to_string(opt_.stop_metric),
+                 verdict.improved ? "" : " (" + std::to_string(state_.bad_validations) + ")", seconds_since(v0));
+    folder_.log_metrics(JsonObject()
+                            .add("type", "valid")
+                            .add("step", state_.step)
+                            .add("epoch", state_.epoch)
+                            .add("loss", v.loss)
+                            .add("perplexity", v.perplexity)
+                            .add("bleu", v.bleu)
+                            .add("chrf", v.chrf)
+                            .add("exact_match", v.exact_match)
+                            .add("lr", state_.learning_rate)
+                            .add("elapsed", state_.elapsed_seconds));
+    if (verdict.improved) save("best.ckpt");
+  } else {
+    save("best.ckpt");  // without validation data the newest model is the best we know
+  }
+  save("last.ckpt");
+  saved_step_ = state_.step;
+  if (opt_.keep_checkpoints > 0) {
+    const std::string name = "step-" + std::to_string(state_.step) + ".ckpt";
+    save(name);
+    folder_.add_step_checkpoint(name, opt_.keep_checkpoints);
+  }
+  return stop;
+}
+
+void Trainer::save(const std::string& name) {
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state_.rng_state = gen.get_state();
+  }
+  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
+}
+
+void Trainer::write_average(TrainResult* result) {
+  if (opt_.average <= 0 || !is_main()) return;
+  const auto last = folder_.newest_step_checkpoints(static_cast<size_t>(opt_.average));
+  if (last.empty()) return;
+  const size_t n = last.size();
+  if (n < static_cast<size_t>(opt_.average))
+    spdlog::warn("--average {}: only {} step checkpoints exist; averaging those", opt_.average, n);
+  const std::string out = folder_.path("average.ckpt");
+  auto avg = average_checkpoints(last, out);
+  if (valid_.empty()) {
+    spdlog::info("wrote {}: the mean of {} checkpoints", out, n);
+    return;
+  }
+  avg.model->to(device_);
+  std::swap(model_, avg.model);  // validate_model() reads model_
+  const auto v = validate_model();
+  std::swap(model_, avg.model);
+  result->average_metric = reported(opt_.stop_metric, higher_is_better(opt_.stop_metric, v));
+  spdlog::info("average | {} checkpoints, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
+               n, fs::path(last.front()).filename().string(), fs::path(last.back()).filename().string(), v.loss,
+               v.perplexity, v.bleu, v.chrf, v.exact_match, out);
+  folder_.log_metrics(JsonObject()
+                          .add("type", "average")
+                          .add("step", state_.step)
+                          .add("checkpoints", static_cast<int64_t>(n))
+                          .add("loss", v.loss)
+                          .add("perplexity", v.perplexity)
+                          .add("bleu", v.bleu)
+                          .add("chrf", v.chrf)
+                          .add("exact_match", v.exact_match));
+}
+
+// Nothing trained since the last save is lost: an interruption saves
+// quickly, any other end validates first. Then --average, and the summary.
+void Trainer::finish(TrainResult* result, const Progress& progress) {
+  if (is_main() && (state_.step != saved_step_ || !fs::exists(folder_.path("last.ckpt")))) {
+    if (result->stop_reason == StopReason::kInterrupted) {
+      state_.elapsed_seconds = elapsed();
+      save("last.ckpt");
+    } else {
+      validate_and_save();
+    }
+  }
+  if (result->stop_reason != StopReason::kInterrupted) write_average(result);
+  result->steps = state_.step;
+  result->epochs = state_.epoch;
+  result->best_metric = reported(opt_.stop_metric, state_.best_metric);
+  result->tokens_per_second = progress.tokens_per_second();
+  result->peak_rss_mb = peak_rss_mb();
+  spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
+               "{} skipped batches, peak memory {} MiB",
+               to_string(result->stop_reason), result->steps, result->tokens_per_second, to_string(opt_.stop_metric),
+               result->best_metric, hms(elapsed()), result->skipped_steps, result->peak_rss_mb);
+}
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::kMaxEpochs: return "max_epochs";
+    case StopReason::kMaxSteps: return "max_steps";
+    case StopReason::kMaxMinutes: return "max_minutes";
+    case StopReason::kEarlyStopping: return "early_stopping";
+    case StopReason::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+TrainResult train(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model,
+                  const std::atomic<bool>* stop) {
+  return Trainer(opt, tok, model, stop).run();
+}
+
+}  // namespace nmt

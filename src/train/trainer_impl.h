@@ -1,0 +1,108 @@
+// The Trainer behind train(): private to trainer.cc (the loop) and
+// trainer_prepare.cc (everything before the first step).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/options.h"
+#include "model/batch.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "text/corpus.h"
+#include "text/tokenizer.h"
+#include "train/distributed.h"
+#include "train/progress.h"
+#include "train/run_folder.h"
+#include "train/schedule.h"
+#include "train/trainer.h"
+#include "train/training_data.h"
+#include "train/validation.h"
+
+namespace nmt {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Sets the learning rate of every parameter group.
+inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& opt, const TokenizerOptions& tok, ModelOptions model, const std::atomic<bool>* stop)
+      : opt_(opt), tok_opt_(tok), model_opt_(model), stop_(stop) {}
+  Trainer(const Trainer&) = delete;  // sampler_ points into this object
+  Trainer& operator=(const Trainer&) = delete;
+
+  TrainResult run();
+
+ private:
+  // prepare() and its parts, in the order it calls them.
+  void prepare();
+  void validate_options();
+  void join_group();
+  bool claim_output();  // rank 0 takes the folder; every rank learns whether it resumes
+  void init_model(bool resuming, const ParallelCorpus& train);
+  void make_tokenizers(const ParallelCorpus& train);
+  void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
+  void init_data(ParallelCorpus train, ParallelCorpus valid);
+  void init_optimizer(bool resuming);
+
+  // The loop's parts.
+  std::optional<StopReason> stop_before_step();
+  // Forward and backward on this rank's batch (none: `indices` null), the
+  // gradients summed over ranks and clipped. The step's figures say whether
+  // loss and gradient were finite, i.e. whether optimizer_->step() may run.
+  StepStats forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
+  void skip_bad_step(TrainResult* result);
+  void log_progress(Progress* progress);
+  bool validate_everywhere();  // returns true when early stopping triggers
+  bool validate_and_save();
+  void write_average(TrainResult* result);  // --average N
+  void finish(TrainResult* result, const Progress& progress);
+
+  ValidResult validate_model() {
+    return validate(model_, src_tok_, tgt_tok_, valid_, plan_options(), opt_.valid_batch_sentences, device_);
+  }
+  void save(const std::string& name);
+  BatchPlanOptions plan_options() const { return {opt_.batch_tokens, opt_.max_batch_sentences}; }
+  double elapsed() const { return elapsed0_ + seconds_since(t0_); }
+  bool stop_requested() const { return stop_ && stop_->load(); }
+  bool is_main() const { return !comm_ || comm_->rank() == 0; }  // rank 0 logs, validates and writes files
+  int64_t rank() const { return comm_ ? comm_->rank() : 0; }
+  int64_t world() const { return comm_ ? comm_->world_size() : 1; }
+
+  TrainOptions opt_;
+  TokenizerOptions tok_opt_;
+  ModelOptions model_opt_;
+  const std::atomic<bool>* stop_;
+
+  int threads_ = 1;
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<Communicator> comm_;  // null when training as one process
+  RunFolder folder_;                    // rank 0 only
+  std::string resume_path_;             // the checkpoint resumed from (a local copy on ranks > 0)
+  Tokenizer src_tok_, tgt_tok_;
+  Seq2Seq model_{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<Example> train_;
+  std::vector<std::pair<std::string, std::string>> train_text_;  // train_'s text, kept for --spm-alpha
+  SegmentationSampler sampler_;
+  ValidationSet valid_;
+  std::vector<std::vector<int64_t>> batches_;
+  TrainState state_;
+  int64_t total_steps_ = 0;             // for the ETA
+  Clock::time_point t0_ = Clock::now();
+  double elapsed0_ = 0;                 // elapsed seconds of the run before this process (resume)
+  int64_t saved_step_ = 0;              // the step last.ckpt holds
+  int64_t bad_in_a_row_ = 0;            // consecutive non-finite steps
+};
+
+}  // namespace nmt

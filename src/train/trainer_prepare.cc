@@ -1,0 +1,232 @@
+// Everything before the first training step: options, threads and
+// device, the process group, the output folder, data, tokenizers, model,
+// optimizer and (with --resume) the saved state.
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "io/io.h"
+#include "model/device.h"
+#include "train/trainer_impl.h"
+
+namespace nmt {
+namespace fs = std::filesystem;
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& opt, const std::vector<torch::Tensor>& params) {
+  if (opt.optimizer == OptimizerType::kSgd)
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(opt.learning_rate).weight_decay(opt.weight_decay));
+  return std::make_unique<torch::optim::Adam>(
+      params, torch::optim::AdamOptions(opt.learning_rate)
+                  .betas({opt.adam_beta1, opt.adam_beta2})
+                  .weight_decay(opt.weight_decay));
+}
+
+}  // namespace
+
+void Trainer::prepare() {
+  validate_options();
+  device_ = start_runtime(opt_.runtime, &threads_);
+  join_group();
+  torch::manual_seed(opt_.seed);
+  const bool resuming = claim_output();
+  auto train = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
+  spdlog::info("training data: {}", train.stats.summary());
+  require_usable(train, opt_.train_src, opt_.train_tgt, opt_.train_tsv);
+  ParallelCorpus valid;
+  if (!opt_.valid_tsv.empty() || !opt_.valid_src.empty() || !opt_.valid_tgt.empty()) {
+    valid = read_corpus(opt_.valid_src, opt_.valid_tgt, opt_.valid_tsv, "valid");
+    spdlog::info("validation data: {}", valid.stats.summary());
+  }
+  init_model(resuming, train);
+  init_data(std::move(train), std::move(valid));
+  init_optimizer(resuming);
+  if (!is_main()) {
+    // Ranks differ in dropout masks only; the weights stay identical.
+    torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(rank()));
+    if (!resume_path_.empty()) fs::remove(resume_path_);
+    return;  // no files, metrics or logs of their own
+  }
+  folder_.scan_step_checkpoints();
+  folder_.open_metrics();
+  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
+               count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
+               batches_.size());
+}
+
+void Trainer::validate_options() {
+  opt_.validate();
+  tok_opt_.validate();
+  ModelOptions arch = model_opt_;  // the vocabulary sizes come from the tokenizers later
+  arch.src_vocab = arch.tgt_vocab = 1;
+  arch.validate();
+}
+
+void Trainer::join_group() {
+  if (opt_.dist.world_size <= 1) return;
+  comm_ = Communicator::join(opt_.dist);
+  if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt_.dist.local_rank));
+  if (!is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the group
+  spdlog::info("process group: {} ranks (rendezvous {}:{}), this is rank {}", comm_->world_size(),
+               opt_.dist.master_addr, opt_.dist.master_port, comm_->rank());
+}
+
+bool Trainer::claim_output() {
+  bool resuming = is_main() && folder_.claim(opt_.output_dir, opt_.resume);
+  if (comm_) {  // the other ranks follow rank 0's decision
+    auto flag = torch::tensor({resuming ? 1L : 0L});
+    comm_->broadcast({flag});
+    resuming = flag.item<int64_t>() != 0;
+  }
+  return resuming;
+}
+
+void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
+  if (is_main() && resuming) {
+    resume_path_ = folder_.path("last.ckpt");
+    auto loaded = load_checkpoint(resume_path_, device_);
+    for (const auto& f : opt_.explicit_model_fields)
+      if (model_opt_.field(f) != loaded.options.field(f))
+        throw Error(located(resume_path_, 0, "was trained with " + f + "=" + loaded.options.field(f) +
+                                                 " but the options say " + f + "=" + model_opt_.field(f) +
+                                                 "; drop that option to resume, or train into a new --output"));
+    model_opt_ = loaded.options;
+    src_tok_ = loaded.src_tok;
+    tgt_tok_ = loaded.tgt_tok;
+    model_ = loaded.model;
+  } else if (is_main()) {
+    make_tokenizers(train);
+    write_file_atomic(folder_.path("src.spm.model"), src_tok_.bytes());
+    write_file_atomic(folder_.path("tgt.spm.model"), tgt_tok_.bytes());
+    model_opt_.src_vocab = src_tok_.vocab_size();
+    model_opt_.tgt_vocab = tgt_tok_.vocab_size();
+    model_ = Seq2Seq(model_opt_);
+    model_->to(device_);
+  }
+  if (comm_) share_from_main(resuming);
+  spdlog::info("vocabularies: source {} pieces, target {} pieces", src_tok_.vocab_size(), tgt_tok_.vocab_size());
+}
+
+void Trainer::make_tokenizers(const ParallelCorpus& train) {
+  if (!tok_opt_.src_model.empty()) {
+    src_tok_ = Tokenizer::load(tok_opt_.src_model);
+    tgt_tok_ = tok_opt_.shared ? src_tok_
+                               : Tokenizer::load(tok_opt_.tgt_model.empty() ? tok_opt_.src_model : tok_opt_.tgt_model);
+  } else if (!tok_opt_.tgt_model.empty()) {
+    throw Error("--tgt-spm given without --src-spm");
+  } else if (tok_opt_.shared) {
+    auto both = train.src;
+    both.insert(both.end(), train.tgt.begin(), train.tgt.end());
+    src_tok_ = tgt_tok_ = Tokenizer::train(both, tok_opt_);
+  } else {
+    src_tok_ = Tokenizer::train(train.src, tok_opt_);
+    tgt_tok_ = Tokenizer::train(train.tgt, tok_opt_);
+  }
+}
+
+void Trainer::share_from_main(bool resuming) {
+  const bool main = is_main();
+  if (resuming) {
+    // Every rank resumes from rank 0's file, which may not exist on its machine.
+    std::string bytes;
+    if (main) bytes = read_file_bounded(resume_path_, size_t{1} << 40, "checkpoint");
+    comm_->broadcast_bytes(&bytes);
+    if (!main) {
+      resume_path_ = (fs::temp_directory_path() / ("nmt-resume-" + std::to_string(::getpid()) + ".ckpt")).string();
+      write_file_atomic(resume_path_, bytes);
+      auto loaded = load_checkpoint(resume_path_, device_);
+      model_opt_ = loaded.options;
+      src_tok_ = loaded.src_tok;
+      tgt_tok_ = loaded.tgt_tok;
+      model_ = loaded.model;
+    }
+    return;
+  }
+  std::string src = main ? src_tok_.bytes() : "", tgt = main ? tgt_tok_.bytes() : "";
+  std::string config = main ? model_opt_.serialize() : "";
+  comm_->broadcast_bytes(&src);
+  comm_->broadcast_bytes(&tgt);
+  comm_->broadcast_bytes(&config);
+  if (!main) {
+    src_tok_ = Tokenizer::from_bytes(src, "rank 0's source tokenizer");
+    tgt_tok_ = Tokenizer::from_bytes(tgt, "rank 0's target tokenizer");
+    model_opt_ = ModelOptions::parse(config, "rank 0's model config");
+    model_ = Seq2Seq(model_opt_);
+    model_->to(device_);
+  }
+  // Same seed, same initial weights; broadcasting makes it a guarantee.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : model_->parameters()) tensors.push_back(p);
+  for (const auto& b : model_->buffers()) tensors.push_back(b);
+  comm_->broadcast(tensors);
+}
+
+void Trainer::init_data(ParallelCorpus train, ParallelCorpus valid) {
+  std::vector<std::string> guide;
+  if (!opt_.guided_alignment.empty()) {
+    guide = read_lines(opt_.guided_alignment);
+    if (static_cast<int64_t>(guide.size()) != train.stats.lines)
+      throw Error(located(opt_.guided_alignment, 0, "has " + std::to_string(guide.size()) + " lines for " +
+                                                        std::to_string(train.stats.lines) + " training pairs"));
+  }
+  auto encoded = encode_corpus(train, src_tok_, tgt_tok_, opt_.max_src_tokens, opt_.max_tgt_tokens,
+                               guide.empty() ? nullptr : &guide, opt_.guided_alignment);
+  train_ = std::move(encoded.examples);
+  if (opt_.spm_alpha > 0) {  // keep the text: each epoch segments it anew
+    for (int64_t i : encoded.kept) train_text_.emplace_back(std::move(train.src[i]), std::move(train.tgt[i]));
+    sampler_ = {&src_tok_, &tgt_tok_, &train_text_, static_cast<int>(opt_.spm_nbest), opt_.spm_alpha,
+                opt_.max_src_tokens, opt_.max_tgt_tokens};
+    try {
+      src_tok_.sample(train_text_[0].first, sampler_.nbest, opt_.spm_alpha, 0);
+      tgt_tok_.sample(train_text_[0].second, sampler_.nbest, opt_.spm_alpha, 0);
+    } catch (const Error& e) {
+      throw Error(std::string("--spm-alpha needs unigram SentencePiece models (--spm-type unigram): ") + e.what());
+    }
+    spdlog::info("subword regularization: each epoch samples segmentations from the {} best, alpha {}",
+                 opt_.spm_nbest, opt_.spm_alpha);
+  }
+  spdlog::info("training pairs: {} kept, {} over the length limits ({} / {} pieces) skipped", train_.size(),
+               encoded.skipped, opt_.max_src_tokens, opt_.max_tgt_tokens);
+  if (train_.empty()) throw Error("no training pairs left after the length limits");
+  // Validation keeps every pair: the scores must be over the whole set.
+  valid_.examples = encode_corpus(valid, src_tok_, tgt_tok_, INT64_MAX, INT64_MAX).examples;
+  if (opt_.valid_max_sentences > 0 && static_cast<int64_t>(valid.src.size()) > opt_.valid_max_sentences) {
+    valid.src.resize(opt_.valid_max_sentences);
+    valid.tgt.resize(opt_.valid_max_sentences);
+  }
+  valid_.source = std::move(valid.src);
+  valid_.reference = std::move(valid.tgt);
+}
+
+void Trainer::init_optimizer(bool resuming) {
+  optimizer_ = make_optimizer(opt_, model_->parameters());
+  state_.learning_rate = opt_.learning_rate;
+  state_.seed = static_cast<int64_t>(opt_.seed);
+  if (resuming) {
+    state_ = load_train_state(resume_path_, *optimizer_, device_);
+    set_learning_rate(*optimizer_, state_.learning_rate);
+    if (state_.rng_state.defined()) {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state_.rng_state);
+    }
+    if (static_cast<uint64_t>(state_.seed) != opt_.seed)
+      spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
+    spdlog::info("resumed from {}/last.ckpt at step {}, epoch {}, batch {}", opt_.output_dir, state_.step,
+                 state_.epoch, state_.batch_in_epoch);
+  }
+  batches_ = plan_batches(train_, plan_options(), static_cast<uint64_t>(state_.seed));
+  const int64_t per_epoch = static_cast<int64_t>(batches_.size());
+  total_steps_ = opt_.max_epochs * ((per_epoch + world() - 1) / world());
+  if (opt_.max_steps > 0) total_steps_ = std::min(total_steps_, opt_.max_steps);
+  elapsed0_ = state_.elapsed_seconds;
+  saved_step_ = state_.step;
+  t0_ = Clock::now();
+}
+
+}  // namespace nmt
