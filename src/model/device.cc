@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <torch/cuda.h>
+#include <torch/utils.h>
 
 #include "base/error.h"
 

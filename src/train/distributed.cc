@@ -3,6 +3,7 @@
 #include "train/distributed.h"
 
 #include <ATen/ATen.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "train/progress.h"
 
 #ifdef NMT_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -195,5 +197,18 @@ void Communicator::broadcast_bytes(std::string* bytes, int root) {
   broadcast({data}, root);
   if (rank() != root) bytes->assign(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(data.numel()));
 }
+
+// Beside the Communicator, so that progress.cc needs no LibTorch.
+void StepStats::all_reduce(Communicator* comm) {
+  if (comm == nullptr) return;
+  auto t = torch::tensor({static_cast<double>(tokens), finite ? loss_sum : 0.0, static_cast<double>(sentences),
+                          finite ? 0.0 : 1.0}, torch::kDouble);
+  comm->all_reduce_sum({t});
+  tokens = static_cast<int64_t>(t[0].item<double>());
+  loss_sum = t[1].item<double>();
+  sentences = static_cast<int64_t>(t[2].item<double>());
+  finite = t[3].item<double>() == 0;
+}
+
 
 }  // namespace nmt

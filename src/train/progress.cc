@@ -5,21 +5,10 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <string>
 
-#include "train/distributed.h"
 
 namespace nmt {
-
-void StepStats::all_reduce(Communicator* comm) {
-  if (comm == nullptr) return;
-  auto t = torch::tensor({static_cast<double>(tokens), finite ? loss_sum : 0.0, static_cast<double>(sentences),
-                          finite ? 0.0 : 1.0}, torch::kDouble);
-  comm->all_reduce_sum({t});
-  tokens = static_cast<int64_t>(t[0].item<double>());
-  loss_sum = t[1].item<double>();
-  sentences = static_cast<int64_t>(t[2].item<double>());
-  finite = t[3].item<double>() == 0;
-}
 
 void Progress::add(const StepStats& step, double seconds) {
   train_seconds_ += seconds;

@@ -17,7 +17,7 @@ struct StepStats {
   int64_t sentences = 0;
   bool finite = true;     // the loss was finite (after all_reduce: on every rank)
 
-  // Sums the figures over all ranks; a no-op without `comm`.
+  // Sums the figures over all ranks; a no-op without `comm` (in distributed.cc).
   void all_reduce(Communicator* comm);
 };
 

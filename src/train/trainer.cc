@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -93,10 +94,7 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
   StepStats stats;
   torch::Tensor loss;
   if (indices != nullptr) {
-    const Batch batch =
-        (opt_.spm_alpha > 0 ? sampler_.batch(train_, *indices, static_cast<uint64_t>(state_.seed), state_.epoch)
-                            : make_batch(train_, *indices))
-            .to(device_);
+    const Batch batch = make_training_batch(*indices).to(device_);
     torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
     auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
     loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
@@ -128,6 +126,14 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
       params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
   stats.finite = std::isfinite(norm);
   return stats;
+}
+
+Batch Trainer::make_training_batch(const std::vector<int64_t>& indices) const {
+  if (opt_.spm_alpha <= 0) return make_batch(train_, indices);
+  const auto sampled = sampler_.sample(train_, indices, static_cast<uint64_t>(state_.seed), state_.epoch);
+  std::vector<int64_t> all(sampled.size());
+  std::iota(all.begin(), all.end(), 0);
+  return make_batch(sampled, all);
 }
 
 void Trainer::skip_bad_step(TrainResult* result) {

@@ -61,6 +61,8 @@ class Trainer {
   // gradients summed over ranks and clipped. The step's figures say whether
   // loss and gradient were finite, i.e. whether optimizer_->step() may run.
   StepStats forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
+  // The tensors of training batch `indices` (segmentations sampled anew with --spm-alpha).
+  Batch make_training_batch(const std::vector<int64_t>& indices) const;
   void skip_bad_step(TrainResult* result);
   void log_progress(Progress* progress);
   bool validate_everywhere();  // returns true when early stopping triggers

@@ -1,8 +1,6 @@
 // Reading and encoding training data; sampled segmentations per batch.
 #include "train/training_data.h"
 
-#include <numeric>
-
 #include "base/error.h"
 #include "text/alignment.h"
 
@@ -71,8 +69,9 @@ EncodedCorpus encode_corpus(const ParallelCorpus& c, const Tokenizer& st, const 
   return out;
 }
 
-Batch SegmentationSampler::batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices,
-                                 uint64_t seed, int64_t epoch) const {
+std::vector<Example> SegmentationSampler::sample(const std::vector<Example>& examples,
+                                                 const std::vector<int64_t>& indices, uint64_t seed,
+                                                 int64_t epoch) const {
   std::vector<Example> sampled;
   sampled.reserve(indices.size());
   for (int64_t i : indices) {
@@ -89,9 +88,7 @@ Batch SegmentationSampler::batch(const std::vector<Example>& examples, const std
     }
     sampled.push_back(std::move(e));
   }
-  std::vector<int64_t> all(sampled.size());
-  std::iota(all.begin(), all.end(), 0);
-  return make_batch(sampled, all);
+  return sampled;
 }
 
 }  // namespace nmt

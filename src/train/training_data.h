@@ -1,7 +1,7 @@
 // The data side of training: a corpus read from two files or one TSV,
 // encoded into pieces under the length limits (with guided-alignment links
 // at piece level), and the resegmentation of a batch for subword
-// regularization. Everything here is deterministic: the same inputs and
+// regularization. No LibTorch here: model/batch.h makes the tensors. Everything here is deterministic: the same inputs and
 // seeds give the same examples, so --resume stays exact.
 #pragma once
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/batch.h"
+#include "text/batching.h"
 #include "text/corpus.h"
 #include "text/tokenizer.h"
 
@@ -51,12 +51,13 @@ struct SegmentationSampler {
   int64_t max_src = 0;    // a sample over a length limit keeps the usual segmentation
   int64_t max_tgt = 0;
 
-  // The batch `indices` of `examples` with segmentations sampled anew, seeded
-  // by (seed, epoch, example) so that a resumed run draws the same ones.
-  // Batches were planned with the usual lengths, so a sampled batch may run
-  // somewhat over the token budget. Throws nmt::Error from the tokenizers.
-  Batch batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices, uint64_t seed,
-              int64_t epoch) const;
+  // The examples `indices` of `examples`, in that order, with segmentations
+  // sampled anew, seeded by (seed, epoch, example) so that a resumed run draws
+  // the same ones. Batches were planned with the usual lengths, so a sampled
+  // batch may run somewhat over the token budget. Throws nmt::Error from the
+  // tokenizers.
+  std::vector<Example> sample(const std::vector<Example>& examples, const std::vector<int64_t>& indices,
+                              uint64_t seed, int64_t epoch) const;
 };
 
 }  // namespace nmt
