@@ -5,12 +5,16 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/config.h"
 #include "base/options.h"
+#include "model/device.h"
 
 namespace nmt::cli {
 
@@ -48,7 +52,6 @@ class Binder {
     } else {
       o = app_.add_option(flag, value, f.help)->capture_default_str();
     }
-    if (f.has(kRequired)) o->required();
     if (f.group != nullptr && *f.group != '\0') o->group(f.group);
     options_[f.name] = o;
   }
@@ -62,6 +65,77 @@ class Binder {
  private:
   CLI::App& app_;
   std::map<std::string, CLI::Option*> options_;
+};
+
+// The path given with -c/--config (either "--config F" or "--config=F"),
+// or "" when there is none.
+inline std::string config_path(int argc, char** argv) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "-c" || a == "--config") && i + 1 < argc) path = argv[++i];
+    else if (a.rfind("--config=", 0) == 0) path = a.substr(9);
+  }
+  return path;
+}
+
+// What every tool shares around its own options: -c/--config FILE (TOML,
+// read before the command line so that flags override it), --dump-config
+// (print the effective options as TOML and exit), --version and -v.
+class Tool {
+ public:
+  Tool(CLI::App& app, const char* name) : app_(app), name_(name), binder_(app) {
+    app.add_option("-c,--config", config_, "TOML file of options (keys: the long option names, - or _; tables allowed)");
+    app.add_flag("--dump-config", dump_, "Print the effective options as TOML (what --config reads) and exit");
+    app.add_flag("-v,--verbose", verbose, "Debug logging");
+    app.set_version_flag("--version", version_string());
+  }
+  Binder& binder() { return binder_; }
+
+  // Applies the config file of the command line to `options`, parses the
+  // command line, and handles --dump-config. Returns -1 when the tool should
+  // go on, else the exit code to return (help, version, dump, or a usage or
+  // config error, reported on stderr).
+  template <class... Options>
+  int parse(int argc, char** argv, Options&... options) {
+    try {
+      const std::string path = config_path(argc, argv);
+      if (!path.empty()) {
+        auto cfg = ConfigFile::read(path);
+        (cfg.apply(options), ...);
+        cfg.check_all_used();
+        from_config_ = cfg.applied();
+      }
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s: error: %s\n", name_, e.what());
+      return 1;
+    }
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app_.exit(e);
+    }
+    if (dump_) {
+      ConfigWriter w;
+      (w.add(options), ...);
+      std::fputs(w.str().c_str(), stdout);
+      return 0;
+    }
+    return -1;
+  }
+
+  // Whether --NAME was set, on the command line or in the config file.
+  bool given(const std::string& name) const { return binder_.given(name) || from_config_.count(name) > 0; }
+
+  bool verbose = false;
+
+ private:
+  CLI::App& app_;
+  const char* name_;
+  Binder binder_;
+  std::string config_;
+  bool dump_ = false;
+  std::set<std::string> from_config_;
 };
 
 }  // namespace nmt::cli

@@ -11,12 +11,11 @@
 
 int main(int argc, char** argv) {
   nmt::AlignRunOptions opt;
-  bool verbose = false;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
-  nmt::cli::Binder(app).add(opt);
-  app.add_flag("-v,--verbose", verbose, "Debug logging");
-  CLI11_PARSE(app, argc, argv);
-  nmt::setup_logging(verbose);
+  nmt::cli::Tool tool(app, "nmt-align");
+  tool.binder().add(opt);
+  if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
+  nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-align");
   return nmt::run_guarded([&] {
     nmt::run_alignment(opt);

@@ -24,20 +24,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nmt-train: %s\n", e.what());
     return nmt::kExitError;
   }
-  bool verbose = false;
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
-  app.set_config("--config", "", "TOML file of options (keys are the long option names)");
-  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not ignored
   app.get_formatter()->column_width(34);
-  nmt::cli::Binder binder(app);
-  binder.add(opt).add(tok).add(model);
-  app.add_flag("-v,--verbose", verbose, "Debug logging")->group("Logging and checkpoints");
-  CLI11_PARSE(app, argc, argv);
-  nmt::setup_logging(verbose);
+  nmt::cli::Tool tool(app, "nmt-train");
+  tool.binder().add(opt).add(tok).add(model);
+  if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
+  nmt::setup_logging(tool.verbose);
   return nmt::run_guarded([&] {
     // Model options given on the command line or in the config must agree with a resumed checkpoint.
     nmt::ModelOptions::fields(model, [&](const nmt::Field& f, const auto&) {
-      if (binder.given(f.name)) opt.explicit_model_fields.push_back(nmt::underscored(f.name));
+      if (tool.given(f.name)) opt.explicit_model_fields.push_back(nmt::underscored(f.name));
     });
     nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
     nmt::train(opt, tok, model, &g_stop);  // an interrupted run has saved last.ckpt: still a success

@@ -9,12 +9,11 @@
 
 int main(int argc, char** argv) {
   nmt::StreamOptions opt;
-  bool verbose = false;
   CLI::App app{"Translate text with an nmt checkpoint."};
-  nmt::cli::Binder(app).add(opt);
-  app.add_flag("-v,--verbose", verbose, "Debug logging");
-  CLI11_PARSE(app, argc, argv);
-  nmt::setup_logging(verbose);
+  nmt::cli::Tool tool(app, "nmt-translate");
+  tool.binder().add(opt);
+  if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
+  nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-translate");
   return nmt::run_guarded([&] {
     nmt::translate_stream(opt);

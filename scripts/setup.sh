@@ -12,7 +12,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-openmp
-  libsentencepiece-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev
+  libsentencepiece-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev
 )
 
 missing=()

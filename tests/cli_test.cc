@@ -85,6 +85,38 @@ TEST(CliTest, TrainRejectsUnknownConfigKey) {
   EXPECT_FALSE(fs::exists(dir + "/run/last.ckpt"));
 }
 
+TEST(CliTest, EveryToolPrintsItsVersion) {
+  const auto dir = temp_dir("cli_version");
+  for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {
+    const auto r = run(tool, "--version", dir);
+    EXPECT_EQ(r.exit_code, 0) << tool << ": " << r.err;
+    for (const char* part : {"nmt 0.", "(commit ", "LibTorch 1.", "CUDA: ", "BLAS: "})
+      EXPECT_NE(r.out.find(part), std::string::npos) << tool << " --version lacks '" << part << "':\n" << r.out;
+  }
+}
+
+TEST(CliTest, DumpConfigReadsBackUnchanged) {
+  const auto dir = temp_dir("cli_dump");
+  const struct {
+    const char* tool;
+    std::string flags;
+  } cases[] = {{"nmt-train", "--train-src a.en --train-tgt a.de --emb-dim 64 --attention dot --dec-hidden 128 "
+                             "--enc-hidden 64 --learning-rate 0.0005 --shared-vocab"},
+               {"nmt-translate", "-m one.ckpt -m two.ckpt -b 5 --length-penalty 1.2"},
+               {"nmt-align", "--aligner ibm2 --format pharaoh --symmetrize union"}};
+  for (const auto& c : cases) {
+    const auto first = run(c.tool, c.flags + " --dump-config", dir);
+    ASSERT_EQ(first.exit_code, 0) << c.tool << ": " << first.err;
+    write_lines(dir + "/dumped.toml", {first.out});
+    const auto second = run(c.tool, "-c " + quote(dir + "/dumped.toml") + " --dump-config", dir);
+    ASSERT_EQ(second.exit_code, 0) << c.tool << ": " << second.err;
+    EXPECT_EQ(second.out, first.out) << c.tool;
+    // The command line overrides the file.
+    const auto over = run(c.tool, "--config=" + quote(dir + "/dumped.toml") + " --threads 3 --dump-config", dir);
+    EXPECT_NE(over.out.find("threads = 3"), std::string::npos) << over.out;
+  }
+}
+
 TEST(CliTest, TranslateRejectsMissingModel) {
   const auto dir = temp_dir("cli_nomodel");
   const auto model = dir + "/absent.ckpt";

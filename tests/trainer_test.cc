@@ -107,6 +107,11 @@ TEST(TrainerTest, TrainingLowersValidationLossAndWritesRunFiles) {
 
   for (const char* f : {"last.ckpt", "best.ckpt", "metrics.jsonl", "src.spm.model", "tgt.spm.model"})
     EXPECT_TRUE(fs::exists(opt.output_dir + "/" + f)) << f;
+  // The effective options, in the form --config reads.
+  std::string config;
+  for (const auto& line : read_all_lines(opt.output_dir + "/config.toml")) config += line + "\n";
+  EXPECT_NE(config.find("keep-checkpoints = 2\n"), std::string::npos) << config;
+  EXPECT_NE(config.find("vocab-size = 60\n"), std::string::npos) << config;
   std::set<std::string> step_files;
   for (const auto& e : fs::directory_iterator(opt.output_dir)) {
     const auto name = e.path().filename().string();

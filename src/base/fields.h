@@ -20,8 +20,7 @@ namespace nmt {
 enum FieldFlag : unsigned {
   kInternal = 1,         // not a command-line option (filled by the program)
   kMayBeAbsent = 2,      // stored configs written before this field existed lack it: the default applies
-  kRequired = 4,         // must be given on the command line
-  kMultiple = 8,         // may be repeated (a list)
+  kMultiple = 4,         // may be repeated (a list)
 };
 
 // One field as users see it.

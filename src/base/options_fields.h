@@ -64,7 +64,7 @@ void TrainOptions::fields(S& s, V&& v) {
 
 template <class S, class V>
 void StreamOptions::fields(S& s, V&& v) {
-  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", "", "-m", kRequired | kMultiple},
+  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", "", "-m", kMultiple},
     s.model_paths);
   v(Field{"input", "Input file (default: stdin)", "", "-i"}, s.input);
   v(Field{"output", "Output file (default: stdout)", "", "-o"}, s.output);

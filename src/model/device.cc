@@ -8,6 +8,7 @@
 
 #include <torch/cuda.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include "base/error.h"
 
@@ -72,6 +73,19 @@ std::string blas_description() {
 std::string describe_device(const torch::Device& device) {
   if (device.is_cuda()) return "cuda:" + std::to_string(device.has_index() ? device.index() : 0);
   return "cpu (" + blas_description() + ", LibTorch threads " + std::to_string(torch::get_num_threads()) + ")";
+}
+
+std::string version_string() {
+#ifndef NMT_VERSION
+#define NMT_VERSION "unknown"
+#endif
+#ifndef NMT_COMMIT
+#define NMT_COMMIT "unknown"
+#endif
+  const bool cuda = torch::cuda::is_available();
+  return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_COMMIT + ")\nLibTorch " + TORCH_VERSION +
+         "\nCUDA: " + (cuda ? "available, " + std::to_string(torch::cuda::device_count()) + " device(s)" : "not available") +
+         "\nBLAS: " + blas_description();
 }
 
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads) {

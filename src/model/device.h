@@ -22,6 +22,10 @@ int set_threads(int n);
 // receives the thread count set. Throws nmt::Error as resolve_device does.
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads = nullptr);
 
+// What --version prints: nmt's version and commit, the LibTorch version,
+// whether CUDA is available (and how many devices), and the BLAS in use.
+std::string version_string();
+
 // A line describing the device and threads, for logs.
 std::string describe_device(const torch::Device& device);
 

@@ -33,7 +33,7 @@ void RunFolder::undo_claim() {
   if (!created_ || !lock_) return;
   std::error_code ec;
   if (metrics_.is_open()) metrics_.close();
-  for (const char* name : {"src.spm.model", "tgt.spm.model", "metrics.jsonl"}) fs::remove(path(name), ec);
+  for (const char* name : {"src.spm.model", "tgt.spm.model", "metrics.jsonl", "config.toml"}) fs::remove(path(name), ec);
   fs::remove(path(RunLock::file_name()), ec);
   lock_.reset();
   fs::remove(dir_, ec);  // only when nothing else is in it

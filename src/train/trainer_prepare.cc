@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "io/io.h"
 #include "model/device.h"
@@ -53,6 +54,8 @@ void Trainer::prepare() {
   }
   folder_.scan_step_checkpoints();
   folder_.open_metrics();
+  // The effective options, which --config reads back (model: the checkpoint's on resume).
+  write_file_atomic(folder_.path("config.toml"), ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str());
   spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
                batches_.size());

@@ -1,0 +1,148 @@
+// TOML config files for the options structs, read and written through their
+// field lists (fields.h): a new option is read, checked and dumped with no
+// further code. Keys are the long option names, with '-' or '_'
+// ("batch-tokens" or "batch_tokens"); tables ([model], [training], ...) may
+// group them as the user likes, their names are not significant. Every
+// problem is an nmt::Error naming file:line:column.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "base/error.h"
+#include "base/fields.h"
+
+namespace nmt {
+
+// A value as a config file gives it.
+using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<std::string>>;
+
+class ConfigFile {
+ public:
+  // Reads and parses `path`. Throws nmt::Error "PATH:LINE:COL: ..." for a
+  // file that is not TOML (or holds a value of a type no option has, or a
+  // key twice), and nmt::Error "PATH: ..." for one that cannot be read.
+  static ConfigFile read(const std::string& path);
+
+  // Sets each field of `options` that the file names and marks the key used.
+  // Throws nmt::Error "PATH:LINE:COL: KEY: ..." for a value of the wrong type
+  // or an unknown name of an enum option.
+  template <class Options>
+  void apply(Options& options) {
+    Options::fields(options, [this](const Field& f, auto& value) { apply_field(f, value); });
+  }
+
+  // Throws nmt::Error "PATH:LINE:COL: unknown option 'KEY' (did you mean
+  // 'NAME'?)" for the first key that no apply() used, the suggestion drawn
+  // from the fields seen by apply().
+  void check_all_used() const;
+
+  // The long option names of the keys apply() used.
+  std::set<std::string> applied() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Entry {
+    ConfigValue value;
+    int line = 0, column = 0;
+    bool used = false;
+  };
+  template <class T>
+  void apply_field(const Field& f, T& value);
+  Entry* find(const Field& f);
+  [[noreturn]] void fail(const Entry& e, const std::string& key, const std::string& message) const;
+
+  std::string path_;
+  std::map<std::string, Entry> entries_;  // by long option name ('-' spelling)
+  std::vector<std::string> known_;       // every field name apply() saw (for "did you mean")
+};
+
+// Collects fields and their values for to_toml().
+class ConfigWriter {
+ public:
+  template <class Options>
+  ConfigWriter& add(const Options& options) {
+    Options::fields(options, [this](const Field& f, const auto& value) {
+      if (!f.has(kInternal)) add_value(f, to_config_value(value));
+    });
+    return *this;
+  }
+  // The options as a TOML document, one table per --help group, which
+  // ConfigFile::read() + apply() turn back into the same options.
+  std::string str() const;
+
+ private:
+  template <class T>
+  static ConfigValue to_config_value(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return v;
+    } else if constexpr (std::is_enum_v<T>) {
+      return std::string(enum_name(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<double>(v);
+    } else {
+      return v;  // std::string or std::vector<std::string>
+    }
+  }
+  void add_value(const Field& f, ConfigValue v);
+  struct Item {
+    std::string group, name;
+    ConfigValue value;
+  };
+  std::vector<Item> items_;
+};
+
+template <class T>
+void ConfigFile::apply_field(const Field& f, T& value) {
+  known_.emplace_back(f.name);
+  if (f.has(kInternal)) return;
+  Entry* e = find(f);
+  if (e == nullptr) return;
+  e->used = true;
+  const ConfigValue& v = e->value;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!std::holds_alternative<bool>(v)) fail(*e, f.name, "expected true or false");
+    value = std::get<bool>(v);
+  } else if constexpr (std::is_enum_v<T>) {
+    if (!std::holds_alternative<std::string>(v)) fail(*e, f.name, "expected a name in quotes");
+    try {
+      value = parse_enum<T>(std::get<std::string>(v));
+    } catch (const Error& err) {
+      fail(*e, f.name, err.what());
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!std::holds_alternative<int64_t>(v)) fail(*e, f.name, "expected a whole number");
+    const int64_t i = std::get<int64_t>(v);
+    if ((std::is_unsigned_v<T> && i < 0) || (!std::is_unsigned_v<T> && sizeof(T) < 8 &&
+                                             (i < static_cast<int64_t>(INT32_MIN) || i > static_cast<int64_t>(INT32_MAX))))
+      fail(*e, f.name, "out of range");
+    value = static_cast<T>(i);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (std::holds_alternative<int64_t>(v)) {
+      value = static_cast<T>(std::get<int64_t>(v));
+    } else if (std::holds_alternative<double>(v)) {
+      value = static_cast<T>(std::get<double>(v));
+    } else {
+      fail(*e, f.name, "expected a number");
+    }
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!std::holds_alternative<std::string>(v)) fail(*e, f.name, "expected a string in quotes");
+    value = std::get<std::string>(v);
+  } else {  // std::vector<std::string>: an array of strings, or one string
+    if (std::holds_alternative<std::string>(v)) {
+      value = {std::get<std::string>(v)};
+    } else if (std::holds_alternative<std::vector<std::string>>(v)) {
+      value = std::get<std::vector<std::string>>(v);
+    } else {
+      fail(*e, f.name, "expected a string or an array of strings");
+    }
+  }
+}
+
+}  // namespace nmt

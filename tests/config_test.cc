@@ -1,0 +1,116 @@
+// TOML config files: reading through the options' field lists (both key
+// spellings, tables, types), errors at file:line:column with a suggestion
+// for a misspelt key, and the dump that reads back to the same options.
+#include "base/config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/options.h"
+#include "test_util.h"
+
+namespace {
+
+using nmt::test::contains;
+using nmt::test::error_of;
+
+std::string write_config(const std::string& name, const std::vector<std::string>& lines) {
+  const std::string path = nmt::test::temp_dir("config") + "/" + name;
+  nmt::test::write_lines(path, lines);
+  return path;
+}
+
+TEST(ConfigTest, ReadsTablesBothSpellingsAndEveryType) {
+  const auto path = write_config("good.toml", {
+      "# a comment",
+      "output = \"runs/x\"",
+      "[model]",
+      "emb_dim = 128          # underscore spelling",
+      "attention = \"general\"",
+      "tie-embeddings = true",
+      "dropout = 0",
+      "[training]",
+      "learning-rate = 5e-4",
+      "max-epochs = 3",
+      "seed = 7",
+  });
+  nmt::TrainOptions train;
+  nmt::ModelOptions model;
+  auto cfg = nmt::ConfigFile::read(path);
+  cfg.apply(train);
+  cfg.apply(model);
+  EXPECT_NO_THROW(cfg.check_all_used());
+  EXPECT_EQ(train.output_dir, "runs/x");
+  EXPECT_EQ(model.emb_dim, 128);
+  EXPECT_EQ(model.attention, nmt::AttentionType::kGeneral);
+  EXPECT_TRUE(model.tie_embeddings);
+  EXPECT_EQ(model.dropout, 0.0);  // an integer is a fine number
+  EXPECT_DOUBLE_EQ(train.learning_rate, 5e-4);
+  EXPECT_EQ(train.max_epochs, 3);
+  EXPECT_EQ(train.seed, 7u);
+  EXPECT_EQ(cfg.applied().count("emb-dim"), 1u);
+  EXPECT_EQ(cfg.applied().count("batch-tokens"), 0u);
+}
+
+TEST(ConfigTest, MisspeltKeyIsNamedWithItsPlaceAndASuggestion) {
+  const auto path = write_config("typo.toml", {"max-epochs = 3", "", "  batch-tokenz = 2048"});
+  nmt::TrainOptions train;
+  auto cfg = nmt::ConfigFile::read(path);
+  cfg.apply(train);
+  EXPECT_EQ(error_of([&] { cfg.check_all_used(); }),
+            path + ":3:3: unknown option 'batch-tokenz' (did you mean 'batch-tokens'?)");
+}
+
+TEST(ConfigTest, WrongTypesAndNamesAreRefusedWithTheirPlace) {
+  nmt::TrainOptions train;
+  nmt::ModelOptions model;
+  auto cfg = nmt::ConfigFile::read(write_config("types.toml", {"max-epochs = \"3\""}));
+  EXPECT_TRUE(contains(error_of([&] { cfg.apply(train); }), "types.toml:1:1: max-epochs: expected a whole number"));
+  auto enums = nmt::ConfigFile::read(write_config("enum.toml", {"", "attention = \"bilinear\""}));
+  EXPECT_TRUE(contains(error_of([&] { enums.apply(model); }),
+                       "enum.toml:2:1: attention: unknown attention 'bilinear' (expected additive, dot, general, concat or none)"));
+  auto twice = write_config("twice.toml", {"seed = 1", "[training]", "seed = 2"});
+  EXPECT_TRUE(contains(error_of([&] { nmt::ConfigFile::read(twice); }), "twice.toml:3:1: seed is given twice (line 1)"));
+}
+
+TEST(ConfigTest, NonTomlFilesAreRefusedAtTheirPlace) {
+  // The INI habit: an unquoted string is not TOML.
+  const auto ini = write_config("ini.toml", {"emb-dim = 64", "attention = additive"});
+  const auto msg = error_of([&] { nmt::ConfigFile::read(ini); });
+  EXPECT_TRUE(contains(msg, ini + ":2:")) << msg;
+  EXPECT_TRUE(contains(msg, "not valid TOML")) << msg;
+  EXPECT_TRUE(contains(error_of([] { nmt::ConfigFile::read("/no/such/config.toml"); }),
+                       "/no/such/config.toml: cannot read the config file"));
+}
+
+TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
+  nmt::TrainOptions train;
+  nmt::TokenizerOptions tok;
+  nmt::ModelOptions model;
+  train.train_src = "a \"quoted\" path\\with\\backslashes.en";
+  train.learning_rate = 0.0003;
+  train.max_minutes = 1.5;
+  train.stop_metric = nmt::StopMetric::kChrf;
+  train.seed = 123456789012ULL;
+  tok.shared = true;
+  model.decoder = nmt::DecoderType::kCgru;
+  model.dropout = 0.1;
+  const std::string dump = nmt::ConfigWriter().add(train).add(tok).add(model).str();
+  const auto path = write_config("dump.toml", {dump});
+  nmt::TrainOptions train2;
+  nmt::TokenizerOptions tok2;
+  nmt::ModelOptions model2;
+  auto cfg = nmt::ConfigFile::read(path);
+  cfg.apply(train2);
+  cfg.apply(tok2);
+  cfg.apply(model2);
+  cfg.check_all_used();
+  EXPECT_EQ(nmt::ConfigWriter().add(train2).add(tok2).add(model2).str(), dump);
+  EXPECT_EQ(train2.train_src, train.train_src);
+  EXPECT_EQ(train2.seed, train.seed);
+  EXPECT_EQ(model2.decoder, nmt::DecoderType::kCgru);
+  EXPECT_TRUE(contains(dump, "[model]")) << dump;
+}
+
+}  // namespace
