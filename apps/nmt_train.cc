@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   app.get_formatter()->column_width(34);
   nmt::cli::Tool tool(app, "nmt-train");
   tool.binder().add(opt).add(tok).add(model);
+  app.footer(
+      "Examples:\n"
+      "  nmt-train --train-src train.en --train-tgt train.de --valid-src val.en --valid-tgt val.de -o run\n"
+      "  nmt-train -c configs/demo.toml -o run --max-epochs 3\n"
+      "  nmt-train -c run/config.toml --resume");
   if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
   nmt::setup_logging(tool.verbose);
   return nmt::run_guarded([&] {

@@ -12,7 +12,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Translate text with an nmt checkpoint."};
   nmt::cli::Tool tool(app, "nmt-translate");
   tool.binder().add(opt);
+  app.footer(
+      "Examples:\n"
+      "  nmt-translate -m run/best.ckpt < in.txt > out.txt\n"
+      "  nmt-translate -m a.ckpt -m b.ckpt -b 10 --reference ref.txt -i in.txt -o out.txt\n"
+      "  nmt-translate -m run/best.ckpt --score --src in.txt --tgt out.txt");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
+  // --n-best N without -b: a beam of N gives the N hypotheses.
+  auto& search = opt.translate.search;
+  if (!tool.given("beam-size") && !opt.score_mode && search.n_best > search.beam_size) search.beam_size = search.n_best;
   nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-translate");
   return nmt::run_guarded([&] {

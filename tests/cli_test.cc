@@ -338,6 +338,18 @@ TEST(CliTest, TranslateRejectsBadSearchOptions) {
   const auto dir = temp_dir("cli_badopt");
   auto r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " -b 2 --n-best 5", dir);
   expect_one_line_error(r, {"n-best"});
+  // Options that would do nothing in score mode are refused, not ignored.
+  r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --score -b 5 --n-best 2", dir);
+  expect_one_line_error(r, {"--score"});
+}
+
+TEST(CliTest, TranslateNBestWithoutBeamSizeWidensTheBeam) {
+  const auto dir = temp_dir("cli_nbest_nob");
+  write_lines(dir + "/in.txt", {"red cat sees big dog"});
+  auto r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --n-best 3", dir,
+               dir + "/in.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 3u) << r.out;
 }
 
 }  // namespace

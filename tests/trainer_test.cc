@@ -407,6 +407,23 @@ std::vector<std::pair<int, double>> validation_rates(const std::string& run) {
   return out;
 }
 
+TEST(TrainerTest, EndOfEpochValidationsCarryTheirOwnEpoch) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_epochs");
+  const auto files = nmt::test::write_toy_corpus(dir, 60, 10);
+  auto opt = base_options(files, dir + "/run");
+  opt.max_epochs = 3;
+  opt.valid_every = 0;  // epoch ends only
+  nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  const std::regex re(R"(^\{"type":"valid","step":\d+,"epoch":(\d+),.*\}$)");
+  std::vector<int> epochs;
+  for (const auto& line : read_all_lines(opt.output_dir + "/metrics.jsonl")) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) epochs.push_back(std::stoi(m[1]));
+  }
+  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3}));
+}
+
 TEST(TrainerTest, PlateausDecayTheLearningRateAndEarlyStoppingEndsTheRun) {
   Quiet q;
   const auto dir = nmt::test::temp_dir("train_plateau");

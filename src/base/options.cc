@@ -116,6 +116,14 @@ void StreamOptions::validate() const {
   runtime.validate();
   translate.validate();
   if (!scores_json.empty() && reference.empty()) throw Error("--scores-json needs --reference");
+  if (score_mode) {  // options that would do nothing there
+    if (translate.search.beam_size != 1) throw Error("--beam-size does nothing with --score (it scores given pairs)");
+    if (translate.search.n_best != 1) throw Error("--n-best does nothing with --score (it scores given pairs)");
+    if (scores || replace_unk) throw Error("--scores and --replace-unk do nothing with --score");
+    if (!reference.empty()) throw Error("--reference does nothing with --score");
+  } else if (!src.empty() || !tgt.empty()) {
+    throw Error("--src and --tgt are the pairs of --score; to translate, give -i (or stdin)");
+  }
 }
 
 void WordAlignerOptions::validate() const {

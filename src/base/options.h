@@ -205,11 +205,12 @@ struct SearchOptions {
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    v(Field{"beam-size", "Beam size (1: greedy)", "", "-b"}, s.beam_size);
-    v(Field{"length-penalty", "GNMT length penalty alpha", ""}, s.length_penalty);
-    v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", ""}, s.max_length_ratio);
-    v(Field{"max-length", "Output length cap in pieces", ""}, s.max_length);
-    v(Field{"n-best", "Print the N best hypotheses as 'i ||| hyp ||| score' (N <= beam size)", ""}, s.n_best);
+    const char* g = "Search";
+    v(Field{"beam-size", "Beam size (1: greedy)", g, "-b"}, s.beam_size);
+    v(Field{"length-penalty", "GNMT length penalty alpha", g}, s.length_penalty);
+    v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g}, s.max_length_ratio);
+    v(Field{"max-length", "Output length cap in pieces", g}, s.max_length);
+    v(Field{"n-best", "Print the N best hypotheses as 'i ||| hyp ||| score' (without -b: beam N)", g}, s.n_best);
   }
 };
 
@@ -224,9 +225,10 @@ struct TranslateOptions {
   template <class S, class V>
   static void fields(S& s, V&& v) {
     SearchOptions::fields(s.search, v);
-    v(Field{"batch-size", "Sentences per batch", ""}, s.batch_sentences);
-    v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", ""}, s.batch_tokens);
-    v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", ""}, s.max_input_length);
+    const char* g = "Batching";
+    v(Field{"batch-size", "Sentences per batch", g}, s.batch_sentences);
+    v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}, s.batch_tokens);
+    v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}, s.max_input_length);
   }
 };
 
@@ -266,10 +268,11 @@ struct WordAlignerOptions {
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    v(Field{"ibm-iterations", "ibm2: EM iterations", ""}, s.iterations);
-    v(Field{"ibm-tension", "ibm2: preference for links near the diagonal", ""}, s.diagonal_tension);
-    v(Field{"ibm-null-prob", "ibm2: prior probability that a target word links to no source word", ""}, s.null_prob);
-    v(Field{"ibm-alpha", "ibm2: Dirichlet prior on t(f|e) (variational Bayes; 0: maximum likelihood)", ""}, s.alpha);
+    const char* g = "ibm2 aligner";
+    v(Field{"ibm-iterations", "EM iterations", g}, s.iterations);
+    v(Field{"ibm-tension", "Preference for links near the diagonal", g}, s.diagonal_tension);
+    v(Field{"ibm-null-prob", "Prior probability that a target word links to no source word", g}, s.null_prob);
+    v(Field{"ibm-alpha", "Dirichlet prior on t(f|e) (variational Bayes; 0: maximum likelihood)", g}, s.alpha);
   }
 };
 

@@ -64,57 +64,65 @@ void TrainOptions::fields(S& s, V&& v) {
 
 template <class S, class V>
 void StreamOptions::fields(S& s, V&& v) {
-  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", "", "-m", kMultiple},
+  const char* io = "Input and output";
+  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", io, "-m", kMultiple},
     s.model_paths);
-  v(Field{"input", "Input file (default: stdin)", "", "-i"}, s.input);
-  v(Field{"output", "Output file (default: stdout)", "", "-o"}, s.output);
-  TranslateOptions::fields(s.translate, v);
-  v(Field{"scores", "Append ' ||| score' (length-normalized log-probability) to each line", ""}, s.scores);
-  v(Field{"replace-unk", "Replace generated <unk> by the most attended source piece", ""}, s.replace_unk);
-  v(Field{"score", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)", ""},
-    s.score_mode);
-  v(Field{"src", "Score mode: source file", ""}, s.src);
-  v(Field{"tgt", "Score mode: target file", ""}, s.tgt);
-  v(Field{"reference", "Score the output against this file: BLEU (cased, -lc, --tokenize none), chrF, exact match "
-                       "on stderr", ""},
-    s.reference);
-  v(Field{"scores-json", "With --reference: also write the scores and signatures to this JSON file", ""},
-    s.scores_json);
-  v(Field{"window", "Lines read and sorted together", ""}, s.window);
-  v(Field{"max-line-bytes", "Crop longer input lines to this many bytes (score mode: an error)", ""},
+  v(Field{"input", "Input file (default: stdin)", io, "-i"}, s.input);
+  v(Field{"output", "Output file (default: stdout)", io, "-o"}, s.output);
+  v(Field{"window", "Lines read and sorted together (fewer when the input pauses)", io}, s.window);
+  v(Field{"max-line-bytes", "Crop longer input lines to this many bytes (score mode: an error)", io},
     s.max_line_bytes);
+  v(Field{"scores", "Append ' ||| score' (length-normalized log-probability) to each line", io}, s.scores);
+  v(Field{"replace-unk", "Replace generated <unk> by the most attended source piece", io}, s.replace_unk);
+  TranslateOptions::fields(s.translate, v);
+  const char* sc = "Scoring";
+  v(Field{"score", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
+          sc},
+    s.score_mode);
+  v(Field{"src", "Score mode: source file", sc}, s.src);
+  v(Field{"tgt", "Score mode: target file", sc}, s.tgt);
+  v(Field{"reference", "Score the output against this file: BLEU (cased, -lc, --tokenize none), chrF, exact match "
+                       "on stderr", sc},
+    s.reference);
+  v(Field{"scores-json", "With --reference: also write the scores and signatures to this JSON file", sc},
+    s.scores_json);
   RuntimeOptions::fields(s.runtime, v);
 }
 
 template <class S, class V>
 void AlignRunOptions::fields(S& s, V&& v) {
-  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train", "", "-m"}, s.model_path);
-  v(Field{"aligner", "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model)", ""}, s.aligner);
-  v(Field{"ibm-train-src", "ibm2: more source sentences to learn from (not aligned)", ""}, s.ibm_train_src);
-  v(Field{"ibm-train-tgt", "ibm2: their target sentences", ""}, s.ibm_train_tgt);
-  WordAlignerOptions::fields(s.ibm, v);
-  v(Field{"src", "Source sentences, one per line", ""}, s.src);
-  v(Field{"tgt", "Target sentences (forced mode); without it the model translates (free mode)", ""}, s.tgt);
-  v(Field{"tsv", "Pairs as source<TAB>target lines ('-': stdin)", ""}, s.tsv);
-  v(Field{"output", "Output file (default: stdout)", "", "-o"}, s.output);
-  v(Field{"format", "csv (matrices), pharaoh (word links i-j) or svg (heatmaps)", "", "-f"}, s.format);
-  v(Field{"level", "Matrices over subword pieces or words (pieces merged: sum over source, mean over target)", ""},
-    s.level);
-  v(Field{"output-dir", "Write one NNNN.csv (or NNNN.svg) per pair into this folder", ""}, s.output_dir);
-  v(Field{"heatmap", "Also write an NNNN.svg heatmap per pair into this folder", ""}, s.heatmap_dir);
-  v(Field{"method", "Hard links: argmax (most attended source word per target word) or threshold", ""}, s.method);
-  v(Field{"threshold", "Weight at or above which a word pair links (--method threshold)", ""}, s.threshold);
-  v(Field{"shift", "Target token t takes the attention row of step t+N (the model reads y_t two steps later)", ""},
-    s.shift);
-  v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", ""},
+  const char* in = "Input";
+  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train", in, "-m"}, s.model_path);
+  v(Field{"aligner", "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model)", in}, s.aligner);
+  v(Field{"src", "Source sentences, one per line", in}, s.src);
+  v(Field{"tgt", "Target sentences (forced mode); without it the model translates (free mode)", in}, s.tgt);
+  v(Field{"tsv", "Pairs as source<TAB>target lines ('-': stdin)", in}, s.tsv);
+  v(Field{"max-pairs", "Align at most N pairs (0: all)", in, "-n"}, s.max_pairs);
+  v(Field{"beam-size", "Free mode: beam size (1: greedy)", in, "-b"}, s.search.beam_size);
+  v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", in},
     s.reverse_model);
+  v(Field{"ibm-train-src", "ibm2: more source sentences to learn from (not aligned)", in}, s.ibm_train_src);
+  v(Field{"ibm-train-tgt", "ibm2: their target sentences", in}, s.ibm_train_tgt);
+  WordAlignerOptions::fields(s.ibm, v);
+  const char* out = "Output";
+  v(Field{"output", "Output file (default: stdout)", out, "-o"}, s.output);
+  v(Field{"format", "csv (matrices), pharaoh (word links i-j) or svg (heatmaps); default csv, pharaoh for ibm2",
+          out, "-f"},
+    s.format);
+  v(Field{"level", "Matrices over subword pieces or words (pieces merged: sum over source, mean over target)", out},
+    s.level);
+  v(Field{"output-dir", "Write one NNNN.csv (or NNNN.svg) per pair into this folder", out}, s.output_dir);
+  v(Field{"heatmap", "Also write an NNNN.svg heatmap per pair into this folder", out}, s.heatmap_dir);
+  const char* links = "Links";
+  v(Field{"method", "Hard links: argmax (most attended source word per target word) or threshold", links}, s.method);
+  v(Field{"threshold", "Weight at or above which a word pair links (--method threshold)", links}, s.threshold);
+  v(Field{"shift", "Target token t takes the attention row of step t+N (the model reads y_t two steps later)", links},
+    s.shift);
   v(Field{"symmetrize", "Combine with --reverse-model: intersection, union, grow-diag, grow-diag-final, "
-                        "grow-diag-final-and, or average (mean of both matrices)", ""},
+                        "grow-diag-final-and, or average (mean of both matrices)", links},
     s.symmetrize);
-  v(Field{"eval-gold", "Gold links (i-j sure, i?j possible): print precision, recall, AER", ""}, s.eval_gold);
-  v(Field{"gold-one-based", "Gold indices start at 1 (NAACL 2003 .talp files)", ""}, s.gold_one_based);
-  v(Field{"beam-size", "Free mode: beam size (1: greedy)", "", "-b"}, s.search.beam_size);
-  v(Field{"max-pairs", "Align at most N pairs (0: all)", "", "-n"}, s.max_pairs);
+  v(Field{"eval-gold", "Gold links (i-j sure, i?j possible): print precision, recall, AER", links}, s.eval_gold);
+  v(Field{"gold-one-based", "Gold indices start at 1 (NAACL 2003 .talp files)", links}, s.gold_one_based);
   RuntimeOptions::fields(s.runtime, v);
 }
 

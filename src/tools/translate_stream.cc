@@ -162,7 +162,7 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     spdlog::warn("{} input lines were longer than {} pieces and were cropped (--max-input-length)",
                  tr.cropped_inputs(), opt.translate.max_input_length);
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("{} {} sentences ({} output tokens) in {:.2f}s: {:.1f} sentences/s",
+  spdlog::info("{} {} sentences ({} target pieces) in {:.2f}s: {:.1f} sentences/s",
                opt.score_mode ? "scored" : "translated", sum.sentences, sum.output_tokens, sum.seconds,
                sum.sentences / std::max(sum.seconds, 1e-9));
   return sum;

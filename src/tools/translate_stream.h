@@ -11,7 +11,7 @@ namespace nmt {
 
 struct StreamSummary {
   int64_t sentences = 0;
-  int64_t output_tokens = 0;
+  int64_t output_tokens = 0;  // target pieces (SentencePiece), not words
   double seconds = 0;
   // With a reference (else -1): sacreBLEU's cased 13a BLEU, its -lc BLEU,
   // BLEU with --tokenize none (multi-bleu on tokenized text), chrF2, exact match.

@@ -203,7 +203,7 @@ bool Trainer::validate_and_save() {
     folder_.log_metrics(JsonObject()
                             .add("type", "valid")
                             .add("step", state_.step)
-                            .add("epoch", state_.epoch)
+                            .add("epoch", step_epoch())
                             .add("loss", v.loss)
                             .add("perplexity", v.perplexity)
                             .add("bleu", v.bleu)

@@ -76,6 +76,8 @@ class Trainer {
   void save(const std::string& name);
   BatchPlanOptions plan_options() const { return {opt_.batch_tokens, opt_.max_batch_sentences}; }
   double elapsed() const { return elapsed0_ + seconds_since(t0_); }
+  // The epoch of the newest step: at an epoch's end state_.epoch already names the next one.
+  int64_t step_epoch() const { return state_.batch_in_epoch == 0 && state_.epoch > 1 ? state_.epoch - 1 : state_.epoch; }
   bool stop_requested() const { return stop_ && stop_->load(); }
   bool is_main() const { return !comm_ || comm_->rank() == 0; }  // rank 0 logs, validates and writes files
   int64_t rank() const { return comm_ ? comm_->rank() : 0; }
