@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       "  nmt-train -c configs/demo.toml -o run --max-epochs 3\n"
       "  nmt-train -c run/config.toml --resume");
   if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
-  nmt::setup_logging(tool.verbose);
+  nmt::setup_logging(tool.verbose, /*warnings_only=*/opt.dist.world_size > 1 && opt.dist.rank > 0);
   return nmt::run_guarded([&] {
     // Model options given on the command line or in the config must agree with a resumed checkpoint.
     nmt::ModelOptions::fields(model, [&](const nmt::Field& f, const auto&) {

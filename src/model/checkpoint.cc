@@ -184,16 +184,7 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
   }
   if (state) {
     torch::serialize::OutputArchive st;
-    st.write("step", c10::IValue(state->step));
-    st.write("epoch", c10::IValue(state->epoch));
-    st.write("batch_in_epoch", c10::IValue(state->batch_in_epoch));
-    st.write("learning_rate", c10::IValue(state->learning_rate));
-    st.write("best_metric", c10::IValue(state->best_metric));
-    st.write("has_best", c10::IValue(state->has_best));
-    st.write("bad_validations", c10::IValue(state->bad_validations));
-    st.write("plateau", c10::IValue(state->plateau));
-    st.write("seed", c10::IValue(state->seed));
-    st.write("elapsed_seconds", c10::IValue(state->elapsed_seconds));
+    TrainState::fields(*state, [&](const char* key, const auto& value) { st.write(key, c10::IValue(value)); });
     if (state->rng_state.defined()) st.write("rng_state", state->rng_state);
     archive.write("state", st);
   }
@@ -299,16 +290,7 @@ TrainState load_train_state(const std::string& path, torch::optim::Optimizer& op
     return v;
   };
   TrainState s;
-  s.step = get("step").toInt();
-  s.epoch = get("epoch").toInt();
-  s.batch_in_epoch = get("batch_in_epoch").toInt();
-  s.learning_rate = get("learning_rate").toDouble();
-  s.best_metric = get("best_metric").toDouble();
-  s.has_best = get("has_best").toBool();
-  s.bad_validations = get("bad_validations").toInt();
-  s.plateau = get("plateau").toInt();
-  s.seed = get("seed").toInt();
-  s.elapsed_seconds = get("elapsed_seconds").toDouble();
+  TrainState::fields(s, [&](const char* key, auto& value) { value = get(key).to<std::decay_t<decltype(value)>>(); });
   st.try_read("rng_state", s.rng_state);
   return s;
 }

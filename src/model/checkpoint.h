@@ -30,6 +30,22 @@ struct TrainState : ScheduleState {  // learning rate, best figure, plateau and 
   int64_t seed = 1;              // the run's seed; data order derives from it
   double elapsed_seconds = 0;    // training wall time so far
   torch::Tensor rng_state;       // CPU generator state (dropout)
+
+  // The scalar fields, each once, by the key a checkpoint stores it under:
+  // v(key, field) for every one (rng_state is stored apart).
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("step", s.step);
+    v("epoch", s.epoch);
+    v("batch_in_epoch", s.batch_in_epoch);
+    v("learning_rate", s.learning_rate);
+    v("best_metric", s.best_metric);
+    v("has_best", s.has_best);
+    v("bad_validations", s.bad_validations);
+    v("plateau", s.plateau);
+    v("seed", s.seed);
+    v("elapsed_seconds", s.elapsed_seconds);
+  }
 };
 
 // A model ready to run, with its tokenizers.

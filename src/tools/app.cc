@@ -44,11 +44,11 @@ void install_signal_handlers(const char* tool, std::atomic<bool>* stop) {
   std::signal(SIGXFSZ, SIG_IGN);
 }
 
-void setup_logging(bool verbose) {
+void setup_logging(bool verbose, bool warnings_only) {
   auto logger = spdlog::stderr_color_mt("nmt");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
-  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  spdlog::set_level(warnings_only ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info);
 }
 
 int run_guarded(const std::function<int()>& body) {

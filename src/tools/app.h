@@ -13,8 +13,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;     // bad input, file or option (an nmt::Error)
 constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report)
 
-// Sends logs to stderr as "[time] [level] message"; `verbose` adds debug lines.
-void setup_logging(bool verbose = false);
+// Sends logs to stderr as "[time] [level] message"; `verbose` adds debug
+// lines, `warnings_only` keeps warnings and errors only (ranks > 0 of a
+// data-parallel run: rank 0 speaks for the group).
+void setup_logging(bool verbose = false, bool warnings_only = false);
 
 // Installs the handlers of SIGINT, SIGTERM and SIGHUP. Without `stop`, a
 // signal removes this process's temporary files (io.h), prints one error

@@ -73,7 +73,6 @@ void Trainer::join_group() {
   if (opt_.dist.world_size <= 1) return;
   comm_ = Communicator::join(opt_.dist);
   if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt_.dist.local_rank));
-  if (!is_main()) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the group
   spdlog::info("process group: {} ranks (rendezvous {}:{}), this is rank {}", comm_->world_size(),
                opt_.dist.master_addr, opt_.dist.master_port, comm_->rank());
 }
