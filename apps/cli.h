@@ -15,6 +15,7 @@
 #include "base/config.h"
 #include "base/options.h"
 #include "model/device.h"
+#include "tools/app.h"
 
 namespace nmt::cli {
 
@@ -94,8 +95,9 @@ class Tool {
 
   // Applies the config file of the command line to `options`, parses the
   // command line, and handles --dump-config. Returns -1 when the tool should
-  // go on, else the exit code to return (help, version, dump, or a usage or
-  // config error, reported on stderr).
+  // go on, else the exit code to return: 0 after help, version or dump,
+  // kExitUsage (2) for a command line or config file that cannot be parsed
+  // (CLI11's own codes 103..114 included), reported on stderr.
   template <class... Options>
   int parse(int argc, char** argv, Options&... options) {
     try {
@@ -108,12 +110,13 @@ class Tool {
       }
     } catch (const Error& e) {
       std::fprintf(stderr, "%s: error: %s\n", name_, e.what());
-      return 1;
+      return kExitUsage;
     }
     try {
       app_.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      return app_.exit(e);
+      const int code = app_.exit(e);  // prints help, the version, or the problem
+      return code == 0 ? kExitOk : kExitUsage;
     }
     if (dump_) {
       ConfigWriter w;

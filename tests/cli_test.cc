@@ -85,6 +85,21 @@ TEST(CliTest, TrainRejectsUnknownConfigKey) {
   EXPECT_FALSE(fs::exists(dir + "/run/last.ckpt"));
 }
 
+TEST(CliTest, UsageErrorsExitWithTwo) {
+  const auto dir = temp_dir("cli_usage");
+  for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {
+    EXPECT_EQ(run(tool, "--no-such-flag", dir).exit_code, 2) << tool;   // CLI11 says 109
+    EXPECT_EQ(run(tool, "--threads", dir).exit_code, 2) << tool;        // a flag without its value
+    EXPECT_EQ(run(tool, "--help", dir).exit_code, 0) << tool;
+  }
+  write_lines(dir + "/typo.toml", {"max-epocks = 3"});
+  const auto r = run("nmt-train", "-c " + quote(dir + "/typo.toml"), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("typo.toml:1:1: unknown option 'max-epocks' (did you mean 'max-epochs'?)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/model")) << "nothing is created before the options are good";
+}
+
 TEST(CliTest, EveryToolPrintsItsVersion) {
   const auto dir = temp_dir("cli_version");
   for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {

@@ -10,7 +10,8 @@ namespace nmt {
 
 // Exit codes of the nmt executables.
 constexpr int kExitOk = 0;
-constexpr int kExitError = 1;     // bad input, file or option (an nmt::Error)
+constexpr int kExitError = 1;     // bad input, file or option value (an nmt::Error)
+constexpr int kExitUsage = 2;     // a command line or config file that cannot be parsed
 constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report)
 
 // Sends logs to stderr as "[time] [level] message"; `verbose` adds debug
