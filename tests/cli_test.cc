@@ -358,6 +358,23 @@ TEST(CliTest, TranslateRejectsBadSearchOptions) {
   expect_one_line_error(r, {"--score"});
 }
 
+TEST(CliTest, AReferenceOfTheWrongLengthNeverCostsTheTranslations) {
+  const auto dir = temp_dir("cli_refcount");
+  const auto model = quote(nmt::test::trained_toy_checkpoint());
+  write_lines(dir + "/in.txt", {"red cat", "old fish eats", "big dog"});
+  write_lines(dir + "/one.txt", {"cato redo"});
+  // A file input is counted first: nothing is translated, nothing written.
+  auto r = run("nmt-translate", "-m " + model + " -i " + quote(dir + "/in.txt") + " -o " + quote(dir + "/out.txt") +
+                                    " --reference " + quote(dir + "/one.txt"), dir);
+  expect_one_line_error(r, {"one.txt", "1 reference lines for 3 input lines"});
+  EXPECT_FALSE(fs::exists(dir + "/out.txt"));
+  // From stdin the count is known only at the end: the translations are kept.
+  r = run("nmt-translate", "-m " + model + " -o " + quote(dir + "/out.txt") + " --reference " + quote(dir + "/one.txt"),
+          dir, dir + "/in.txt");
+  expect_one_line_error(r, {"one.txt", "1 reference lines for 3 input lines"});
+  EXPECT_EQ(lines_of(nmt::test::read_bytes(dir + "/out.txt")).size(), 3u);
+}
+
 TEST(CliTest, TranslateNBestWithoutBeamSizeWidensTheBeam) {
   const auto dir = temp_dir("cli_nbest_nob");
   write_lines(dir + "/in.txt", {"red cat sees big dog"});

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
@@ -93,6 +94,18 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& 
   return sum;
 }
 
+// The number of lines of `input` when it is a regular file (read once more,
+// cheaply), or -1 for stdin, a FIFO or a device, which can be read only once.
+int64_t count_input_lines(const std::string& input) {
+  std::error_code ec;
+  if (input.empty() || input == "-" || !std::filesystem::is_regular_file(input, ec)) return -1;
+  LineReader in(input, 1);  // lines are counted, not kept
+  std::string line;
+  int64_t n = 0;
+  while (in.next(&line)) ++n;
+  return n;
+}
+
 }  // namespace
 
 StreamSummary translate_stream(const StreamOptions& opt) {
@@ -112,9 +125,15 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   StreamSummary sum;
   if (opt.score_mode) {
     sum = score_pairs(opt, tr, out);
+    out.commit();
   } else {
     std::vector<std::string> refs, outputs;
-    if (!opt.reference.empty()) refs = read_lines(opt.reference);  // read first: fail before translating
+    if (!opt.reference.empty()) {  // read first: fail before translating
+      refs = read_lines(opt.reference);
+      if (const int64_t n = count_input_lines(opt.input); n >= 0 && n != static_cast<int64_t>(refs.size()))
+        throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
+                                                  std::to_string(n) + " input lines"));
+    }
     const bool n_best = opt.translate.search.n_best > 1;
     LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
     int64_t cropped_bytes = 0;
@@ -150,6 +169,7 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     if (cropped_bytes > 0)
       spdlog::warn("{} input lines were longer than {} bytes and were cropped (--max-line-bytes)", cropped_bytes,
                    opt.max_line_bytes);
+    out.commit();  // the translations are complete: a problem with the reference below must not lose them
     if (!opt.reference.empty()) {
       if (refs.size() != outputs.size())
         throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
@@ -157,7 +177,6 @@ StreamSummary translate_stream(const StreamOptions& opt) {
       write_scores(outputs, refs, opt.scores_json, &sum);
     }
   }
-  out.commit();
   if (tr.cropped_inputs() > 0)
     spdlog::warn("{} input lines were longer than {} pieces and were cropped (--max-input-length)",
                  tr.cropped_inputs(), opt.translate.max_input_length);
