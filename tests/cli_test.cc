@@ -464,6 +464,22 @@ TEST(CliTest, TranslateAnswersAWindowWhileThePipeStaysOpen) {
   EXPECT_EQ(lines_of(read_bytes(dir + "/out.txt")).size(), 3u);
 }
 
+TEST(CliTest, TranslateAnswersOneLineAsSoonAsThePipePauses) {
+  const auto dir = temp_dir("cli_pipe_one");
+  const auto fifo = dir + "/in";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int hold = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(hold, 0);
+  // The default window (1000 lines) only bounds memory: one line is answered while the input stays open.
+  auto c = nmt::test::spawn({nmt::test::bin("nmt-translate"), "-m", nmt::test::trained_toy_checkpoint(), "--threads", "1"},
+                            dir + "/err.txt", dir + "/out.txt", fifo);
+  (void)!::write(hold, "red cat\n", 8);
+  EXPECT_TRUE(nmt::test::wait_until([&] { return lines_of(read_bytes(dir + "/out.txt")).size() == 1; }, 60))
+      << read_bytes(dir + "/err.txt");
+  ::close(hold);
+  EXPECT_EQ(nmt::test::wait_exit(c, 60), 0) << read_bytes(dir + "/err.txt");
+}
+
 const std::string kDemo = std::string(NMT_SOURCE_DIR) + "/data/demo";
 
 TEST(CliTest, AlignIbm2WritesLinksInsideEachPairAndScoresThem) {

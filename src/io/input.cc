@@ -1,5 +1,6 @@
 // Bounded line and file reading, and the run-folder lock (see io.h).
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,6 +59,12 @@ bool LineReader::fill() {
   buf_.resize(old + static_cast<size_t>(n));
   if (n == 0) eof_ = true;
   return n > 0;
+}
+
+bool LineReader::more_ready() const {
+  if (eof_ || std::memchr(buf_.data() + pos_, '\n', buf_.size() - pos_) != nullptr) return true;
+  struct pollfd p = {fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;  // readable, at its end, or an error that next() will report
 }
 
 bool LineReader::next(std::string* line, bool* cropped) {

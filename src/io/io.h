@@ -103,6 +103,10 @@ class LineReader {
   // Throws nmt::Error located at path:line for a NUL byte (checked in the
   // dropped part too; a UTF-16 file is named as such) or a read error.
   bool next(std::string* line, bool* cropped = nullptr);
+  // Whether next() can return without waiting: a whole line is buffered,
+  // input is ready to be read, or the input has ended. False only while a
+  // pipe or terminal has nothing more to give yet. Never throws.
+  bool more_ready() const;
   const std::string& name() const { return name_; }  // path, or "<stdin>"
   int64_t line() const { return line_; }            // lines returned so far
 

@@ -163,7 +163,8 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     while (in.next(&raw, &too_long)) {
       cropped_bytes += too_long;
       window.push_back(checked_line(raw, in.name(), in.line()));
-      if (static_cast<int64_t>(window.size()) >= opt.window) flush_window();
+      // A full window, or a pipe that has nothing more for now: translate what was read.
+      if (static_cast<int64_t>(window.size()) >= opt.window || !in.more_ready()) flush_window();
     }
     if (!window.empty()) flush_window();
     if (cropped_bytes > 0)
