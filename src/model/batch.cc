@@ -2,8 +2,6 @@
 #include "model/batch.h"
 
 #include <algorithm>
-#include <numeric>
-#include <random>
 
 #include "text/tokenizer.h"
 

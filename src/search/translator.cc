@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include <c10/core/InferenceMode.h>
 
 #include "base/error.h"
 #include "base/validate.h"

@@ -2,7 +2,6 @@
 // (a model's attention or ibm2), and where the results go (see align.h).
 #include "tools/align.h"
 
-#include <c10/core/InferenceMode.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
