@@ -126,7 +126,7 @@ TEST(TrainerTest, TrainingLowersValidationLossAndWritesRunFiles) {
   EXPECT_EQ(last.options.emb_dim, 16);
 
   // metrics.jsonl: one JSON object per line, validation lines with the loss.
-  const std::regex valid_re(R"(^\{"type":"valid","step":(\d+),.*"loss":([0-9.eE+-]+),.*\}$)");
+  const std::regex valid_re(R"(^\{"type":"valid","step":(\d+),.*"valid_nll":([0-9.eE+-]+),.*\}$)");
   std::vector<std::pair<int, double>> losses;
   for (const auto& line : read_all_lines(opt.output_dir + "/metrics.jsonl")) {
     ASSERT_FALSE(line.empty());

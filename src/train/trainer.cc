@@ -159,8 +159,8 @@ void Trainer::log_progress(Progress* progress) {
                           .add("type", "train")
                           .add("step", state_.step)
                           .add("epoch", state_.epoch)
-                          .add("loss", w.mean_loss)
-                          .add("perplexity", std::exp(w.mean_loss))
+                          .add("train_loss", w.mean_loss)  // label-smoothed, mean since the last train line
+                          .add("train_ppl", std::exp(w.mean_loss))
                           .add("lr", state_.learning_rate)
                           .add("tgt_tokens_per_s", w.tokens_per_second)
                           .add("elapsed", elapsed()));
@@ -204,8 +204,8 @@ bool Trainer::validate_and_save() {
                             .add("type", "valid")
                             .add("step", state_.step)
                             .add("epoch", step_epoch())
-                            .add("loss", v.loss)
-                            .add("perplexity", v.perplexity)
+                            .add("valid_nll", v.loss)  // plain cross-entropy per target token
+                            .add("valid_ppl", v.perplexity)
                             .add("bleu", v.bleu)
                             .add("chrf", v.chrf)
                             .add("exact_match", v.exact_match)
@@ -259,8 +259,8 @@ void Trainer::write_average(TrainResult* result) {
                           .add("type", "average")
                           .add("step", state_.step)
                           .add("checkpoints", static_cast<int64_t>(n))
-                          .add("loss", v.loss)
-                          .add("perplexity", v.perplexity)
+                          .add("valid_nll", v.loss)
+                          .add("valid_ppl", v.perplexity)
                           .add("bleu", v.bleu)
                           .add("chrf", v.chrf)
                           .add("exact_match", v.exact_match));
