@@ -35,37 +35,63 @@ class Binder {
     return *this;
   }
 
-  // The visitor: one CLI11 option for `value`.
+  // The visitor: one CLI11 option for `value`, and a hidden one for its
+  // former spelling (Field::old_name).
   template <class T>
   void operator()(const Field& f, T& value) {
     if (f.has(kInternal)) return;
-    const std::string flag = (f.short_name ? std::string(f.short_name) + "," : std::string()) + "--" + f.name;
-    CLI::Option* o = nullptr;
-    if constexpr (std::is_same_v<T, bool>) {
-      o = app_.add_flag(flag, value, f.help);
-    } else if constexpr (std::is_enum_v<T>) {
-      o = app_.add_option_function<std::string>(
-                  flag, [&value](const std::string& s) { value = parse_enum<T>(s); }, f.help)
-              ->check(CLI::IsMember(enum_names<T>()))
-              ->default_str(enum_name(value));
-    } else if constexpr (IsVector<T>::value) {
-      o = app_.add_option(flag, value, f.help);
-    } else {
-      o = app_.add_option(flag, value, f.help)->capture_default_str();
-    }
+    CLI::Option* o = bind((f.short_name ? std::string(f.short_name) + "," : std::string()) + "--" + f.name, f.help, value);
     if (f.group != nullptr && *f.group != '\0') o->group(f.group);
     options_[f.name] = o;
+    if (f.old_name != nullptr) {
+      CLI::Option* old = bind(std::string("--") + f.old_name, f.help, value)->group("");
+      old->excludes(o);
+      old_names_.push_back({f.old_name, f.name, old});
+    }
   }
 
-  // Whether --NAME was given, on the command line or in a config file.
+  // Whether --NAME (or its former spelling) was given, on the command line or in a config file.
   bool given(const std::string& name) const {
     auto it = options_.find(name);
-    return it != options_.end() && it->second->count() > 0;
+    if (it != options_.end() && it->second->count() > 0) return true;
+    for (const auto& o : old_names_)
+      if (o.name == name && o.option->count() > 0) return true;
+    return false;
+  }
+
+  // One line for each former spelling used on the command line:
+  // "--OLD is deprecated: use --NEW".
+  std::vector<std::string> deprecations() const {
+    std::vector<std::string> out;
+    for (const auto& o : old_names_)
+      if (o.option->count() > 0) out.push_back("--" + o.old_name + " is deprecated: use --" + o.name);
+    return out;
   }
 
  private:
+  template <class T>
+  CLI::Option* bind(const std::string& flag, const char* help, T& value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return app_.add_flag(flag, value, help);
+    } else if constexpr (std::is_enum_v<T>) {
+      return app_.add_option_function<std::string>(
+                     flag, [&value](const std::string& s) { value = parse_enum<T>(s); }, help)
+          ->check(CLI::IsMember(enum_names<T>()))
+          ->default_str(enum_name(value));
+    } else if constexpr (IsVector<T>::value) {
+      return app_.add_option(flag, value, help);
+    } else {
+      return app_.add_option(flag, value, help)->capture_default_str();
+    }
+  }
+
+  struct OldName {
+    std::string old_name, name;
+    CLI::Option* option;
+  };
   CLI::App& app_;
   std::map<std::string, CLI::Option*> options_;
+  std::vector<OldName> old_names_;
 };
 
 // The path given with -c/--config (either "--config F" or "--config=F"),
@@ -118,6 +144,7 @@ class Tool {
       const int code = app_.exit(e);  // prints help, the version, or the problem
       return code == 0 ? kExitOk : kExitUsage;
     }
+    for (const auto& line : binder_.deprecations()) std::fprintf(stderr, "%s: warning: %s\n", name_, line.c_str());
     if (dump_) {
       ConfigWriter w;
       (w.add(options), ...);

@@ -321,7 +321,7 @@ TEST(CliTest, TranslateNBestFormatAndRanks) {
   for (auto& [i, s] : scores)
     for (size_t k = 1; k < s.size(); ++k) EXPECT_GE(s[k - 1], s[k]) << "sentence " << i << " not best first";
   // The first hypothesis of each sentence is the plain output of the same beam.
-  auto plain = run("nmt-translate", "-m " + quote(ckpt) + " -b 4 --scores", dir, dir + "/in.txt");
+  auto plain = run("nmt-translate", "-m " + quote(ckpt) + " -b 4 --with-scores", dir, dir + "/in.txt");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const auto p = lines_of(plain.out);
   ASSERT_EQ(p.size(), 3u);
@@ -333,7 +333,7 @@ TEST(CliTest, TranslateScoreModePrintsOneLogProbPerPair) {
   const auto dir = temp_dir("cli_score");
   const auto& ckpt = nmt::test::trained_toy_checkpoint();
   nmt::test::write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\nred cat\tfisho fisho fisho\n\tcato\n");
-  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --score", dir, dir + "/pairs.tsv");
+  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --score-pairs", dir, dir + "/pairs.tsv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = lines_of(r.out);
   ASSERT_EQ(out.size(), 3u) << r.out;
@@ -345,17 +345,42 @@ TEST(CliTest, TranslateScoreModePrintsOneLogProbPerPair) {
   EXPECT_NEAR(good, tr.score({"red cat"}, {"cato redo"}, 1)[0], 1e-3);
   // A line without a tab is a located error.
   nmt::test::write_bytes(dir + "/bad.tsv", "red cat\tcato\nno tab here\n");
-  r = run("nmt-translate", "-m " + quote(ckpt) + " --score -i " + quote(dir + "/bad.tsv"), dir);
+  r = run("nmt-translate", "-m " + quote(ckpt) + " --score-pairs -i " + quote(dir + "/bad.tsv"), dir);
   expect_one_line_error(r, {"bad.tsv:2:", "tab"});
+}
+
+// The former spellings --score and --scores still work, with a warning, and
+// pairs given to translation (the old one-letter slip) are pointed out.
+TEST(CliTest, TranslateWarnsOnFormerSpellingsAndTabInput) {
+  const auto dir = temp_dir("cli_spelling");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  nmt::test::write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\nold fish\tfisho\n");
+  auto scores = run("nmt-translate", "-m " + quote(ckpt) + " --scores", dir, dir + "/pairs.tsv");
+  ASSERT_EQ(scores.exit_code, 0) << scores.err;
+  EXPECT_NE(scores.err.find("--scores is deprecated: use --with-scores"), std::string::npos) << scores.err;
+  EXPECT_NE(scores.err.find("line 1 holds a TAB"), std::string::npos) << scores.err;
+  EXPECT_NE(scores.err.find("--score-pairs"), std::string::npos) << scores.err;
+  const auto lines = lines_of(scores.out);
+  ASSERT_EQ(lines.size(), 2u) << scores.out;
+  EXPECT_NE(lines[0].find(" ||| "), std::string::npos) << lines[0];
+  // The old --score scores the pairs exactly as --score-pairs does.
+  auto old = run("nmt-translate", "-m " + quote(ckpt) + " --score", dir, dir + "/pairs.tsv");
+  auto now = run("nmt-translate", "-m " + quote(ckpt) + " --score-pairs", dir, dir + "/pairs.tsv");
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  ASSERT_EQ(now.exit_code, 0) << now.err;
+  EXPECT_EQ(old.out, now.out);
+  EXPECT_NE(old.err.find("--score is deprecated: use --score-pairs"), std::string::npos) << old.err;
+  EXPECT_EQ(now.err.find("deprecated"), std::string::npos) << now.err;
+  EXPECT_EQ(now.err.find("TAB"), std::string::npos) << now.err;
 }
 
 TEST(CliTest, TranslateRejectsBadSearchOptions) {
   const auto dir = temp_dir("cli_badopt");
   auto r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " -b 2 --n-best 5", dir);
-  expect_one_line_error(r, {"n-best"});
+  expect_one_line_error(r, {"n-best"}, nmt::test::kExitUsage);
   // Options that would do nothing in score mode are refused, not ignored.
-  r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --score -b 5 --n-best 2", dir);
-  expect_one_line_error(r, {"--score"});
+  r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --score-pairs -b 5 --n-best 2", dir);
+  expect_one_line_error(r, {"--score-pairs"}, nmt::test::kExitUsage);
 }
 
 TEST(CliTest, AReferenceOfTheWrongLengthNeverCostsTheTranslations) {
@@ -546,10 +571,10 @@ TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
   const auto dir = temp_dir("cli_ensemble");
   const auto& ckpt = nmt::test::trained_toy_checkpoint();
   write_lines(dir + "/in.txt", {"red cat sees big dog", "old fish", "blue bird"});
-  auto one = run("nmt-translate", "-m " + quote(ckpt) + " -b 3 --scores", dir, dir + "/in.txt");
+  auto one = run("nmt-translate", "-m " + quote(ckpt) + " -b 3 --with-scores", dir, dir + "/in.txt");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   // Two copies of one model average to that model: same lines, same scores.
-  auto two = run("nmt-translate", "-m " + quote(ckpt) + " -m " + quote(ckpt) + " -b 3 --scores", dir, dir + "/in.txt");
+  auto two = run("nmt-translate", "-m " + quote(ckpt) + " -m " + quote(ckpt) + " -b 3 --with-scores", dir, dir + "/in.txt");
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(two.out, one.out);
   EXPECT_NE(two.err.find("an ensemble of 2"), std::string::npos) << two.err;

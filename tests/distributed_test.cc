@@ -131,7 +131,7 @@ TEST(DistributedTest, BadRankOrEnvironmentIsAOneLineError) {
   const auto dir = nmt::test::temp_dir("dist_bad");
   const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
   auto r = nmt::test::run("nmt-train", tiny_args(f, dir + "/x") + " --world-size 2 --rank 2 --max-steps 1", dir);
-  nmt::test::expect_one_line_error(r, {"rank 2"});
+  nmt::test::expect_one_line_error(r, {"rank 2"}, nmt::test::kExitUsage);
   const std::string cmd = "WORLD_SIZE=two " + quote(std::string(NMT_BINARY_DIR) + "/nmt-train") + " --help > /dev/null 2> " +
                           quote(dir + "/env.err");
   EXPECT_NE(std::system(cmd.c_str()), 0);

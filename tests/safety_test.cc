@@ -295,7 +295,7 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
   r = run("nmt-translate", "-m /dev/zero --threads 1", dir);
   expect_one_line_error(r, {"/dev/zero", "not an nmt checkpoint"});
   r = run("nmt-translate", model_args() + " -b 100000", dir);
-  expect_one_line_error(r, {"--beam-size", "256", "100000"});
+  expect_one_line_error(r, {"--beam-size", "256", "100000"}, nmt::test::kExitUsage);
   // A line over --max-line-bytes is cropped and counted; lines stay one per line.
   write_lines(dir + "/in.txt", {"red cat", std::string(5000, 'a'), "old fish"});
   r = run("nmt-translate", model_args() + " --max-line-bytes 100 -i " + quote(dir + "/in.txt"), dir);
@@ -304,7 +304,7 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
   EXPECT_NE(r.err.find("1 input lines were longer than 100 bytes"), std::string::npos) << r.err;
   // In score mode an over-long pair cannot be scored as given: an error.
   write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\n" + std::string(300, 'a') + "\tx\n");
-  r = run("nmt-translate", model_args() + " --score --max-line-bytes 100 -i " + quote(dir + "/pairs.tsv"), dir);
+  r = run("nmt-translate", model_args() + " --score-pairs --max-line-bytes 100 -i " + quote(dir + "/pairs.tsv"), dir);
   expect_one_line_error(r, {"pairs.tsv:2:", "longer than 100 bytes"});
 }
 
@@ -350,14 +350,14 @@ TEST(SafetyTest, NumericOptionsAreCheckedBeforeAnyWork) {
            {"-b 5 --length-penalty nan", "--length-penalty"}, {"--window 0", "--window"}, {"--threads -3", "--threads"}}) {
     auto r = run("nmt-translate", "-m " + quote(model()) + in + " " + args, dir);
     SCOPED_TRACE(args);
-    expect_one_line_error(r, {option});
+    expect_one_line_error(r, {option}, nmt::test::kExitUsage);
   }
   write_lines(dir + "/a.tgt", {"cato redo"});
   const std::string pair = " --src " + quote(dir + "/in.txt") + " --tgt " + quote(dir + "/a.tgt");
   auto r = run("nmt-align", "-m " + quote(model()) + " --method threshold --threshold nan" + pair, dir);
-  expect_one_line_error(r, {"--threshold"});
+  expect_one_line_error(r, {"--threshold"}, nmt::test::kExitUsage);
   r = run("nmt-align", "--aligner ibm2 --format pharaoh --ibm-tension inf" + pair, dir);
-  expect_one_line_error(r, {"--ibm-tension"});
+  expect_one_line_error(r, {"--ibm-tension"}, nmt::test::kExitUsage);
   nmt::test::write_toy_corpus(dir, 20, 5);
   const std::string base = "--train-src " + quote(dir + "/train.src") + " --train-tgt " + quote(dir + "/train.tgt") +
                            " -o " + quote(dir + "/run") + " --max-steps 5 ";
@@ -365,12 +365,12 @@ TEST(SafetyTest, NumericOptionsAreCheckedBeforeAnyWork) {
            {"--learning-rate nan", "--learning-rate"}, {"--dropout nan", "dropout"}, {"--threads -3", "--threads"}}) {
     r = run("nmt-train", base + args, dir);
     SCOPED_TRACE(args);
-    expect_one_line_error(r, {option});
+    expect_one_line_error(r, {option}, nmt::test::kExitUsage);
     EXPECT_FALSE(fs::exists(dir + "/run")) << "a failed start left its output folder";
   }
   write_lines(dir + "/bad.toml", {"batch-tokens = -5"});
   r = run("nmt-train", base + "--config " + quote(dir + "/bad.toml"), dir);
-  expect_one_line_error(r, {"--batch-tokens", "-5"});
+  expect_one_line_error(r, {"--batch-tokens", "-5"}, nmt::test::kExitUsage);
   EXPECT_FALSE(fs::exists(dir + "/run"));
 }
 

@@ -220,8 +220,8 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
 
 // Asserts a clean failure: exit code 1 (a user error), exactly one error line
 // containing every string of `parts`, and no crash report.
-void expect_one_line_error(const Result& r, const std::vector<std::string>& parts) {
-  EXPECT_EQ(r.exit_code, 1) << "stderr:\n" << r.err;
+void expect_one_line_error(const Result& r, const std::vector<std::string>& parts, int exit_code) {
+  EXPECT_EQ(r.exit_code, exit_code) << "stderr:\n" << r.err;
   int error_lines = 0;
   for (const auto& l : r.err_lines) {
     if (l.find("error") == std::string::npos) continue;

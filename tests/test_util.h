@@ -83,9 +83,13 @@ std::string quote(const std::string& s);
 Result run(const std::string& exe, const std::string& args, const std::string& dir,
            const std::string& stdin_file = "/dev/null");
 
-// Asserts a clean failure: exit code 1 (a user error), exactly one error line
-// containing every string of `parts`, and no crash report.
-void expect_one_line_error(const Result& r, const std::vector<std::string>& parts);
+// Exit codes the tools document (tools/app.h), for the tests that run them.
+constexpr int kExitError = 1;  // bad input or file
+constexpr int kExitUsage = 2;  // bad command line, config or option value
+
+// Asserts a clean failure: `exit_code` (1: bad input, 2: usage), exactly one
+// error line containing every string of `parts`, and no crash report.
+void expect_one_line_error(const Result& r, const std::vector<std::string>& parts, int exit_code = kExitError);
 
 // Fails the test when `stderr_text` holds a sanitizer report (also caught by
 // the exit code kSanitizerExitCode that scripts/sanitize.sh sets).

@@ -13,6 +13,14 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// An option value outside its range, or options that contradict each other
+// ("--beam-size must be between 1 and 256, got 0"). The apps exit with the
+// usage code (2) for it, as for a command line that cannot be parsed.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what) {}
+};
+
 // Formats "path:line: message" (or "path: message" when line is 0).
 std::string located(const std::string& path, long line, const std::string& message);
 

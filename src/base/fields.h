@@ -30,6 +30,7 @@ struct Field {
   const char* group = "";            // its section in --help ("" : the general one)
   const char* short_name = nullptr;  // e.g. "-o"
   unsigned flags = 0;                // FieldFlag bits
+  const char* old_name = nullptr;    // a former spelling, still accepted on the command line with a warning
   bool has(FieldFlag f) const { return (flags & f) != 0; }
 };
 

@@ -24,18 +24,18 @@ void ModelOptions::validate() const {
   check::in_range("model option attn_dim", attn_dim, 1, kMaxDim);
   check::in_range("model option dropout", dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
   if (attention == AttentionType::kDot && dec_hidden != 2 * enc_hidden)
-    throw Error("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
+    throw UsageError("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
                 " and " + std::to_string(enc_hidden) + "); use general or additive");
 }
 
 void RuntimeOptions::validate() const {
   check::in_range("--threads", threads, 0, kMaxThreads);
-  if (device.empty()) throw Error("--device must be cpu, cuda, cuda:N or auto");
+  if (device.empty()) throw UsageError("--device must be cpu, cuda, cuda:N or auto");
 }
 
 void TokenizerOptions::validate() const {
   if (model_type != "unigram" && model_type != "bpe")
-    throw Error("--spm-type must be unigram or bpe, got '" + model_type + "'");
+    throw UsageError("--spm-type must be unigram or bpe, got '" + model_type + "'");
   check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
   check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
   check::in_range("--spm-sentences", input_sentence_size, 1);
@@ -44,7 +44,7 @@ void TokenizerOptions::validate() const {
 void DistributedOptions::validate() const {
   check::in_range("--world-size", world_size, 1, 1 << 16);
   if (rank < 0 || rank >= world_size)
-    throw Error("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size - 1) +
+    throw UsageError("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size - 1) +
                 " (--rank must be below --world-size " + std::to_string(world_size) + ")");
   check::in_range("--local-rank", local_rank, 0, 1 << 16);
   check::in_range("--master-port", master_port, 1, 65535);
@@ -62,7 +62,7 @@ void TrainOptions::validate() const {
   in_range("--spm-alpha", spm_alpha, 0.0, 100.0);
   in_range("--spm-nbest", spm_nbest, 2, 1000);
   if (spm_alpha > 0 && !guided_alignment.empty())
-    throw Error("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
+    throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
   in_range("--batch-tokens", batch_tokens, 1);
   in_range("--max-batch-sentences", max_batch_sentences, 1);
   in_range("--learning-rate", learning_rate, 0.0, kNoLimit, End::kOpen);
@@ -84,12 +84,12 @@ void TrainOptions::validate() const {
   in_range("--keep-checkpoints", keep_checkpoints, 0);
   in_range("--average", average, 0, 1000);
   if (average > keep_checkpoints)
-    throw Error("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
+    throw UsageError("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
                 std::to_string(average) + " (it is " + std::to_string(keep_checkpoints) + ")");
   in_range("--valid-max-sentences", valid_max_sentences, 0);
   in_range("--valid-batch-size", valid_batch_sentences, 1);
   runtime.validate();
-  if (output_dir.empty()) throw Error("--output must name a folder");
+  if (output_dir.empty()) throw UsageError("--output must name a folder");
   dist.validate();
 }
 
@@ -99,7 +99,7 @@ void SearchOptions::validate() const {
   check::in_range("--max-length-ratio", max_length_ratio, 0.0, 1000.0, check::End::kOpen);
   check::in_range("--max-length", max_length, 1, 1 << 20);
   if (n_best < 1 || n_best > beam_size)
-    throw Error("--n-best must be between 1 and the beam size (" + std::to_string(beam_size) + "), got " +
+    throw UsageError("--n-best must be between 1 and the beam size (" + std::to_string(beam_size) + "), got " +
                 std::to_string(n_best));
 }
 
@@ -115,14 +115,15 @@ void StreamOptions::validate() const {
   check::in_range("--max-line-bytes", max_line_bytes, 1, int64_t{1} << 30);
   runtime.validate();
   translate.validate();
-  if (!scores_json.empty() && reference.empty()) throw Error("--scores-json needs --reference");
+  if (!scores_json.empty() && reference.empty()) throw UsageError("--scores-json needs --reference");
   if (score_mode) {  // options that would do nothing there
-    if (translate.search.beam_size != 1) throw Error("--beam-size does nothing with --score (it scores given pairs)");
-    if (translate.search.n_best != 1) throw Error("--n-best does nothing with --score (it scores given pairs)");
-    if (scores || replace_unk) throw Error("--scores and --replace-unk do nothing with --score");
-    if (!reference.empty()) throw Error("--reference does nothing with --score");
+    if (translate.search.beam_size != 1)
+      throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");
+    if (translate.search.n_best != 1) throw UsageError("--n-best does nothing with --score-pairs (it scores given pairs)");
+    if (scores || replace_unk) throw UsageError("--with-scores and --replace-unk do nothing with --score-pairs");
+    if (!reference.empty()) throw UsageError("--reference does nothing with --score-pairs");
   } else if (!src.empty() || !tgt.empty()) {
-    throw Error("--src and --tgt are the pairs of --score; to translate, give -i (or stdin)");
+    throw UsageError("--src and --tgt are the pairs of --score-pairs; to translate, give -i (or stdin)");
   }
 }
 
@@ -141,16 +142,16 @@ void AlignRunOptions::validate() const {
   ibm.validate();
   search.validate();
   if (format == AlignFormat::kSvg && output_dir.empty() && heatmap_dir.empty())
-    throw Error("--format svg writes one file per pair: give --output-dir");
+    throw UsageError("--format svg writes one file per pair: give --output-dir");
   const bool ibm2 = aligner == Aligner::kIbm2;
-  if (ibm2 && format != AlignFormat::kPharaoh) throw Error("the ibm2 aligner gives hard links only: use --format pharaoh");
+  if (ibm2 && format != AlignFormat::kPharaoh) throw UsageError("the ibm2 aligner gives hard links only: use --format pharaoh");
   if (ibm2 && (!model_path.empty() || !reverse_model.empty()))
-    throw Error("the ibm2 aligner learns from the text: drop --model and --reverse-model");
+    throw UsageError("the ibm2 aligner learns from the text: drop --model and --reverse-model");
   const bool symmetric = symmetrize != Symmetrization::kNone;
   if (!ibm2 && symmetric != !reverse_model.empty())
-    throw Error("symmetrization needs both a reverse model and a method other than none");
+    throw UsageError("symmetrization needs both a reverse model and a method other than none");
   if (ibm2 && symmetrize == Symmetrization::kAverage)
-    throw Error("the ibm2 aligner symmetrizes links: average needs attention matrices");
+    throw UsageError("the ibm2 aligner symmetrizes links: average needs attention matrices");
 }
 
 namespace {
@@ -231,7 +232,11 @@ ModelOptions ModelOptions::parse(const std::string& text, const std::string& ori
   if (!kv.empty())
     throw Error(located(origin, 0, "unknown model option '" + kv.begin()->first +
                                        "' (written by a newer nmt? upgrade to read it)"));
-  m.validate();
+  try {
+    m.validate();
+  } catch (const UsageError& e) {  // a stored value, not the user's: a bad file
+    throw Error(located(origin, 0, e.what()));
+  }
   return m;
 }
 

@@ -72,12 +72,14 @@ void StreamOptions::fields(S& s, V&& v) {
   v(Field{"window", "Lines read and sorted together (fewer when the input pauses)", io}, s.window);
   v(Field{"max-line-bytes", "Crop longer input lines to this many bytes (score mode: an error)", io},
     s.max_line_bytes);
-  v(Field{"scores", "Append ' ||| score' (length-normalized log-probability) to each line", io}, s.scores);
+  v(Field{"with-scores", "Append ' ||| score' (length-normalized log-probability) to each translation", io,
+          nullptr, 0, "scores"},
+    s.scores);
   v(Field{"replace-unk", "Replace generated <unk> by the most attended source piece", io}, s.replace_unk);
   TranslateOptions::fields(s.translate, v);
   const char* sc = "Scoring";
-  v(Field{"score", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
-          sc},
+  v(Field{"score-pairs", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
+          sc, nullptr, 0, "score"},
     s.score_mode);
   v(Field{"src", "Score mode: source file", sc}, s.src);
   v(Field{"tgt", "Score mode: target file", sc}, s.tgt);

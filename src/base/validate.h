@@ -1,6 +1,6 @@
 // Range checks for the options structs' validate() methods. Each names the
 // option as the user spells it (its long command-line name, which is also
-// its config-file key) and the allowed range, and throws nmt::Error:
+// its config-file key) and the allowed range, and throws nmt::UsageError:
 //   "--learning-rate must be a finite number > 0, got nan"
 //   "--threads must be between 0 and 1024, got -3"
 #pragma once
@@ -30,8 +30,8 @@ void in_range(const char* option, Int value, int64_t lo, int64_t hi = std::numer
   const auto v = static_cast<int64_t>(value);
   if (v >= lo && v <= hi) return;
   if (hi == std::numeric_limits<int64_t>::max())
-    throw Error(std::string(option) + " must be at least " + std::to_string(lo) + ", got " + std::to_string(v));
-  throw Error(std::string(option) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+    throw UsageError(std::string(option) + " must be at least " + std::to_string(lo) + ", got " + std::to_string(v));
+  throw UsageError(std::string(option) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
               ", got " + std::to_string(v));
 }
 
@@ -49,7 +49,7 @@ inline void in_range(const char* option, double v, double lo, double hi, End lo_
     range = std::string("in ") + (lo_end == End::kClosed ? "[" : "(") + number(lo) + ", " + number(hi) +
             (hi_end == End::kClosed ? "]" : ")");
   }
-  throw Error(std::string(option) + " must be a finite number " + range + ", got " + number(v));
+  throw UsageError(std::string(option) + " must be a finite number " + range + ", got " + number(v));
 }
 
 constexpr double kNoLimit = std::numeric_limits<double>::infinity();

@@ -54,6 +54,9 @@ void setup_logging(bool verbose, bool warnings_only) {
 int run_guarded(const std::function<int()>& body) {
   try {
     return body();
+  } catch (const UsageError& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
   } catch (const Error& e) {
     spdlog::error("{}", e.what());
     return kExitError;

@@ -10,8 +10,8 @@ namespace nmt {
 
 // Exit codes of the nmt executables.
 constexpr int kExitOk = 0;
-constexpr int kExitError = 1;     // bad input, file or option value (an nmt::Error)
-constexpr int kExitUsage = 2;     // a command line or config file that cannot be parsed
+constexpr int kExitError = 1;     // bad input or file, a failure at run time (an nmt::Error)
+constexpr int kExitUsage = 2;     // a command line or config file that cannot be parsed, a bad option value (nmt::UsageError)
 constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report)
 
 // Sends logs to stderr as "[time] [level] message"; `verbose` adds debug
@@ -28,8 +28,8 @@ void setup_logging(bool verbose = false, bool warnings_only = false);
 void install_signal_handlers(const char* tool, std::atomic<bool>* stop = nullptr);
 
 // Runs `body` and returns its exit code; an exception is logged as one line
-// ("error: ...") and mapped to kExitError (nmt::Error, std::invalid_argument)
-// or kExitInternal (anything else, LibTorch errors without their backtrace).
+// ("error: ...") and mapped to kExitUsage (nmt::UsageError), kExitError
+// (nmt::Error, std::invalid_argument) or kExitInternal (anything else, LibTorch errors without their backtrace).
 int run_guarded(const std::function<int()>& body);
 
 }  // namespace nmt

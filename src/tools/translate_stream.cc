@@ -69,10 +69,10 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& 
     tgt.clear();
   };
   if (!opt.src.empty() || !opt.tgt.empty()) {
-    if (opt.src.empty() || opt.tgt.empty()) throw Error("--score needs both --src and --tgt (or a TSV input)");
+    if (opt.src.empty() || opt.tgt.empty()) throw Error("--score-pairs needs both --src and --tgt (or a TSV input)");
     auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{static_cast<size_t>(opt.max_line_bytes), false});
     if (c.stats.empty > 0)
-      throw Error(c.stats.first_empty + ": empty line; --score with two files needs no empty lines (use a TSV input)");
+      throw Error(c.stats.first_empty + ": empty line; --score-pairs with two files needs no empty lines (use a TSV input)");
     src = std::move(c.src);
     tgt = std::move(c.tgt);
     flush();
@@ -160,8 +160,14 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     };
     std::string raw;
     bool too_long = false;
+    bool tab_seen = false;
     while (in.next(&raw, &too_long)) {
       cropped_bytes += too_long;
+      if (!tab_seen && raw.find('\t') != std::string::npos) {
+        tab_seen = true;
+        spdlog::warn("{}: line {} holds a TAB: it is translated as one sentence (to score source<TAB>target pairs, "
+                     "use --score-pairs)", in.name(), in.line());
+      }
       window.push_back(checked_line(raw, in.name(), in.line()));
       // A full window, or a pipe that has nothing more for now: translate what was read.
       if (static_cast<int64_t>(window.size()) >= opt.window || !in.more_ready()) flush_window();

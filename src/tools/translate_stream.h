@@ -1,6 +1,6 @@
 // Streaming translation for nmt-translate: reads a window of lines, translates
 // it in sorted batches, writes the window in input order and flushes, so the
-// tool can sit in a pipe. Also forced-decoding scores (--score).
+// tool can sit in a pipe. Also forced-decoding scores (--score-pairs).
 #pragma once
 #include <string>
 #include <vector>
