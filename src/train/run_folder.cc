@@ -1,12 +1,14 @@
 // The output folder of a training run.
 #include "train/run_folder.h"
 
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
+#include "train/curves.h"
 
 namespace nmt {
 namespace fs = std::filesystem;
@@ -26,14 +28,37 @@ bool RunFolder::claim(const std::string& dir, bool resume) {
   if (!resume && fs::exists(last))
     throw Error(located(dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
                                 "or choose another --output"));
+  attach_log();
   return resuming;
+}
+
+RunFolder::~RunFolder() { detach_log(); }
+
+void RunFolder::attach_log() {
+  try {
+    log_sink_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path("train.log"), /*truncate=*/false);
+    log_sink_->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+    spdlog::default_logger()->sinks().push_back(log_sink_);
+  } catch (const spdlog::spdlog_ex& e) {
+    log_sink_.reset();
+    throw Error(located(path("train.log"), 0, std::string("cannot open for writing: ") + e.what()));
+  }
+}
+
+void RunFolder::detach_log() {
+  if (!log_sink_) return;
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), log_sink_), sinks.end());
+  log_sink_.reset();
 }
 
 void RunFolder::undo_claim() {
   if (!created_ || !lock_) return;
   std::error_code ec;
   if (metrics_.is_open()) metrics_.close();
-  for (const char* name : {"src.spm.model", "tgt.spm.model", "metrics.jsonl", "config.toml"}) fs::remove(path(name), ec);
+  detach_log();
+  for (const char* name : {"src.spm.model", "tgt.spm.model", "metrics.jsonl", "config.toml", "train.log"})
+    fs::remove(path(name), ec);
   fs::remove(path(RunLock::file_name()), ec);
   lock_.reset();
   fs::remove(dir_, ec);  // only when nothing else is in it
@@ -74,6 +99,10 @@ void RunFolder::log_metrics(const JsonObject& record) {
   open_metrics();
   metrics_ << record.str() << '\n';
   metrics_.flush();
+}
+
+void RunFolder::draw_curves() {
+  write_training_curves(path("metrics.jsonl"), path("training-curves.svg"), "nmt-train: " + dir_);
 }
 
 }  // namespace nmt

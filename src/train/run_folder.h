@@ -1,7 +1,8 @@
 // The output folder of a training run: taking it (create, lock, sweep the
 // temporary files of a run that died), the decision to resume, the rolling
-// set of step-N.ckpt files, and the metrics.jsonl log. Only rank 0 (or the
-// only process) has one.
+// set of step-N.ckpt files, the metrics.jsonl log, train.log (a copy of
+// everything logged while the folder is held) and training-curves.svg. Only
+// rank 0 (or the only process) has one.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/sinks/sink.h>
+
 #include "base/json.h"
 #include "io/io.h"
 
@@ -17,7 +20,13 @@ namespace nmt {
 
 class RunFolder {
  public:
-  // Creates and locks `dir`, and removes stale temporary files in it.
+  RunFolder() = default;
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
+  ~RunFolder();  // stops copying the log into train.log
+
+  // Creates and locks `dir`, starts copying the log into `dir`/train.log
+  // (appending), and removes stale temporary files in it.
   // Returns whether a run can be resumed from it (`resume` and last.ckpt
   // exists). Throws nmt::Error when the folder cannot be created, is in use
   // by another process, or holds a run (last.ckpt) and `resume` is false.
@@ -42,6 +51,9 @@ class RunFolder {
   void open_metrics();
   // Appends one JSON line to metrics.jsonl, opening it first if needed.
   void log_metrics(const JsonObject& record);
+  // Redraws training-curves.svg from metrics.jsonl. Never throws (a failure
+  // is logged as a warning).
+  void draw_curves();
 
  private:
   std::string dir_;
@@ -49,6 +61,9 @@ class RunFolder {
   bool created_ = false;                 // this run made the folder
   std::deque<std::string> step_checkpoints_;
   std::ofstream metrics_;
+  std::shared_ptr<spdlog::sinks::sink> log_sink_;  // train.log, while attached to the default logger
+  void attach_log();
+  void detach_log();
 };
 
 }  // namespace nmt

@@ -222,6 +222,7 @@ bool Trainer::validate_and_save() {
     save(name);
     folder_.add_step_checkpoint(name, opt_.keep_checkpoints);
   }
+  folder_.draw_curves();
   return stop;
 }
 
@@ -231,7 +232,9 @@ void Trainer::save(const std::string& name) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     state_.rng_state = gen.get_state();
   }
+  const auto t0 = Clock::now();
   save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
+  spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));
 }
 
 void Trainer::write_average(TrainResult* result) {
@@ -264,6 +267,7 @@ void Trainer::write_average(TrainResult* result) {
                           .add("bleu", v.bleu)
                           .add("chrf", v.chrf)
                           .add("exact_match", v.exact_match));
+  folder_.draw_curves();
 }
 
 // Nothing trained since the last save is lost: an interruption saves

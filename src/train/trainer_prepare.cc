@@ -35,16 +35,24 @@ void Trainer::prepare() {
   join_group();
   torch::manual_seed(opt_.seed);
   const bool resuming = claim_output();
+  auto t0 = Clock::now();
   auto train = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
   spdlog::info("training data: {}", train.stats.summary());
+  spdlog::debug("read the training data in {:.2f}s", seconds_since(t0));
   require_usable(train, opt_.train_src, opt_.train_tgt, opt_.train_tsv);
   ParallelCorpus valid;
   if (!opt_.valid_tsv.empty() || !opt_.valid_src.empty() || !opt_.valid_tgt.empty()) {
+    t0 = Clock::now();
     valid = read_corpus(opt_.valid_src, opt_.valid_tgt, opt_.valid_tsv, "valid");
     spdlog::info("validation data: {}", valid.stats.summary());
+    spdlog::debug("read the validation data in {:.2f}s", seconds_since(t0));
   }
+  t0 = Clock::now();
   init_model(resuming, train);
+  spdlog::debug("{} the tokenizers and the model in {:.2f}s", resuming ? "loaded" : "made", seconds_since(t0));
+  t0 = Clock::now();
   init_data(std::move(train), std::move(valid));
+  spdlog::debug("encoded and batched the data in {:.2f}s", seconds_since(t0));
   init_optimizer(resuming);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
@@ -55,7 +63,9 @@ void Trainer::prepare() {
   folder_.scan_step_checkpoints();
   folder_.open_metrics();
   // The effective options, which --config reads back (model: the checkpoint's on resume).
-  write_file_atomic(folder_.path("config.toml"), ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str());
+  const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
+  write_file_atomic(folder_.path("config.toml"), config);
+  spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
   spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
                batches_.size());
