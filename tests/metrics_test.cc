@@ -16,6 +16,9 @@
 //    C++ code matched it bit for bit on ~10k randomized corpora.
 #include "text/metrics.h"
 
+#include "base/error.h"
+#include "base/option_enums.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -27,6 +30,7 @@ namespace {
 using nmt::BleuOptions;
 using nmt::corpus_bleu;
 using nmt::corpus_chrf;
+using nmt::metrics_version;
 using Strings = std::vector<std::string>;
 
 constexpr double kTol = 1e-9;
@@ -105,10 +109,15 @@ TEST(BleuTest, SacreBleuReadmeMultiReference) {
   BleuOptions none;
   none.tokenize = "none";
   EXPECT_NEAR(nmt::corpus_bleu_multiref(hyps, refs, none).score, 49.1919566, 1e-6);
+  BleuOptions intl;
+  intl.tokenize = "intl";
+  EXPECT_NEAR(nmt::corpus_bleu_multiref(hyps, refs, intl).score, 43.91623493, 1e-6);
+  EXPECT_EQ(nmt::corpus_bleu_multiref(hyps, refs, intl).signature(),
+            "nrefs:2|case:mixed|eff:no|tok:intl|smooth:exp|version:" + metrics_version());
   // Empty hypotheses are scored, not dropped.
   EXPECT_EQ(nmt::corpus_bleu_multiref({"", "", ""}, refs).score, 0.0);
   EXPECT_EQ(nmt::corpus_bleu_multiref(hyps, refs).signature(),
-            "nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x");
+            "nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:" + metrics_version());
 }
 
 TEST(BleuTest, MultiSentenceCorpus) {
@@ -132,7 +141,7 @@ TEST(BleuTest, MultiSentenceCorpus) {
   EXPECT_NEAR(bn.score, 59.431433649776245, kTol);
   EXPECT_EQ(bn.sys_len, 28);
   EXPECT_EQ(bn.ref_len, 30);
-  EXPECT_EQ(bn.signature(), "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.x");
+  EXPECT_EQ(bn.signature(), "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:" + metrics_version());
 }
 
 TEST(BleuTest, LowercaseOptionGerman) {
@@ -144,7 +153,7 @@ TEST(BleuTest, LowercaseOptionGerman) {
   const auto b = corpus_bleu(hyps, refs, lc);
   EXPECT_EQ(b.counts, (std::array<int64_t, 4>{4, 2, 1, 0}));  // "grosse" != "große"
   EXPECT_NEAR(b.score, 42.72870063962342, kTol);
-  EXPECT_EQ(b.signature(), "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.x");
+  EXPECT_EQ(b.signature(), "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:" + metrics_version());
 }
 
 TEST(BleuTest, LowercaseOptionFrench) {
@@ -178,7 +187,7 @@ TEST(BleuTest, MismatchedSizesThrow) {
 
 TEST(BleuTest, UnknownTokenizerThrows) {
   BleuOptions opt;
-  opt.tokenize = "intl";
+  opt.tokenize = "v14";
   EXPECT_THROW(corpus_bleu({"a"}, {"a"}, opt), nmt::Error);
 }
 
@@ -284,15 +293,15 @@ TEST(ChrfTest, SacreBleuTestSuiteWithItsSettings) {
   // Signatures and names follow the settings.
   const auto c = corpus_chrf({"a"}, {"a"}, eps3);
   EXPECT_EQ(c.to_string(), "chrF3 = 16.67");
-  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:no|nc:6|nw:0|space:no|version:2.x");
-  EXPECT_EQ(corpus_chrf({"a"}, {"a"}, space3).signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:yes|version:2.x");
+  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:no|nc:6|nw:0|space:no|version:" + metrics_version());
+  EXPECT_EQ(corpus_chrf({"a"}, {"a"}, space3).signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:yes|version:" + metrics_version());
 }
 
 TEST(ChrfTest, Ascii) {
   const auto c = corpus_chrf({"The cat sat on the mat."}, {"The cat is on the mat."});
   EXPECT_NEAR(c.score, 67.17273492330233, kTol);
   EXPECT_EQ(c.to_string(), "chrF2 = 67.17");
-  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x");
+  EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + metrics_version());
   EXPECT_NEAR(corpus_chrf({"abcdefg"}, {"hijklmnop"}).score, 0.0, kTol);
 }
 
@@ -393,7 +402,7 @@ TEST(RealisticCorpusTest, Bleu13a) {
   EXPECT_NEAR(b.score, 46.881170565135285, kTol);
   EXPECT_EQ(b.to_string(),
             "BLEU = 46.88 77.0/56.0/40.6/27.6 (BP = 1.000 ratio = 1.063 hyp_len = 252 ref_len = 237)");
-  EXPECT_EQ(b.signature(), "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x");
+  EXPECT_EQ(b.signature(), "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" + metrics_version());
 }
 
 TEST(RealisticCorpusTest, BleuLowercaseAndNoTokenizer) {
@@ -410,6 +419,43 @@ TEST(RealisticCorpusTest, BleuLowercaseAndNoTokenizer) {
 
 TEST(RealisticCorpusTest, Chrf) {
   EXPECT_NEAR(corpus_chrf(kRealHyps, kRealRefs).score, 76.40391102247047, kTol);
+}
+
+// mteval-v14 international tokenization: punctuation and symbols by Unicode
+// category, so it splits scripts 13a leaves alone; a number keeps a dot or
+// comma inside it and (as in mteval-v14) a final dot.
+TEST(BleuTest, IntlTokenizer) {
+  EXPECT_EQ(nmt::tokenize_intl("It wasn't surprising."), "It wasn ' t surprising .");
+  EXPECT_EQ(nmt::tokenize_intl("Prices rose by 3.5 percent in 2019."), "Prices rose by 3.5 percent in 2019.");
+  EXPECT_EQ(nmt::tokenize_intl("\u00abBonjour\u00bb, dit-il\u2026 1,000\u20ac (ca. 5%)!"),
+            "\u00ab Bonjour \u00bb , dit - il \u2026 1,000 \u20ac ( ca . 5 % ) !");
+  EXPECT_EQ(nmt::tokenize_intl("a..b"), "a . . b");
+  EXPECT_EQ(nmt::tokenize_intl("x+y=z"), "x + y = z");
+  EXPECT_EQ(nmt::tokenize_intl("\u65e5\u672c\u8a9e\u3001\u30c6\u30b9\u30c8\u3002"),
+            "\u65e5\u672c\u8a9e \u3001 \u30c6\u30b9\u30c8 \u3002");
+}
+
+TEST(BleuTest, CharTokenizerAndUnknownNames) {
+  BleuOptions chars;
+  chars.tokenize = "char";
+  // "abc" vs "abd": characters a b c / a b d -> 2/3 unigrams, 1/2 bigrams, 0 trigrams.
+  const auto b = corpus_bleu({"abc"}, {"abd"}, chars);
+  EXPECT_EQ(b.counts, (std::array<int64_t, 4>{2, 1, 0, 0}));
+  EXPECT_EQ(b.sys_len, 3);
+  // Every name nmt-translate --tokenize offers is one corpus_bleu knows.
+  for (const auto& name : nmt::enum_names<nmt::BleuTokenizer>()) {
+    BleuOptions o;
+    o.tokenize = name;
+    EXPECT_NO_THROW(corpus_bleu({"a b"}, {"a b"}, o)) << name;
+  }
+  BleuOptions bad;
+  bad.tokenize = "moses";
+  EXPECT_THROW(corpus_bleu({"a"}, {"a"}, bad), nmt::Error);
+  EXPECT_EQ(nmt::unicode_major_category(U'.'), 'P');
+  EXPECT_EQ(nmt::unicode_major_category(U'+'), 'S');
+  EXPECT_EQ(nmt::unicode_major_category(U'7'), 'N');
+  EXPECT_EQ(nmt::unicode_major_category(U'a'), 0);
+  EXPECT_EQ(nmt::unicode_major_category(0x10FFFF), 0);
 }
 
 }  // namespace

@@ -17,7 +17,6 @@ namespace {
 
 constexpr int kMaxOrder = 4;      // sacreBLEU MAX_NGRAM_ORDER
 constexpr int kChrfOrder = 6;     // CHRF.CHAR_ORDER
-constexpr const char* kVersion = "2.x";
 
 // ---------------------------------------------------------------------------
 // Tokenizer13a / TokenizerRegexp helpers. The regexes only involve ASCII
@@ -106,13 +105,26 @@ std::string tokenize_regexp(const std::string& line) {
 
 using NgramCounts = std::unordered_map<std::string, int64_t>;
 
+// TokenizerChar: every character (code point) joined by a space.
+std::string tokenize_char(const std::string& line) {
+  std::string out;
+  for (char32_t c : decode_utf8(line)) {
+    if (!out.empty()) out += ' ';
+    out += encode_utf8(std::u32string(1, c));
+  }
+  return out;
+}
+
 // BLEU._preprocess_segment: optional lower(), rstrip(), then the tokenizer.
 std::string preprocess_bleu(const std::string& sent, const BleuOptions& opt) {
   std::u32string u = decode_utf8(sent);
   if (opt.lowercase) u = lower_u32(u);
   py_rstrip(u);
   std::string line = encode_utf8(u);
-  return opt.tokenize == "13a" ? tokenize_13a(line) : line;
+  if (opt.tokenize == "13a") return tokenize_13a(line);
+  if (opt.tokenize == "intl") return tokenize_intl(line);
+  if (opt.tokenize == "char") return tokenize_char(line);
+  return line;
 }
 
 // helpers.extract_all_word_ngrams(line, 1, 4): counts of all 1..4-grams
@@ -234,6 +246,52 @@ std::string tokenize_13a(const std::string& input) {
   return tokenize_regexp(" " + line + " ");
 }
 
+std::string tokenize_intl(const std::string& line) {
+  auto P = [](char32_t c) { return unicode_major_category(c) == 'P'; };
+  auto N = [](char32_t c) { return unicode_major_category(c) == 'N'; };
+  // regex.sub of a two-character pattern: non-overlapping matches, left to right.
+  auto sub_pairs = [](const std::u32string& in, auto first, auto second, bool space_before) {
+    std::u32string out;
+    for (size_t i = 0; i < in.size();) {
+      if (i + 1 < in.size() && first(in[i]) && second(in[i + 1])) {
+        if (space_before) out += U' ';
+        out += in[i];
+        out += U' ';
+        out += in[i + 1];
+        if (!space_before) out += U' ';
+        i += 2;
+      } else {
+        out += in[i++];
+      }
+    }
+    return out;
+  };
+  std::u32string u = decode_utf8(line);
+  u = sub_pairs(u, [&](char32_t c) { return !N(c); }, P, false);  // (\P{N})(\p{P}) -> '\1 \2 '
+  u = sub_pairs(u, P, [&](char32_t c) { return !N(c); }, true);   // (\p{P})(\P{N}) -> ' \1 \2'
+  std::u32string sym;                                              // (\p{S}) -> ' \1 '
+  for (char32_t c : u) {
+    if (unicode_major_category(c) == 'S') {
+      sym += U' ';
+      sym += c;
+      sym += U' ';
+    } else {
+      sym += c;
+    }
+  }
+  std::string out;
+  for (const auto& w : py_split(sym)) {
+    if (!out.empty()) out += ' ';
+    out += encode_utf8(w);
+  }
+  return out;
+}
+
+const std::string& metrics_version() {
+  static const std::string v = std::string("nmt-") + NMT_VERSION;
+  return v;
+}
+
 BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
                        const std::array<int64_t, 4>& total,
                        int64_t sys_len, int64_t ref_len) {
@@ -276,10 +334,9 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
 BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams,
                                const BleuOptions& opt) {
-  if (opt.tokenize != "13a" && opt.tokenize != "none") {
-    throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize +
-                                "' (supported: \"13a\", \"none\")");
-  }
+  static const char* const kTokenizers[] = {"13a", "intl", "char", "none"};
+  if (std::find(std::begin(kTokenizers), std::end(kTokenizers), opt.tokenize) == std::end(kTokenizers))
+    throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
   if (ref_streams.empty()) {
     throw Error("corpus_bleu: no reference streams given");
   }
@@ -336,7 +393,7 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
 
 std::string BleuScore::signature() const {
   return "nrefs:" + std::to_string(nrefs) + "|case:" + (lowercase ? "lc" : "mixed") +
-         "|eff:no|tok:" + tokenize + "|smooth:exp|version:" + kVersion;
+         "|eff:no|tok:" + tokenize + "|smooth:exp|version:" + metrics_version();
 }
 
 std::string BleuScore::to_string() const {
@@ -384,7 +441,7 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 
 std::string ChrfScore::signature() const {
   return std::string("nrefs:1|case:mixed|eff:") + (options.eps_smoothing ? "no" : "yes") + "|nc:6|nw:0|space:" +
-         (options.whitespace ? "yes" : "no") + "|version:" + kVersion;
+         (options.whitespace ? "yes" : "no") + "|version:" + metrics_version();
 }
 
 std::string ChrfScore::to_string() const {

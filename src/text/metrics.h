@@ -27,8 +27,15 @@ namespace nmt {
 // in `sacrebleu.corpus_bleu(hyps, [refs])`.
 struct BleuOptions {
   bool lowercase = false;        // sacreBLEU -lc: Python str.lower() before tokenizing
-  std::string tokenize = "13a";  // "13a" (mteval-v13a tokenizer) or "none" (split on whitespace only)
+  std::string tokenize = "13a";  // sacreBLEU's names: "13a" (mteval-v13a), "intl" (mteval-v14
+                                 // international), "char" (every character) or "none" (whitespace only)
 };
+
+// The version field of the signatures: "nmt-" and nmt's version. The scores
+// equal sacreBLEU 2.x's (2.0 through 2.5 compute BLEU and chrF alike; the
+// values of its test suite are reproduced in tests/metrics_test.cc), but
+// they come from nmt's own code, and the signature says so.
+const std::string& metrics_version();
 
 // Result of corpus BLEU, with the same fields sacreBLEU's BLEUScore prints.
 struct BleuScore {
@@ -45,10 +52,8 @@ struct BleuScore {
   std::string tokenize = "13a";
 
   // sacreBLEU 2.x style signature, fields in sacreBLEU's order, e.g.
-  // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x". `case` is
-  // "lc" with lowercasing, `tok` the tokenizer name. The version field is the
-  // literal "2.x": this is a reimplementation of the 2.x algorithm (identical
-  // from 2.0.0 through 2.5.x), not a particular sacreBLEU release.
+  // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:nmt-0.1.0". `case` is
+  // "lc" with lowercasing, `tok` the tokenizer name, `version` metrics_version().
   std::string signature() const;
   // sacreBLEU's score line, e.g.
   // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
@@ -58,8 +63,8 @@ struct BleuScore {
 // Corpus BLEU of `hyps` against one reference per segment (refs[i] is the
 // reference of hyps[i]); same value as sacrebleu.corpus_bleu(hyps, [refs], ...).
 // Empty strings are valid segments. An empty corpus gives score 0.
-// Throws nmt::Error if the sizes differ or opt.tokenize is not
-// "13a" or "none".
+// Throws nmt::Error if the sizes differ or opt.tokenize is not one of
+// the names above.
 BleuScore corpus_bleu(const std::vector<std::string>& hyps,
                       const std::vector<std::string>& refs,
                       const BleuOptions& opt = {});
@@ -97,7 +102,7 @@ struct ChrfScore {
   double score = 0.0;   // 0..100
   ChrfOptions options;  // the settings that produced it
   // sacreBLEU 2.x chrF signature, for the defaults
-  // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x".
+  // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:nmt-0.1.0".
   std::string signature() const;
   // sacreBLEU's score line, e.g. "chrF2 = 56.78".
   std::string to_string() const;
@@ -119,6 +124,13 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 // spaces. Note corpus_bleu() right-strips the line (Python str.rstrip())
 // before calling this, as sacreBLEU does. Never throws.
 std::string tokenize_13a(const std::string& line);
+
+// sacreBLEU's TokenizerV14International on one line (exposed for tests): a
+// punctuation character (Unicode category P) is split from a preceding
+// non-number, then from a following non-number, then every symbol (category
+// S) is split off, and tokens are joined with single spaces. As in mteval-v14
+// and sacreBLEU, "in 2019." keeps its final dot on the number. Never throws.
+std::string tokenize_intl(const std::string& line);
 
 // Percentage (0..100) of hypotheses equal to their reference, byte for byte.
 // Throws nmt::Error when the sizes differ; 0 for an empty corpus.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "base/utf8.h"
 
@@ -79,7 +80,24 @@ char32_t lower_simple(char32_t c) {
   return static_cast<char32_t>(static_cast<int64_t>(c) + it->delta);
 }
 
+struct CategoryRun {
+  char32_t first, last;
+  char major;
+};
+const CategoryRun kCategoryRuns[] = {
+#include "text/unicode_classes.inc"
+};
+
 }  // namespace
+
+char unicode_major_category(char32_t c) {
+  const auto* end = std::end(kCategoryRuns);
+  const auto* it = std::upper_bound(std::begin(kCategoryRuns), end, c,
+                                    [](char32_t v, const CategoryRun& r) { return v < r.first; });
+  if (it == std::begin(kCategoryRuns)) return 0;
+  --it;
+  return c <= it->last ? it->major : 0;
+}
 
 // Python str.isspace(), which is what str.split()/str.strip() use
 // (checked exhaustively against Python 3.11).

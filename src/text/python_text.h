@@ -19,6 +19,11 @@ void py_rstrip(std::u32string& s);
 // 3.11 (Unicode 14.0) plus U+0130 -> "i" U+0307; see lowercase() in metrics.h.
 std::u32string lower_u32(const std::u32string& s);
 
+// The first letter of unicodedata.category(c) when it is 'P' (punctuation),
+// 'S' (symbol) or 'N' (number), else 0: Unicode 14.0 (Python 3.11), from
+// the table scripts/gen_unicode_classes.py writes. Invalid code points give 0.
+char unicode_major_category(char32_t c);
+
 // Python 3 str.lower() on UTF-8 text (exposed for tests). Uses the full
 // simple-lowercase table of Python 3.11 (Unicode 14.0) for all scripts, plus
 // the special case U+0130 'İ' -> "i̇" (i + U+0307). Limits: Greek final-sigma

@@ -21,14 +21,16 @@
 namespace nmt {
 namespace {
 
-// Scores `outputs` against `refs` the ways papers report BLEU (sacreBLEU's
-// cased 13a, its -lc, and --tokenize none, i.e. multi-bleu on tokenized text),
+// Scores `outputs` against `refs`: BLEU as opt.bleu_tokenize and
+// opt.bleu_lowercase say, and besides it the ways papers report BLEU
+// (sacreBLEU's -lc, and --tokenize none, i.e. multi-bleu on tokenized text),
 // plus chrF2 and exact match; logs each with its signature, fills `sum` and,
-// when `json_path` is set, writes the same as one JSON object there
+// when opt.scores_json is set, writes the same as one JSON object there
 // (atomically). Throws nmt::Error if that file cannot be written.
 void write_scores(const std::vector<std::string>& outputs, const std::vector<std::string>& refs,
-                  const std::string& json_path, StreamSummary* sum) {
-  const BleuScore bleu = corpus_bleu(outputs, refs);
+                  const StreamOptions& opt, StreamSummary* sum) {
+  const BleuOptions chosen{opt.bleu_lowercase, to_string(opt.bleu_tokenize)};
+  const BleuScore bleu = corpus_bleu(outputs, refs, chosen);
   const BleuScore bleu_lc = corpus_bleu(outputs, refs, BleuOptions{true, "13a"});
   const BleuScore bleu_none = corpus_bleu(outputs, refs, BleuOptions{false, "none"});
   const ChrfScore chrf = corpus_chrf(outputs, refs);
@@ -37,10 +39,12 @@ void write_scores(const std::vector<std::string>& outputs, const std::vector<std
   sum->bleu_none = bleu_none.score;
   sum->chrf = chrf.score;
   sum->exact_match = exact_match(outputs, refs);
-  for (const BleuScore* b : {&bleu, &bleu_lc, &bleu_none}) spdlog::info("{} | {}", b->to_string(), b->signature());
+  spdlog::info("{} | {}", bleu.to_string(), bleu.signature());
+  for (const BleuScore* b : {&bleu_lc, &bleu_none})  // the paper figures, unless that was the chosen one
+    if (b->signature() != bleu.signature()) spdlog::info("{} | {}", b->to_string(), b->signature());
   spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
   spdlog::info("exact match = {:.2f}%", sum->exact_match);
-  if (json_path.empty()) return;
+  if (opt.scores_json.empty()) return;
   JsonObject json;
   json.add("sentences", static_cast<int64_t>(outputs.size()));
   const std::pair<const char*, const BleuScore*> bleus[] = {{"bleu", &bleu}, {"bleu_lc", &bleu_lc}, {"bleu_none", &bleu_none}};
@@ -49,7 +53,7 @@ void write_scores(const std::vector<std::string>& outputs, const std::vector<std
         .add(std::string(name) + "_signature", b->signature())
         .add(std::string(name) + "_detail", b->to_string());
   json.add("chrf", chrf.score, 10).add("chrf_signature", chrf.signature()).add("exact_match", sum->exact_match, 10);
-  write_file_atomic(json_path, json.str() + "\n");
+  write_file_atomic(opt.scores_json, json.str() + "\n");
 }
 
 std::string format_score(double s) {
@@ -113,6 +117,13 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto device = start_runtime(opt.runtime);
   if (opt.model_paths.empty()) throw Error("no model: give -m MODEL.ckpt (several for an ensemble)");
+  if (opt.info) {
+    OutputFile out(opt.output);
+    for (size_t i = 0; i < opt.model_paths.size(); ++i)
+      out.stream() << (i > 0 ? "\n" : "") << describe_checkpoint(opt.model_paths[i]);
+    out.commit();
+    return {};
+  }
   std::vector<LoadedModel> members;
   for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
   Translator tr(members, opt.model_paths);
@@ -181,7 +192,7 @@ StreamSummary translate_stream(const StreamOptions& opt) {
       if (refs.size() != outputs.size())
         throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
                                                   std::to_string(outputs.size()) + " input lines"));
-      write_scores(outputs, refs, opt.scores_json, &sum);
+      write_scores(outputs, refs, opt, &sum);
     }
   }
   if (tr.cropped_inputs() > 0)

@@ -13,8 +13,9 @@ struct StreamSummary {
   int64_t sentences = 0;
   int64_t output_tokens = 0;  // target pieces (SentencePiece), not words
   double seconds = 0;
-  // With a reference (else -1): sacreBLEU's cased 13a BLEU, its -lc BLEU,
-  // BLEU with --tokenize none (multi-bleu on tokenized text), chrF2, exact match.
+  // With a reference (else -1): BLEU as --tokenize and --lowercase chose
+  // (default: sacreBLEU's cased 13a), 13a BLEU with -lc, BLEU with --tokenize
+  // none (multi-bleu on tokenized text), chrF2, exact match.
   double bleu = -1, bleu_lc = -1, bleu_none = -1, chrf = -1, exact_match = -1;
 };
 
