@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <regex>
 #include <sstream>
 
 #include "base/error.h"
@@ -217,11 +219,56 @@ TEST(AlignTest, SvgIsWellFormedXmlWithOneCellPerWeight) {
   const bool ok = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
   EXPECT_TRUE(ok) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p) << "\n" << svg;
   XML_ParserFree(p);
-  EXPECT_EQ(count.rects, 1 + 4 * 3);  // background + one per weight
-  EXPECT_EQ(count.texts, 4 + 3);      // one label per token
+  EXPECT_EQ(count.rects, 1 + 4 * 3 + 1);     // background, one per weight, the colour scale
+  EXPECT_EQ(count.texts, 4 + 3 + 2 + 3 + 1);  // a label per token, two axis titles, the scale's ticks and title
   EXPECT_NE(svg.find("&lt;&amp;&gt;"), std::string::npos);
   EXPECT_NE(svg.find("rgb(255,255,255)"), std::string::npos);  // weight 1 is white
   EXPECT_NE(svg.find("rgb(0,0,0)"), std::string::npos);        // weight 0 is black
+}
+
+// Pieces are labelled without SentencePiece's mark: a word-start piece bare,
+// a piece continuing a word after a gray dot, and a note says so.
+TEST(AlignTest, SvgShowsPiecesWithoutTheWordMark) {
+  AttentionMatrix m;
+  m.src_tokens = {"\u2581walk", "ing", "</s>"};
+  m.tgt_tokens = {"\u2581geh", "en", "</s>"};
+  m.weights = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  std::ostringstream out;
+  nmt::write_svg(out, m);
+  std::string svg = out.str();
+  // Tooltips name the exact pieces; the labels never show the mark.
+  std::string labels = std::regex_replace(svg, std::regex("<title>[^<]*</title>"), "");
+  EXPECT_EQ(labels.find("\u2581"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">walk</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("\u00b7</tspan>ing</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("subword pieces"), std::string::npos);
+  // Words (no mark anywhere) get no note.
+  std::ostringstream words;
+  nmt::write_svg(words, awkward_matrix());
+  EXPECT_EQ(words.str().find("subword pieces"), std::string::npos);
+}
+
+// The tidy form of several pairs is one table: one header, six fields a
+// row, and each target token's weights sum to 1.
+TEST(AlignTest, TidyCsvOfSeveralPairsIsOneTable) {
+  const auto m = awkward_matrix();
+  std::ostringstream out;
+  nmt::write_tidy_csv(out, m, 0, true);
+  nmt::write_tidy_csv(out, m, 1, false);
+  const auto rows = parse_csv(out.str());
+  ASSERT_EQ(rows.size(), 1 + 2 * 3 * 4) << out.str();
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"pair", "tgt_index", "tgt_token", "src_index", "src_token", "weight"}));
+  std::map<std::pair<std::string, std::string>, double> sums;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    ASSERT_EQ(rows[r].size(), 6u) << r;
+    const size_t t = std::stoul(rows[r][1]), j = std::stoul(rows[r][3]);
+    EXPECT_EQ(rows[r][2], m.tgt_tokens[t]);
+    EXPECT_EQ(rows[r][4], m.src_tokens[j]);
+    EXPECT_NEAR(std::stod(rows[r][5]), m.weights[t][j], 1e-6);
+    sums[{rows[r][0], rows[r][1]}] += std::stod(rows[r][5]);
+  }
+  EXPECT_EQ(sums.size(), 2u * 3u);
+  for (const auto& [key, sum] : sums) EXPECT_NEAR(sum, 1.0, 1e-5) << key.first << "/" << key.second;
 }
 
 TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {

@@ -243,35 +243,93 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+namespace {
+
+// How a token is labelled in a heatmap, in SVG: a word-start piece without
+// its mark, a piece continuing a word after a gray "·", the mark alone as a
+// gray "␣". Words and "</s>" are shown as they are.
+std::string svg_label(const std::string& token, bool pieces) {
+  if (!pieces) return xml_escape(token);
+  if (token == kWordMark) return "<tspan fill=\"#999\">\u2423</tspan>";
+  if (token.rfind(kWordMark, 0) == 0) return xml_escape(token.substr(kWordMark.size()));
+  if (token == "</s>") return xml_escape(token);
+  return "<tspan fill=\"#999\">\u00b7</tspan>" + xml_escape(token);
+}
+
+}  // namespace
+
+void write_tidy_csv(std::ostream& out, const AttentionMatrix& m, size_t pair, bool header) {
+  if (header) out << "pair,tgt_index,tgt_token,src_index,src_token,weight\n";
+  const auto flags = out.flags();
+  const auto precision = out.precision();
+  out << std::fixed << std::setprecision(6);
+  for (size_t t = 0; t < m.weights.size(); ++t)
+    for (size_t j = 0; j < m.weights[t].size(); ++j)
+      out << pair << ',' << t << ',' << csv_quote(m.tgt_tokens[t]) << ',' << j << ',' << csv_quote(m.src_tokens[j])
+          << ',' << m.weights[t][j] << '\n';
+  out.flags(flags);
+  out.precision(precision);
+}
+
 void write_svg(std::ostream& out, const AttentionMatrix& m) {
-  constexpr int cell = 22, char_w = 8;
+  constexpr int cell = 22, char_w = 8, scale_w = 90;
+  bool pieces = false;  // SentencePiece pieces (some carry the word mark), not words
+  for (const auto* side : {&m.src_tokens, &m.tgt_tokens})
+    for (const auto& s : *side) pieces = pieces || s.find(kWordMark) != std::string::npos;
   size_t src_chars = 1, tgt_chars = 1;
   for (const auto& s : m.src_tokens) src_chars = std::max(src_chars, utf8_length(s));
   for (const auto& s : m.tgt_tokens) tgt_chars = std::max(tgt_chars, utf8_length(s));
-  const int left = static_cast<int>(tgt_chars) * char_w + 10;
-  const int top = static_cast<int>(src_chars) * char_w * 7 / 10 + 16;  // labels at -45 degrees
   const int cols = static_cast<int>(m.src_tokens.size()), rows = static_cast<int>(m.tgt_tokens.size());
-  const int width = left + cols * cell + top, height = top + rows * cell + 10;
+  const int left = 26 + static_cast<int>(tgt_chars) * char_w + 10;  // axis title, labels
+  const int top = 24 + static_cast<int>(src_chars) * char_w + 10;   // axis title, upright labels
+  const int grid_h = std::max(rows * cell, 120);
+  const int width = left + cols * cell + scale_w, height = top + grid_h + (pieces ? 34 : 12);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"monospace\" font-size=\"13\">\n"
+      << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"
+      << "<stop offset=\"0\" stop-color=\"rgb(0,0,0)\"/><stop offset=\"1\" stop-color=\"rgb(255,255,255)\"/>"
+      << "</linearGradient></defs>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  // Axis titles.
+  out << "<text x=\"" << left + cols * cell / 2 << "\" y=\"16\" text-anchor=\"middle\" font-family=\"sans-serif\" "
+      << "font-weight=\"bold\">source</text>\n"
+      << "<text x=\"16\" y=\"" << top + rows * cell / 2 << "\" text-anchor=\"middle\" font-family=\"sans-serif\" "
+      << "font-weight=\"bold\" transform=\"rotate(-90 16 " << top + rows * cell / 2 << ")\">target</text>\n";
+  // Source labels read upwards, each in its own column.
   for (int j = 0; j < cols; ++j) {
-    const int x = left + j * cell + cell / 2, y = top - 6;
-    out << "<text x=\"" << x << "\" y=\"" << y << "\" transform=\"rotate(-45 " << x << ' ' << y << ")\">"
-        << xml_escape(m.src_tokens[j]) << "</text>\n";
+    const int x = left + j * cell + cell / 2 + 4, y = top - 6;
+    out << "<text x=\"" << x << "\" y=\"" << y << "\" transform=\"rotate(-90 " << x << ' ' << y << ")\">"
+        << svg_label(m.src_tokens[j], pieces) << "</text>\n";
   }
   for (int t = 0; t < rows; ++t) {
     out << "<text x=\"" << left - 6 << "\" y=\"" << top + t * cell + cell / 2 + 4 << "\" text-anchor=\"end\">"
-        << xml_escape(m.tgt_tokens[t]) << "</text>\n";
+        << svg_label(m.tgt_tokens[t], pieces) << "</text>\n";
     for (int j = 0; j < cols; ++j) {
       const float w = std::clamp(m.weights[t][j], 0.0f, 1.0f);
       const int g = static_cast<int>(std::lround(w * 255));
       out << "<rect x=\"" << left + j * cell << "\" y=\"" << top + t * cell << "\" width=\"" << cell
           << "\" height=\"" << cell << "\" fill=\"rgb(" << g << ',' << g << ',' << g << ")\"><title>"
-          << std::fixed << std::setprecision(3) << w << std::defaultfloat << "</title></rect>\n";
+          << xml_escape(m.tgt_tokens[t]) << " / " << xml_escape(m.src_tokens[j]) << ": " << std::fixed
+          << std::setprecision(3) << w << std::defaultfloat << "</title></rect>\n";
     }
   }
+  // Colour scale: weight 0 (black) at the bottom to 1 (white) at the top.
+  const int sx = left + cols * cell + 24, sh = std::min(grid_h, 160);
+  out << "<rect x=\"" << sx << "\" y=\"" << top << "\" width=\"14\" height=\"" << sh
+      << "\" fill=\"url(#scale)\" stroke=\"#888\"/>\n";
+  for (const auto& [v, label] : {std::pair<double, const char*>{1.0, "1"}, {0.5, "0.5"}, {0.0, "0"}}) {
+    const int y = top + static_cast<int>(std::lround((1 - v) * sh));
+    out << "<line x1=\"" << sx + 14 << "\" y1=\"" << y << "\" x2=\"" << sx + 18 << "\" y2=\"" << y
+        << "\" stroke=\"#888\"/><text x=\"" << sx + 21 << "\" y=\"" << y + 4 << "\" font-size=\"11\">" << label
+        << "</text>\n";
+  }
+  out << "<text x=\"" << sx - 6 << "\" y=\"" << top + sh / 2 << "\" text-anchor=\"middle\" font-size=\"11\" "
+      << "font-family=\"sans-serif\" transform=\"rotate(-90 " << sx - 6 << ' ' << top + sh / 2
+      << ")\">attention weight</text>\n";
+  if (pieces)
+    out << "<text x=\"" << left << "\" y=\"" << height - 10 << "\" font-size=\"11\" font-family=\"sans-serif\" "
+        << "fill=\"#666\">subword pieces: \u00b7 continues the word before it, \u2423 is a space piece</text>\n";
   out << "</svg>\n";
 }
 

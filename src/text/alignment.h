@@ -89,11 +89,21 @@ AerScore alignment_error_rate(const std::vector<std::set<Link>>& hyp, const std:
 // row per target token. Every token is quoted, with '"' doubled.
 void write_csv(std::ostream& out, const AttentionMatrix& m);
 
+// The long ("tidy") CSV form: one row per cell,
+// pair,tgt_index,tgt_token,src_index,src_token,weight (indices 0-based,
+// tokens quoted as in write_csv), preceded by that header row when `header`.
+// The rows of several pairs form one table; each target token's weights sum
+// to 1 like the matrix's rows.
+void write_tidy_csv(std::ostream& out, const AttentionMatrix& m, size_t pair, bool header);
+
 // Quotes a CSV field: "a""b" for a"b.
 std::string csv_quote(const std::string& s);
 
 // A standalone SVG heatmap: one cell per weight, grayscale (0 black, 1
-// white), source tokens across the top, target tokens down the left.
+// white) with its colour scale, source tokens upright across the top and
+// target tokens down the left, with axis titles. Pieces are shown without
+// SentencePiece's mark: a gray "·" before a piece that continues a word, a
+// gray "␣" for the mark alone; each cell's tooltip names its pair of tokens.
 void write_svg(std::ostream& out, const AttentionMatrix& m);
 
 // Escapes &, <, >, " and ' for XML text and attributes.

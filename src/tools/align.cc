@@ -57,12 +57,14 @@ AttentionMatrix forced_attention(Translator& tr, const std::string& src, const s
   return to_matrix(alpha[0], with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
 }
 
-AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search) {
+AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search,
+                               std::string* translation) {
   if (src.empty()) throw Error("alignment needs a non-empty source");
   TranslateOptions opt;
   opt.search = search;
   opt.search.n_best = 1;
   auto hyp = tr.translate({src}, opt, /*with_attention=*/true)[0][0];
+  if (translation != nullptr) *translation = tr.detokenize(hyp, src, /*replace_unk=*/false);
   std::vector<std::string> tgt;
   for (int64_t id : hyp.ids) tgt.push_back(tr.tgt_tokenizer().piece(id));
   tgt.push_back(kEos);
@@ -137,6 +139,8 @@ struct PairAlignment {
   std::set<Link> links;
   AttentionMatrix shown;
   bool has_matrix = false;  // false for ibm2: links only
+  bool free = false;        // the model translated: `translation` is what the links refer to
+  std::string translation;
 };
 
 // What aligns one pair; `tgt` is empty in free mode.
@@ -184,10 +188,12 @@ class AttentionPairAligner : public PairAligner {
   }
   bool has_reverse() const { return reverse_ != nullptr; }
   PairAlignment align(const std::string& src, const std::string& tgt) override {
-    AttentionMatrix m = tgt.empty() ? free_attention(*forward_, src, opt_.search) : forced_attention(*forward_, src, tgt);
+    PairAlignment a;
+    a.free = tgt.empty();
+    AttentionMatrix m = a.free ? free_attention(*forward_, src, opt_.search, &a.translation)
+                               : forced_attention(*forward_, src, tgt);
     if (opt_.shift > 0) m = shift_rows(m, opt_.shift);
     AttentionMatrix words = merge_to_words(m);
-    PairAlignment a;
     if (reverse_) {
       // The reverse model reads the target as its source: its rows are our columns.
       const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src), opt_.shift));
@@ -226,12 +232,24 @@ class AlignmentSink {
       remove_stale_temporaries(dir);
     }
     if (opt.output_dir.empty() || opt.format == AlignFormat::kPharaoh) out_ = std::make_unique<OutputFile>(opt.output);
+    // A tidy table has its header even when there are no pairs.
+    if (out_ && opt.format == AlignFormat::kTidy) write_tidy_csv(out_->stream(), AttentionMatrix{}, 0, true);
   }
   void write(size_t k, const PairAlignment& a) {
     if (!opt_.heatmap_dir.empty() && a.has_matrix) write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown));
     switch (opt_.format) {
-      case AlignFormat::kPharaoh:
+      case AlignFormat::kPharaoh:  // free mode: "translation ||| links", as marian-decoder --alignment
+        if (a.free) out_->stream() << a.translation << " ||| ";
         out_->stream() << to_pharaoh(a.links) << '\n';
+        break;
+      case AlignFormat::kTidy:
+        if (!opt_.output_dir.empty()) {
+          std::ostringstream csv;
+          write_tidy_csv(csv, a.shown, k, /*header=*/true);
+          write_file(numbered(opt_.output_dir, k, ".csv"), csv.str());
+        } else {
+          write_tidy_csv(out_->stream(), a.shown, k, /*header=*/false);
+        }
         break;
       case AlignFormat::kSvg:
         if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown));

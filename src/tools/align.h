@@ -16,8 +16,10 @@ namespace nmt {
 // needed). Throws nmt::Error for an empty side.
 AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt);
 
-// Attention while the model translates `src` with `search` (greedy or beam).
-AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {});
+// Attention while the model translates `src` with `search` (greedy or beam);
+// with `translation`, also the translation it made, detokenized.
+AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {},
+                               std::string* translation = nullptr);
 
 // Longest input line nmt-align reads, in bytes (longer: an error at file:line).
 constexpr size_t kAlignMaxLineBytes = size_t{1} << 20;
