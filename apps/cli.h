@@ -141,8 +141,10 @@ class Tool {
     try {
       app_.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      const int code = app_.exit(e);  // prints help, the version, or the problem
-      return code == 0 ? kExitOk : kExitUsage;
+      if (e.get_exit_code() == 0) return app_.exit(e);  // --help, --version: printed, exit 0
+      // One line, like every other error: the option and the problem.
+      std::fprintf(stderr, "%s: error: %s (see --help)\n", name_, e.what());
+      return kExitUsage;
     }
     for (const auto& line : binder_.deprecations()) std::fprintf(stderr, "%s: warning: %s\n", name_, line.c_str());
     if (dump_) {

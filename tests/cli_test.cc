@@ -105,9 +105,52 @@ TEST(CliTest, EveryToolPrintsItsVersion) {
   for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {
     const auto r = run(tool, "--version", dir);
     EXPECT_EQ(r.exit_code, 0) << tool << ": " << r.err;
-    for (const char* part : {"nmt 0.", "(commit ", "LibTorch 1.", "CUDA: ", "BLAS: "})
+    for (const char* part : {"nmt 0.", "(commit ", "LibTorch ", "CUDA: ", "BLAS: ", "SentencePiece module: /"})
       EXPECT_NE(r.out.find(part), std::string::npos) << tool << " --version lacks '" << part << "':\n" << r.out;
   }
+}
+
+// --info shows what a checkpoint holds without loading it for translation.
+TEST(CliTest, InfoDescribesACheckpoint) {
+  const auto dir = temp_dir("cli_info");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --info", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto loaded = nmt::load_checkpoint(ckpt, torch::kCPU);
+  for (const std::string& part : std::vector<std::string>{
+           "format version: 2\n", "parameters: " + std::to_string(nmt::count_parameters(*loaded.model)) + "\n",
+        "source vocabulary: " + std::to_string(loaded.src_tok.vocab_size()) + " pieces\n",
+        "target vocabulary: " + std::to_string(loaded.tgt_tok.vocab_size()) + " pieces\n",
+        "training state: yes", "\nstep: ", "  emb_dim=" + std::to_string(loaded.options.emb_dim) + "\n"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << "'" << part << "' missing from:\n" << r.out;
+  r = run("nmt-translate", "-m " + quote(ckpt) + " --info --score-pairs", dir);
+  expect_one_line_error(r, {"--info"}, nmt::test::kExitUsage);
+}
+
+// cmake --install puts the three tools in PREFIX/bin and the SentencePiece
+// module in PREFIX/lib/nmt, where the installed tools find it, and they run
+// from there (they translate with a checkpoint).
+TEST(CliTest, InstalledToolsRunFromTheirPrefix) {
+  const auto dir = temp_dir("cli_install");
+  const std::string prefix = dir + "/prefix";
+  const std::string install = quote(NMT_CMAKE_COMMAND) + " --install " + quote(NMT_BINARY_DIR) + " --prefix " +
+                              quote(prefix) + " > " + quote(dir + "/install.log") + " 2>&1";
+  ASSERT_EQ(std::system(install.c_str()), 0) << read_bytes(dir + "/install.log");
+  for (const char* f : {"bin/nmt-train", "bin/nmt-translate", "bin/nmt-align", "lib/nmt/libnmt_spm.so"})
+    EXPECT_TRUE(fs::exists(prefix + "/" + f)) << f;
+  const std::string version = "NMT_THREADS=1 " + quote(prefix + "/bin/nmt-translate") + " --version > " +
+                              quote(dir + "/version.txt");
+  ASSERT_EQ(std::system(version.c_str()), 0);
+  EXPECT_NE(read_bytes(dir + "/version.txt").find("SentencePiece module: " + prefix + "/bin/../lib/nmt/libnmt_spm.so"),
+            std::string::npos)
+      << read_bytes(dir + "/version.txt");
+  write_lines(dir + "/in.txt", {"red cat"});
+  const std::string translate = "NMT_THREADS=1 " + quote(prefix + "/bin/nmt-translate") + " -m " +
+                                quote(nmt::test::trained_toy_checkpoint()) + " < " + quote(dir + "/in.txt") + " > " +
+                                quote(dir + "/out.txt") + " 2> " + quote(dir + "/err.txt");
+  ASSERT_EQ(std::system(translate.c_str()), 0) << read_bytes(dir + "/err.txt");
+  const std::string out = read_bytes(dir + "/out.txt");
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
 TEST(CliTest, DumpConfigReadsBackUnchanged) {
@@ -187,11 +230,25 @@ TEST(CliTest, TrainTranslateAlignEndToEnd) {
   const auto dir = temp_dir("cli_e2e");
   const auto f = nmt::test::write_toy_corpus(dir, 200, 20);
   const auto run_dir = dir + "/model";
-  auto r = run("nmt-train", train_args(f, run_dir) + " --max-steps 150 --valid-every 50 --log-every 50 --learning-rate 0.01", dir);
+  auto r = run("nmt-train", train_args(f, run_dir) + " --max-steps 150 --valid-every 50 --log-every 50 --learning-rate 0.01 -v", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto ckpt = run_dir + "/best.ckpt";
   ASSERT_TRUE(fs::exists(ckpt));
   ASSERT_TRUE(fs::exists(run_dir + "/last.ckpt"));
+  // -v: the effective options, each checkpoint written, data preparation timings;
+  // train.log holds what went to stderr from the moment the folder was taken.
+  EXPECT_NE(r.err.find("effective options"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wrote " + run_dir + "/step-50.ckpt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("read the training data in"), std::string::npos) << r.err;
+  const std::string log = read_bytes(run_dir + "/train.log");
+  for (const char* part : {"effective options", "valid | step 50", "training finished"})
+    EXPECT_NE(log.find(part), std::string::npos) << part << "\n" << log;
+  // The curves picture is redrawn at each validation, the last one included.
+  std::smatch last;
+  ASSERT_TRUE(std::regex_search(log, last, std::regex("training finished \\([a-z_]+\\): ([0-9]+) steps"))) << log;
+  const std::string svg = read_bytes(run_dir + "/training-curves.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("BLEU at step " + last[1].str() + ":"), std::string::npos) << svg;
 
   // Translate: one output line per input line, in order; empty stays empty.
   const std::vector<std::string> input = {"red cat sees big dog", "blue bird", "", "old fish eats new tree house",
@@ -567,6 +624,44 @@ TEST(CliTest, AlignFreeModeShowsTheAttentionOfTheModelsOwnTranslation) {
 
 namespace {
 
+// Free mode in pharaoh form names the translation the links refer to, as
+// marian-decoder --alignment does; the tidy CSV of both pairs is one table.
+TEST(CliTest, AlignFreeModePharaohGivesTranslationAndLinks) {
+  const auto dir = temp_dir("cli_free_pharaoh");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/a.src", {"red cat sees big dog", "old fish"});
+  auto tr = run("nmt-translate", "-m " + quote(ckpt) + " --threads 1", dir, dir + "/a.src");
+  ASSERT_EQ(tr.exit_code, 0) << tr.err;
+  const auto hyps = lines_of(tr.out);
+  auto r = run("nmt-align", "-m " + quote(ckpt) + " --threads 1 -f pharaoh --src " + quote(dir + "/a.src"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  const std::vector<size_t> src_words = {5, 2};
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const auto parts = split_bars(lines[k]);
+    ASSERT_EQ(parts.size(), 2u) << lines[k];
+    EXPECT_EQ(parts[0], hyps[k]);
+    const auto links = nmt::parse_gold_line(parts[1], "out", static_cast<int64_t>(k + 1), false);
+    EXPECT_FALSE(links.sure.empty()) << lines[k];
+    for (const auto& [i, j] : links.sure) {
+      EXPECT_LT(i, static_cast<int>(src_words[k])) << lines[k];
+      EXPECT_LT(j, static_cast<int>(nmt::split_ws(hyps[k]).size())) << lines[k];
+    }
+  }
+  auto tidy = run("nmt-align", "-m " + quote(ckpt) + " --threads 1 -f tidy --src " + quote(dir + "/a.src"), dir);
+  ASSERT_EQ(tidy.exit_code, 0) << tidy.err;
+  const auto rows = lines_of(tidy.out);
+  ASSERT_GT(rows.size(), 1u);
+  EXPECT_EQ(rows[0], "pair,tgt_index,tgt_token,src_index,src_token,weight");
+  std::set<std::string> pairs;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(csv_fields(rows[i]).size(), 6u) << rows[i];
+    pairs.insert(csv_fields(rows[i])[0]);
+  }
+  EXPECT_EQ(pairs, (std::set<std::string>{"0", "1"}));
+}
+
 TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
   const auto dir = temp_dir("cli_ensemble");
   const auto& ckpt = nmt::test::trained_toy_checkpoint();
@@ -641,6 +736,27 @@ TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
                                       " --scores-json " + quote(dir + "/s.json"), dir);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(read_bytes(dir + "/s.json"), before);
+  // --tokenize and --lowercase choose the main BLEU; the paper figures stay.
+  auto chosen = [&](const std::string& flags) {
+    auto r = run("nmt-translate", "-m " + quote(ckpt) + in + " --reference " + quote(dir + "/upper.txt") +
+                                      " --scores-json " + quote(dir + "/c.json") + " " + flags, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::make_pair(read_bytes(dir + "/c.json"), r.err);
+  };
+  for (const std::string tok : {"13a", "intl", "char", "none"})
+    for (bool lower : {false, true}) {
+      const auto [json, err] = chosen("--tokenize " + tok + (lower ? " --lowercase" : ""));
+      const auto want = nmt::corpus_bleu(hyps, upper, nmt::BleuOptions{lower, tok});
+      EXPECT_NEAR(json_field(json, "bleu"), want.score, 1e-3) << tok << " " << lower << json;
+      EXPECT_NE(err.find(want.signature()), std::string::npos) << err;
+      EXPECT_NEAR(json_field(json, "bleu_none"), nmt::corpus_bleu(hyps, upper, none).score, 1e-3) << json;
+    }
+  EXPECT_GT(json_field(chosen("--lowercase").first, "bleu"), json_field(chosen("").first, "bleu"));
+  auto bad_tok = run("nmt-translate", "-m " + quote(ckpt) + in + " --reference " + quote(dir + "/upper.txt") +
+                                          " --tokenize moses", dir);
+  expect_one_line_error(bad_tok, {"moses"}, nmt::test::kExitUsage);
+  auto no_ref = run("nmt-translate", "-m " + quote(ckpt) + in + " --lowercase", dir);
+  expect_one_line_error(no_ref, {"--reference"}, nmt::test::kExitUsage);
   // --scores-json needs --reference.
   auto lone = run("nmt-translate", "-m " + quote(ckpt) + in + " --scores-json " + quote(dir + "/t.json"), dir);
   EXPECT_NE(lone.exit_code, 0);

@@ -63,7 +63,18 @@ struct EnumNames<StopMetric> {
 };
 
 // The names of these enums, and their parsers (nmt::Error for an unknown name).
+// sacreBLEU's tokenizers for BLEU (text/metrics.h, BleuOptions::tokenize).
+enum class BleuTokenizer { k13a, kIntl, kChar, kNone };
+template <>
+struct EnumNames<BleuTokenizer> {
+  static constexpr const char* what = "BLEU tokenizer";
+  static constexpr std::array<std::pair<BleuTokenizer, const char*>, 4> values = {{
+      {BleuTokenizer::k13a, "13a"}, {BleuTokenizer::kIntl, "intl"}, {BleuTokenizer::kChar, "char"},
+      {BleuTokenizer::kNone, "none"}}};
+};
+
 inline const char* to_string(AttentionType t) { return enum_name(t); }
+inline const char* to_string(BleuTokenizer t) { return enum_name(t); }
 inline const char* to_string(DecoderType t) { return enum_name(t); }
 inline const char* to_string(OptimizerType t) { return enum_name(t); }
 inline const char* to_string(StopMetric m) { return enum_name(m); }
@@ -86,15 +97,17 @@ struct EnumNames<Aligner> {
 
 // What nmt-align writes.
 enum class AlignFormat {
-  kCsv,      // attention matrices
+  kCsv,      // attention matrices, one CSV block per pair
+  kTidy,     // attention as one long CSV table: a row per cell
   kPharaoh,  // word links i-j
   kSvg,      // heatmaps
 };
 template <>
 struct EnumNames<AlignFormat> {
   static constexpr const char* what = "format";
-  static constexpr std::array<std::pair<AlignFormat, const char*>, 3> values = {{
-      {AlignFormat::kCsv, "csv"}, {AlignFormat::kPharaoh, "pharaoh"}, {AlignFormat::kSvg, "svg"}}};
+  static constexpr std::array<std::pair<AlignFormat, const char*>, 4> values = {{
+      {AlignFormat::kCsv, "csv"}, {AlignFormat::kTidy, "tidy"}, {AlignFormat::kPharaoh, "pharaoh"},
+      {AlignFormat::kSvg, "svg"}}};
 };
 
 // The units of the matrices written.

@@ -116,6 +116,10 @@ void StreamOptions::validate() const {
   runtime.validate();
   translate.validate();
   if (!scores_json.empty() && reference.empty()) throw UsageError("--scores-json needs --reference");
+  if (reference.empty() && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
+    throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
+  if (info && (score_mode || !reference.empty() || !input.empty()))
+    throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
   if (score_mode) {  // options that would do nothing there
     if (translate.search.beam_size != 1)
       throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");

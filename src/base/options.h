@@ -243,9 +243,12 @@ struct StreamOptions {
   bool scores = false;
   bool replace_unk = false;
   bool score_mode = false;
+  bool info = false;          // print what each -m checkpoint holds and stop
   std::string src, tgt;
   std::string reference;
   std::string scores_json;
+  bool bleu_lowercase = false;        // --lowercase: the main BLEU lowercases first (sacreBLEU -lc)
+  BleuTokenizer bleu_tokenize = BleuTokenizer::k13a;  // --tokenize: the main BLEU's tokenizer
   RuntimeOptions runtime;
 
   // Throws nmt::Error naming the first option out of its range

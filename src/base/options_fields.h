@@ -67,6 +67,9 @@ void StreamOptions::fields(S& s, V&& v) {
   const char* io = "Input and output";
   v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", io, "-m", kMultiple},
     s.model_paths);
+  v(Field{"info", "Print what each -m checkpoint holds (format, parameters, vocabularies, step, best validation "
+                  "figure, model options) and exit", io},
+    s.info);
   v(Field{"input", "Input file (default: stdin)", io, "-i"}, s.input);
   v(Field{"output", "Output file (default: stdout)", io, "-o"}, s.output);
   v(Field{"window", "Lines read and sorted together (fewer when the input pauses)", io}, s.window);
@@ -83,9 +86,12 @@ void StreamOptions::fields(S& s, V&& v) {
     s.score_mode);
   v(Field{"src", "Score mode: source file", sc}, s.src);
   v(Field{"tgt", "Score mode: target file", sc}, s.tgt);
-  v(Field{"reference", "Score the output against this file: BLEU (cased, -lc, --tokenize none), chrF, exact match "
-                       "on stderr", sc},
+  v(Field{"reference", "Score the output against this file on stderr: BLEU as --tokenize/--lowercase say, "
+                       "and cased 13a, -lc and --tokenize none besides, chrF, exact match", sc},
     s.reference);
+  v(Field{"tokenize", "With --reference: BLEU's tokenizer, as sacreBLEU's --tokenize: 13a, intl, char or none", sc},
+    s.bleu_tokenize);
+  v(Field{"lowercase", "With --reference: BLEU lowercases both sides first (sacreBLEU -lc)", sc}, s.bleu_lowercase);
   v(Field{"scores-json", "With --reference: also write the scores and signatures to this JSON file", sc},
     s.scores_json);
   RuntimeOptions::fields(s.runtime, v);
@@ -108,7 +114,10 @@ void AlignRunOptions::fields(S& s, V&& v) {
   WordAlignerOptions::fields(s.ibm, v);
   const char* out = "Output";
   v(Field{"output", "Output file (default: stdout)", out, "-o"}, s.output);
-  v(Field{"format", "csv (matrices), pharaoh (word links i-j) or svg (heatmaps); default csv, pharaoh for ibm2",
+  v(Field{"format",
+          "csv (a matrix block per pair), tidy (one CSV table, a row per cell: pair,tgt_index,tgt_token,src_index,"
+          "src_token,weight), pharaoh (word links i-j; free mode: translation ||| links) or svg (heatmaps); "
+          "default csv, pharaoh for ibm2",
           out, "-f"},
     s.format);
   v(Field{"level", "Matrices over subword pieces or words (pieces merged: sum over source, mean over target)", out},

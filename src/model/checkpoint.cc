@@ -209,8 +209,45 @@ CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& o
   info.tgt_spm = read_string(archive, "tgt_spm", origin);
   torch::serialize::InputArchive sub;
   if (!archive.try_read("model", sub)) throw Error(located(origin, 0, "checkpoint lacks weights"));
+  info.format_version = h.version;
   info.has_train_state = archive.try_read("state", sub);
+  if (info.has_train_state) {
+    TrainState::fields(info.state, [&](const char* key, auto& value) {
+      c10::IValue v;
+      if (!sub.try_read(key, v)) throw Error(located(origin, 0, std::string("training state lacks '") + key + "'"));
+      value = v.to<std::decay_t<decltype(value)>>();
+    });
+  }
   return info;
+}
+
+std::string describe_checkpoint(const std::string& path) {
+  const CheckpointInfo info = inspect_checkpoint(read_checkpoint_file(path), path);
+  Seq2Seq model(info.options);
+  std::ostringstream o;
+  o << "checkpoint: " << path << "\n"
+    << "format version: " << info.format_version << "\n"
+    << "parameters: " << count_parameters(*model) << "\n"
+    << "source vocabulary: " << info.options.src_vocab << " pieces\n"
+    << "target vocabulary: " << info.options.tgt_vocab << " pieces\n";
+  if (info.has_train_state) {
+    const TrainState& s = info.state;
+    o << "training state: yes (resumable)\n"
+      << "step: " << s.step << "\n"
+      << "epoch: " << s.epoch << " (" << s.batch_in_epoch << " batches into it)\n"
+      << "learning rate: " << s.learning_rate << "\n"
+      << "best validation figure: " << (s.has_best ? std::to_string(s.best_metric) : "none yet")
+      << " (the run's --stop-metric; loss and perplexity are stored negated)\n"
+      << "seed: " << s.seed << "\n"
+      << "training time: " << s.elapsed_seconds << " s\n";
+  } else {
+    o << "training state: no (weights only, e.g. an average)\n";
+  }
+  o << "model options:\n";
+  std::istringstream lines(info.options.serialize());
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) o << "  " << line << "\n";
+  return o.str();
 }
 
 LoadedModel load_checkpoint(const std::string& path, const torch::Device& device) {

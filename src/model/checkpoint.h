@@ -69,6 +69,8 @@ struct CheckpointInfo {
   std::string src_spm;       // SentencePiece model bytes, source side
   std::string tgt_spm;       // target side
   bool has_train_state = false;  // optimizer and training state present
+  uint32_t format_version = 0;   // of the file's header
+  TrainState state;              // with has_train_state: the scalar fields (no generator state)
 };
 
 // Parses checkpoint bytes: header (magic, version, size, checksum), archive,
@@ -76,6 +78,12 @@ struct CheckpointInfo {
 // nmt::Error with a hint for anything malformed or damaged; never crashes on
 // arbitrary bytes.
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
+
+// What `path` holds, for people ("nmt-translate --info"): format version,
+// parameter count, vocabulary sizes, the training state (step, epoch,
+// learning rate, best validation figure) and the model options, one
+// "key: value" per line. Throws nmt::Error as load_checkpoint() does.
+std::string describe_checkpoint(const std::string& path);
 
 // Reads a checkpoint's model and tokenizers onto `device`. Reads the header
 // before the body, so a device or foreign file is refused at once. Throws

@@ -11,6 +11,7 @@
 #include <torch/version.h>
 
 #include "base/error.h"
+#include "text/tokenizer.h"
 
 namespace nmt {
 
@@ -83,9 +84,15 @@ std::string version_string() {
 #define NMT_COMMIT "unknown"
 #endif
   const bool cuda = torch::cuda::is_available();
+  std::string spm;
+  try {
+    spm = Tokenizer::module_path();
+  } catch (const Error& e) {
+    spm = std::string("not loaded: ") + e.what();
+  }
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_COMMIT + ")\nLibTorch " + TORCH_VERSION +
          "\nCUDA: " + (cuda ? "available, " + std::to_string(torch::cuda::device_count()) + " device(s)" : "not available") +
-         "\nBLAS: " + blas_description();
+         "\nBLAS: " + blas_description() + "\nSentencePiece module: " + spm;
 }
 
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads) {
