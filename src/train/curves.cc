@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -48,33 +49,31 @@ struct Series {
   bool hollow = false;                        // hollow circles and no line
 };
 
-// Tick positions for [lo, hi]: about five at 1, 2 or 5 times a power of ten.
-std::vector<double> ticks(double lo, double hi) {
+// Tick positions for [lo, hi]: about five at 1, 2 or 5 times a power of ten;
+// `spacing` gets their distance.
+std::vector<double> ticks(double lo, double hi, double* spacing) {
   const double span = hi - lo;
   const double raw = span / 5;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
   std::vector<double> out;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k += 1) out.push_back(k * step);
+  *spacing = step;
   return out;
 }
 
-std::string fmt_tick(double v) {
+// A tick label with as many decimals as the tick spacing `step` needs.
+std::string fmt_tick(double v, double step) {
+  const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 12);
   std::ostringstream s;
-  if (v != 0 && (std::fabs(v) < 1e-2 || std::fabs(v) >= 1e5)) {
-    s.precision(2);
-    s << v;  // 0.0005 -> 0.0005, 1e-05
-  } else {
-    s.precision(6);
-    s << v;
-  }
+  s << std::fixed << std::setprecision(decimals) << (std::fabs(v) < step * 1e-6 ? 0.0 : v);  // never "-0"
   return s.str();
 }
 
 // One panel at (x0, y0) of size w x h, axes included.
 void panel(std::ostream& out, double x0, double y0, double w, double h, const std::string& title,
            const std::vector<Series>& series, double max_step, const std::string& y_title) {
-  const double left = 62, right = 14, top = 48, bottom = 40;
+  const double left = 78, right = 14, top = 48, bottom = 40;
   const double px = x0 + left, py = y0 + top, pw = w - left - right, ph = h - top - bottom;
   out << "<text x=\"" << x0 + left << "\" y=\"" << y0 + 18 << "\" font-size=\"15\" font-weight=\"bold\">"
       << xml_escape(title) << "</text>\n";
@@ -108,20 +107,21 @@ void panel(std::ostream& out, double x0, double y0, double w, double h, const st
   auto X = [&](double step) { return px + pw * step / max_step; };
   auto Y = [&](double v) { return py + ph * (1 - (v - lo) / (hi - lo)); };
   out << "<g font-size=\"11\" fill=\"#333\">\n";
-  for (double t : ticks(lo, hi)) {
+  double dy = 1, dx = 1;
+  for (double t : ticks(lo, hi, &dy)) {
     out << "<line x1=\"" << px << "\" y1=\"" << Y(t) << "\" x2=\"" << px + pw << "\" y2=\"" << Y(t)
         << "\" stroke=\"#e2e2e2\"/>\n<text x=\"" << px - 5 << "\" y=\"" << Y(t) + 4 << "\" text-anchor=\"end\">"
-        << fmt_tick(t) << "</text>\n";
+        << fmt_tick(t, dy) << "</text>\n";
   }
-  for (double t : ticks(0, max_step)) {
+  for (double t : ticks(0, max_step, &dx)) {
     out << "<line x1=\"" << X(t) << "\" y1=\"" << py + ph << "\" x2=\"" << X(t) << "\" y2=\"" << py + ph + 4
         << "\" stroke=\"#888\"/>\n<text x=\"" << X(t) << "\" y=\"" << py + ph + 16 << "\" text-anchor=\"middle\">"
-        << fmt_tick(t) << "</text>\n";
+        << fmt_tick(t, dx) << "</text>\n";
   }
   out << "</g>\n<text x=\"" << px + pw / 2 << "\" y=\"" << py + ph + 33
       << "\" text-anchor=\"middle\" font-size=\"12\">step</text>\n"
-      << "<text x=\"" << x0 + 14 << "\" y=\"" << py + ph / 2 << "\" text-anchor=\"middle\" font-size=\"12\" "
-      << "transform=\"rotate(-90 " << x0 + 14 << ' ' << py + ph / 2 << ")\">" << xml_escape(y_title) << "</text>\n";
+      << "<text x=\"" << x0 + 12 << "\" y=\"" << py + ph / 2 << "\" text-anchor=\"middle\" font-size=\"12\" "
+      << "transform=\"rotate(-90 " << x0 + 12 << ' ' << py + ph / 2 << ")\">" << xml_escape(y_title) << "</text>\n";
   for (const auto& s : series) {
     if (s.xy.empty()) continue;
     if (!s.hollow && s.xy.size() > 1) {

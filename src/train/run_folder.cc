@@ -39,6 +39,7 @@ void RunFolder::attach_log() {
     log_sink_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path("train.log"), /*truncate=*/false);
     log_sink_->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
     spdlog::default_logger()->sinks().push_back(log_sink_);
+    spdlog::default_logger()->flush_on(spdlog::level::info);  // `tail -f train.log` sees each line
   } catch (const spdlog::spdlog_ex& e) {
     log_sink_.reset();
     throw Error(located(path("train.log"), 0, std::string("cannot open for writing: ") + e.what()));
