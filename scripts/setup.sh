@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages nmt needs to build, test and run. Idempotent:
 # when everything is installed it only checks and returns in about a second.
-#   scripts/setup.sh
+#   scripts/setup.sh           what building, testing and running need
+#   scripts/setup.sh --bench   also Python's torch and sentencepiece, for the
+#                              PyTorch reference of bench/vs-pytorch.sh
 # BLAS: LibTorch on Debian calls the system BLAS (libblas.so.3). The reference
 # BLAS makes a GRU training step 26x slower than OpenBLAS. OpenBLAS's OpenMP
 # flavour measured fastest (bench/blas.sh, bench/results/blas-*.txt) and
@@ -14,6 +16,13 @@ packages=(
   libtorch-dev libopenblas0-openmp
   libsentencepiece-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev
 )
+
+if [[ ${1:-} == --bench ]]; then
+  packages+=(python3-torch python3-sentencepiece)
+elif (($#)); then
+  echo "setup.sh: unknown argument '$1' (expected nothing or --bench)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,125 @@
+// Times nmt's training step and searches at a fixed shape, the C++ side of
+// bench/vs-pytorch.sh's fixed-shape rows (bench/reference/nmt_ref.py
+// train-fixed and decode-fixed are the Python side, with the same shapes,
+// sizes and random-token batches).
+//   nmt-bench-step train  THREADS BATCH SRC_LEN TGT_LEN STEPS [DECODER]
+//   nmt-bench-step decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT
+// Prints one JSON line: target tokens/s (train) or sentences/s (decode).
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "search/search.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Random tokens (ids >= 4, no specials) for `batch` sentences of `len` pieces.
+torch::Tensor random_tokens(int64_t batch, int64_t len, int64_t vocab) {
+  return torch::randint(4, vocab, {batch, len}, torch::kInt64);
+}
+
+int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& decoder) {
+  nmt::ModelOptions opt;  // the sizes of configs/multi30k-en-de.toml, 8k vocabularies
+  opt.src_vocab = opt.tgt_vocab = 8000;
+  opt.emb_dim = 256;
+  opt.enc_hidden = 256;
+  opt.dec_hidden = 512;
+  opt.attn_dim = 512;
+  opt.dropout = 0.3;
+  opt.tie_embeddings = true;
+  opt.decoder = decoder == "cgru" ? nmt::DecoderType::kCgru : nmt::DecoderType::kBahdanau;
+  nmt::Seq2Seq model(opt);
+  model->train();
+  std::vector<torch::Tensor> params;  // each once: the tied embedding is listed twice
+  for (const auto& p : model->parameters())
+    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
+      params.push_back(p);
+  torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-3));
+  auto step = [&] {
+    auto src = random_tokens(B, S, opt.src_vocab);
+    auto tgt = random_tokens(B, T, opt.tgt_vocab);
+    auto tgt_in = torch::cat({torch::full({B, 1}, nmt::kBosId, torch::kInt64), tgt.narrow(1, 0, T - 1)}, 1);
+    auto src_len = torch::full({B}, S, torch::kInt64);
+    auto logits = model->forward(src, src_len, tgt_in);
+    auto loss = nmt::sequence_loss(logits, tgt, 0.1);
+    const double n = static_cast<double>(B * T);
+    (void)loss.item<double>();  // the trainer reads the loss before the update
+    adam.zero_grad();
+    (loss / n).backward();
+    torch::nn::utils::clip_grad_norm_(params, 1.0);
+    adam.step();
+  };
+  for (int i = 0; i < 3; ++i) step();  // warm-up
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  const double s = since(t0);
+  std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"steps\":%lld,\"seconds\":%.4f,\"tgt_tokens_per_s\":%.1f,"
+              "\"ms_per_step\":%.3f}\n",
+              torch::get_num_threads(), static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
+              1000 * s / static_cast<double>(steps));
+  return 0;
+}
+
+int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& path) {
+  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  nmt::InferenceScope scope({loaded.model});
+  nmt::Scorer scorer({loaded.model});
+  nmt::SearchOptions so;
+  so.beam_size = beam;
+  auto search = nmt::make_search(so);
+  nmt::Batch batch;
+  // The same tokens as nmt_ref.py decode-fixed: 4 + (131 b + 17 j) mod (V - 4).
+  const int64_t V = loaded.options.src_vocab;
+  batch.src = (torch::arange(B, torch::kInt64).unsqueeze(1) * 131 + torch::arange(S, torch::kInt64).unsqueeze(0) * 17)
+                  .remainder(V - 4) + 4;
+  batch.src_len = torch::full({B}, S, torch::kInt64);
+  search->run(scorer, batch, false);  // warm-up
+  std::vector<double> times;
+  for (int64_t i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    search->run(scorer, batch, false);
+    times.push_back(since(t0));
+  }
+  std::sort(times.begin(), times.end());
+  const double med = times[times.size() / 2];
+  std::printf("{\"command\":\"decode-fixed\",\"threads\":%d,\"batch\":%lld,\"beam\":%lld,\"median_seconds\":%.5f,"
+              "\"sentences_per_s\":%.2f}\n",
+              torch::get_num_threads(), static_cast<long long>(B), static_cast<long long>(beam), med,
+              static_cast<double>(B) / med);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if ((cmd != "train" && cmd != "decode") || argc < 7 || (cmd == "decode" && argc < 8)) {
+    std::fprintf(stderr,
+                 "usage: %s train THREADS BATCH SRC_LEN TGT_LEN STEPS [bahdanau|cgru]\n"
+                 "       %s decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT\n",
+                 argv[0], argv[0]);
+    return 2;
+  }
+  torch::set_num_threads(std::atoi(argv[2]));
+  torch::manual_seed(1);
+  const int64_t B = std::atoll(argv[3]), S = std::atoll(argv[4]), x = std::atoll(argv[5]), n = std::atoll(argv[6]);
+  try {
+    if (cmd == "train") return train(B, S, x, n, argc > 7 ? argv[7] : "bahdanau");
+    return decode(B, S, x, n, argv[7]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nmt-bench-step: %s\n", e.what());
+    return 1;
+  }
+}

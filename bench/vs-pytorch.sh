@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# nmt against a PyTorch-eager mirror of its model (bench/reference/nmt_ref.py:
+# same architecture, sizes, batch shapes, training step and searches), on
+# the same data and machine, in interleaved rounds; prints medians and the
+# ratios nmt / PyTorch from the same run.
+#
+#   bench/vs-pytorch.sh [ROUNDS] [DATA_DIR]     (default 3, ../shared/data/multi30k)
+#
+# Rows: training target tokens/s on Multi30k batches planned as nmt-train
+# plans them (configs/multi30k-en-de.toml: 4096-token budget, at most 128
+# sentences; the first NMT_BENCH_PAIRS pairs of the tokenized training split,
+# one epoch) and at a fixed shape (64 sentences x 16/16 pieces); greedy and
+# beam-5 sentences/s translating NMT_BENCH_VALID val sentences with the same
+# weights (both sides' outputs are compared line by line) and at a fixed
+# shape; peak RSS; the model's FLOPs per target token against the measured
+# fp32 matrix-product peak; and nmt-train's rate beside one busy
+# single-threaded process.
+#
+# Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores), NMT_PYTHON
+# (/usr/bin/python3), NMT_BENCH_PAIRS
+# (6000), NMT_BENCH_VALID (500), NMT_BENCH_CKPT (a checkpoint to decode with,
+# e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model;
+# default: one trained here on the subset for 2 epochs).
+# Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
+# Writes bench/results/vs-pytorch-HOST-COMMIT.json. Nothing else may run
+# meanwhile: every figure is a rate.
+set -euo pipefail
+
+main() {
+cd "$(dirname "$0")/.."
+local rounds=${1:-3} data=${2:-../shared/data/multi30k}
+local bin=${NMT_BUILD_DIR:-build} threads=${NMT_THREADS:-$(nproc)}
+local pairs=${NMT_BENCH_PAIRS:-6000} nvalid=${NMT_BENCH_VALID:-500}
+local work=runs/vs-pytorch ref=bench/reference/nmt_ref.py
+local py=${NMT_PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch (the same LibTorch and BLAS)
+for exe in nmt-train nmt-translate nmt-bench-step; do
+  [[ -x $bin/$exe ]] || { echo "vs-pytorch.sh: build nmt first (scripts/build.sh): no $bin/$exe" >&2; exit 1; }
+done
+"$py" -c "import torch, sentencepiece" 2>/dev/null ||
+  { echo "vs-pytorch.sh: needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench)" >&2; exit 1; }
+mkdir -p "$work"
+local tsv=$work/measurements.tsv
+printf 'round\tside\trow\tvalue\n' >"$tsv"
+record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
+field() { "$py" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+
+# Data: the subset for training, val sentences for decoding.
+head -n "$pairs" <(zcat "$data/train.lc.norm.tok.en.gz") >"$work/train.en"  # (zcat's SIGPIPE is not ours)
+head -n "$pairs" <(zcat "$data/train.lc.norm.tok.de.gz") >"$work/train.de"
+head -n "$nvalid" "$data/val.lc.norm.tok.en" >"$work/val.en"
+
+# SentencePiece models (and a model to decode with): one short nmt-train run.
+local config=configs/multi30k-en-de.toml
+local common=(--config "$config" --threads "$threads" --train-src "$work/train.en" --train-tgt "$work/train.de"
+              --log-every 100000 --keep-checkpoints 0)
+if [[ ! -f $work/model/last.ckpt ]]; then
+  rm -rf "$work/model"
+  "$bin/nmt-train" "${common[@]}" -o "$work/model" --max-epochs 2 2>"$work/model.log"
+fi
+local ckpt=${NMT_BENCH_CKPT:-$work/model/last.ckpt}
+local spm_dir
+spm_dir=$(dirname "$ckpt")
+local src_spm=$work/model/src.spm.model tgt_spm=$work/model/tgt.spm.model
+
+for ((r = 1; r <= rounds; r++)); do
+  echo "round $r of $rounds" >&2
+  # Training on Multi30k batches, one epoch of the subset.
+  rm -rf "$work/nmt-train"
+  "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+    2>"$work/nmt-train.log"
+  local line
+  line=$(grep "training finished" "$work/nmt-train.log")
+  record "$r" nmt train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+  record "$r" nmt train_peak_rss_mb "$(sed -E 's/.*peak memory ([0-9]+) MiB.*/\1/' <<<"$line")"
+  local j
+  j=$("$py" "$ref" train-corpus --threads "$threads" --src "$work/train.en" --tgt "$work/train.de" \
+        --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
+  record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
+  record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
+  # Training at a fixed shape.
+  j=$("$bin/nmt-bench-step" train "$threads" 64 16 16 30)
+  record "$r" nmt train_fixed_tok_s "$(field "$j" tgt_tokens_per_s)"
+  j=$("$py" "$ref" train-fixed --threads "$threads" --batch 64 --src-len 16 --tgt-len 16 --steps 30)
+  record "$r" pytorch train_fixed_tok_s "$(field "$j" tgt_tokens_per_s)"
+  # Decoding val sentences, greedy and beam 5, same weights.
+  for beam in 1 5; do
+    "$bin/nmt-translate" -m "$ckpt" -b "$beam" --threads "$threads" -i "$work/val.en" -o "$work/nmt-b$beam.out" \
+      2>"$work/nmt-b$beam.log"
+    record "$r" nmt "decode_b${beam}_sent_s" \
+      "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
+    j=$("$py" "$ref" decode --threads "$threads" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
+          --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/ref-b$beam.out")
+    record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+    record "$r" both "decode_b${beam}_same_lines" \
+      "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+    j=$("$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
+    record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+    j=$("$py" "$ref" decode-fixed --threads "$threads" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
+    record "$r" pytorch "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+  done
+done
+
+# Contention: nmt-train beside one busy single-threaded process.
+"$py" -c "while True: pass" &
+local busy=$!
+rm -rf "$work/nmt-train"
+"$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+  2>"$work/nmt-train-busy.log"
+kill "$busy"
+record 0 nmt train_corpus_tok_s_beside_busy \
+  "$(grep "training finished" "$work/nmt-train-busy.log" | sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/')"
+
+local sgemm flops
+sgemm=$("$py" "$ref" sgemm --threads "$threads")
+flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15)  # Multi30k's mean pieces per sentence, about
+
+local commit host
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- src apps bench || commit=$commit-dirty
+host=$(hostname -s)
+mkdir -p bench/results
+"$py" - "$tsv" "$sgemm" "$flops" "$threads" "$commit" "$host" "$pairs" "$nvalid" "$ckpt" \
+  "bench/results/vs-pytorch-$host-$commit.json" <<'PY'
+import json, platform, statistics, sys
+import torch
+tsv, sgemm, flops, threads, commit, host, pairs, nvalid, ckpt, out = sys.argv[1:]
+rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
+values = {}
+for r, side, row, v in rows:
+    values.setdefault((side, row), []).append(float(v))
+med = {k: statistics.median(v) for k, v in values.items()}
+sgemm, flops = json.loads(sgemm), json.loads(flops)
+table = []
+for row in ["train_corpus_tok_s", "train_fixed_tok_s", "decode_b1_sent_s", "decode_b5_sent_s",
+            "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
+    n, p = med.get(("nmt", row)), med.get(("pytorch", row))
+    table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
+                  "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row))})
+alone, busy = med.get(("nmt", "train_corpus_tok_s")), med.get(("nmt", "train_corpus_tok_s_beside_busy"))
+fpt = flops["flops_per_tgt_token"]
+result = {
+    "table": table,
+    "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
+    "valid_sentences": int(nvalid), "train_pairs": int(pairs), "decode_checkpoint": ckpt,
+    "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None},
+    "flops_per_tgt_token": fpt, "sgemm_peak_gflops": sgemm["gflops"],
+    "achieved_gflops_training": {s: med[(s, "train_corpus_tok_s")] * fpt / 1e9 for s in ("nmt", "pytorch")
+                                 if (s, "train_corpus_tok_s") in med},
+    "threads": int(threads), "commit": commit, "host": host,
+    "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),
+    "pytorch": torch.__version__, "python": platform.python_version(),
+}
+with open(out + ".part", "w") as f:
+    json.dump(result, f, indent=2)
+    f.write("\n")
+import os
+os.replace(out + ".part", out)
+print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7}")
+for t in table:
+    fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
+    print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {t['ratio'] if t['ratio'] is None else round(t['ratio'], 2):>7}")
+print(f"contention: {result['contention']}")
+print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
+      f"achieved {result['achieved_gflops_training']}")
+print(f"wrote {out}")
+PY
+}
+
+main "$@"
