@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The GPU run, in steps that each fit in one 10-minute command on the GPU host
+# (no package registry there; ../shared does not travel). Every log and
+# result goes under ${OUT:-gpu-results}.
+#
+# On this (CPU) machine, once:
+#   scripts/gpu.sh prepare     # .gpu-deps (Debian libraries, ../shared/gpu/make-prefix.sh)
+#                              # and .gpu-data (Multi30k's tokenized form, a tiny subset)
+# On the GPU host, from the project root, carrying .gpu-deps and .gpu-data:
+#   scripts/gpu.sh build test cuda     # about 6 minutes on 16 cores
+#   scripts/gpu.sh multi30k            # repeat until it says "finished"; it resumes
+# Rehearsal here, on the CPU, with the existing build/ and a tiny corpus:
+#   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda multi30k
+#
+# Steps:
+#   build     cmake + ninja into build-gpu against python3's torch (LibTorch with CUDA)
+#   test      the unit tests (ctest) of that build
+#   cuda      CUDA against CPU with one checkpoint: the demo trained on the device,
+#             greedy and beam-5 translations on both devices compared line by line
+#   multi30k  scripts/multi30k.sh on the device (tok form, the CPU run's flags),
+#             stopped before the command's 10 minutes and resumed by the next call
+set -euo pipefail
+
+main() {
+cd "$(dirname "$0")/.."
+local out=${OUT:-gpu-results}
+local device=${NMT_GPU_DEVICE:-cuda}
+local build=${NMT_GPU_BUILD:-build-gpu}
+local budget=${NMT_GPU_STEP_SECONDS:-540}  # a step stops itself before the 10-minute limit
+local data=.gpu-data/multi30k
+[[ ${NMT_GPU_TINY:-0} == 1 ]] && data=.gpu-data/multi30k-tiny
+mkdir -p "$out"
+(($#)) || set -- build test cuda multi30k
+for step in "$@"; do
+  echo "== gpu.sh $step ($(date -u +%H:%M:%S))" | tee -a "$out/steps.log"
+  case $step in
+    prepare) prepare ;;
+    build) build_step "$build" "$out" ;;
+    test) test_step "$build" "$out" "$device" ;;
+    cuda) cuda_step "$build" "$out" "$device" ;;
+    multi30k) multi30k_step "$build" "$out" "$device" "$data" "$budget" ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k)" >&2; exit 2 ;;
+  esac
+done
+}
+
+# Ignored folders that travel to the GPU host with `carry`.
+exclude() {
+  local f
+  f=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$f")"
+  grep -qx "/$1/" "$f" 2>/dev/null || echo "/$1/" >>"$f"
+}
+
+# The prefix's shared libraries (Debian keeps some in /lib, some in /usr/lib).
+deps_env() {
+  export LD_LIBRARY_PATH=$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu:$PWD/.gpu-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+}
+
+prepare() {
+  exclude .gpu-deps
+  NMT_EXTRA_DEBS="libexpat1-dev libexpat1 zlib1g-dev" ../shared/gpu/make-prefix.sh .gpu-deps
+  local src=../shared/data/multi30k dst=.gpu-data/multi30k tiny=.gpu-data/multi30k-tiny
+  mkdir -p "$dst" "$tiny"
+  exclude .gpu-data
+  for l in en de; do
+    cp "$src/train.lc.norm.tok.$l.gz" "$dst/"
+    for f in val test_2016_flickr; do cp "$src/$f.lc.norm.tok.$l" "$dst/"; done
+    head -n 400 <(zcat "$src/train.lc.norm.tok.$l.gz") | gzip >"$tiny/train.lc.norm.tok.$l.gz"
+    head -n 40 "$src/val.lc.norm.tok.$l" >"$tiny/val.lc.norm.tok.$l"
+    head -n 40 "$src/test_2016_flickr.lc.norm.tok.$l" >"$tiny/test_2016_flickr.lc.norm.tok.$l"
+  done
+  du -sh .gpu-deps .gpu-data
+}
+
+build_step() {
+  local build=$1 out=$2
+  local p=$PWD/.gpu-deps/usr tp
+  tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  deps_env
+  local t0=$SECONDS
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tp;$p" \
+    -DCMAKE_LIBRARY_PATH="$p/lib/x86_64-linux-gnu" -DCMAKE_INCLUDE_PATH="$p/include" >"$out/build.log" 2>&1
+  cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1
+  echo "build: $((SECONDS - t0)) s" | tee -a "$out/steps.log"
+  "$build/nmt-train" --version | tee "$out/version.txt"
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+}
+
+test_step() {
+  local build=$1 out=$2
+  deps_env
+  local t0=$SECONDS rc=0
+  (cd "$build" && ctest -j "$(nproc)" --output-on-failure --timeout 300) >"$out/test.log" 2>&1 || rc=$?
+  echo "test: exit $rc, $((SECONDS - t0)) s; $(grep -E 'tests passed' "$out/test.log" || echo 'no summary')" |
+    tee -a "$out/steps.log"
+}
+
+cuda_step() {
+  local build=$1 out=$2 device=$3 run=runs/gpu-demo
+  deps_env
+  rm -rf "$run"
+  local t0=$SECONDS
+  "$build/nmt-train" --config configs/demo.toml -o "$run" --device "$device" 2>"$out/cuda-train.log"
+  echo "cuda: demo trained on $device in $((SECONDS - t0)) s: $(grep 'training finished' "$out/cuda-train.log")" |
+    tee -a "$out/steps.log"
+  for beam in 1 5; do
+    for dev in "$device" cpu; do
+      "$build/nmt-translate" -m "$run/best.ckpt" -b "$beam" --device "$dev" -i data/demo/test.src \
+        -o "$out/demo-b$beam-$dev.hyp" --reference data/demo/test.tgt 2>"$out/demo-b$beam-$dev.log"
+    done
+    local same total
+    same=$(paste -d '\t' "$out/demo-b$beam-$device.hyp" "$out/demo-b$beam-cpu.hyp" | awk -F'\t' '$1 == $2' | wc -l)
+    total=$(wc -l <"$out/demo-b$beam-cpu.hyp")
+    echo "cuda: beam $beam, $device and cpu translations identical on $same of $total lines;" \
+      "$device: $(grep -m1 'BLEU =' "$out/demo-b$beam-$device.log" | sed 's/.*\] //')" | tee -a "$out/steps.log"
+  done
+}
+
+multi30k_step() {
+  local build=$1 out=$2 device=$3 data=$4 budget=$5
+  deps_env
+  local flags="--device $device --decoder cgru --average 3 --max-epochs 12 --lr-patience 1"
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] &&
+    flags="--device $device --decoder cgru --average 3 --max-epochs 2 --emb-dim 32 --enc-hidden 32 --dec-hidden 64 --attn-dim 64"
+  local rc=0
+  NMT_BUILD_DIR=$build NMT_RUN=runs/gpu-multi30k NMT_TRAIN_FLAGS=$flags \
+    timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" en-de tok >"$out/multi30k.log" 2>&1 || rc=$?
+  cp runs/gpu-multi30k/model-1/metrics.jsonl runs/gpu-multi30k/model-1/training-curves.svg "$out/" 2>/dev/null || true
+  if ((rc == 0)); then
+    local result
+    result=$(sed -n 's/^wrote //p' "$out/multi30k.log" | tail -n1)
+    [[ -n $result ]] && mv "$result" "$out/"  # the device's result: committed from $OUT, not left here
+    echo "multi30k: finished; $(grep -h 'selected on val' "$out/multi30k.log")" | tee -a "$out/steps.log"
+  else
+    echo "multi30k: stopped (exit $rc) at $(tail -n1 runs/gpu-multi30k/model-1/metrics.jsonl 2>/dev/null |
+      cut -c1-80); run the step again to resume" | tee -a "$out/steps.log"
+  fi
+}
+
+main "$@"
