@@ -198,3 +198,29 @@ TEST(BeamTest, BadOptionsAreRejected) {
 }
 
 }  // namespace
+
+TEST(BeamTest, FastDecoderPathSearchesAsTheReferencePath) {
+  // Greedy and beam search give the same hypotheses (ids, and scores within
+  // float tolerance) with the decoder's optimized step and its plain one.
+  const auto& f = fixture();
+  auto model = f.m.model;
+  for (int beam : {1, 4}) {
+    nmt::SearchOptions so;
+    so.beam_size = beam;
+    so.n_best = beam;
+    auto search = nmt::make_search(so);
+    model->decoder->use_reference_path(true);
+    const auto ref = run(*search, f, all(f), true);
+    model->decoder->use_reference_path(false);
+    const auto fast = run(*search, f, all(f), true);
+    ASSERT_EQ(ref.size(), fast.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_EQ(ref[i].size(), fast[i].size()) << "sentence " << i << ", beam " << beam;
+      for (size_t k = 0; k < ref[i].size(); ++k) {
+        EXPECT_EQ(ref[i][k].ids, fast[i][k].ids) << "sentence " << i << ", beam " << beam << ", rank " << k;
+        EXPECT_NEAR(ref[i][k].score, fast[i][k].score, 1e-4) << "sentence " << i << ", beam " << beam;
+        EXPECT_TRUE(torch::allclose(ref[i][k].attention, fast[i][k].attention, 1e-4, 1e-6));
+      }
+    }
+  }
+}

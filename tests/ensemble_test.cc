@@ -58,7 +58,7 @@ TEST(EnsembleTest, AnEnsembleOfOneIsThatModel) {
   const auto y = torch::full({1}, nmt::kBosId, torch::kInt64);
   const auto logp = scorer.step(y, state);
   const auto enc = m.a.model->encoder->forward(batch.src, batch.src_len);
-  const auto out = m.a.model->decoder->step(y, enc.init_state, enc, m.a.model->decoder->attention->keys(enc.annotations));
+  const auto out = m.a.model->decoder->step(y, enc.init_state, m.a.model->decoder->memory(enc));
   EXPECT_TRUE(torch::equal(logp, torch::log_softmax(out.logits, -1)));
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -173,14 +174,60 @@ TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   torch::Tensor alpha;
   const auto logits = model->forward(b.src, b.src_len, b.tgt_in, &alpha);
   const auto enc = model->encoder->forward(b.src, b.src_len);
-  const auto keys = model->decoder->attention->keys(enc.annotations);
+  const auto mem = model->decoder->memory(enc);
   auto state = enc.init_state;
   for (int64_t t = 0; t < b.tgt_in.size(1); ++t) {
-    const auto out = model->decoder->step(b.tgt_in.select(1, t), state, enc, keys);
+    const auto out = model->decoder->step(b.tgt_in.select(1, t), state, mem);
     EXPECT_TRUE(torch::allclose(out.logits, logits.select(1, t), 1e-5, 1e-5)) << "step " << t;
     EXPECT_TRUE(torch::allclose(out.alpha, alpha.select(1, t), 1e-5, 1e-5)) << "alpha at step " << t;
     state = out.state;
   }
+}
+
+TEST_P(ModelAttentionTest, FastPathEqualsReferencePath) {
+  // The decoder's optimized step (hoisted input projection, the context's
+  // gate projection through the attention weights, fused query products)
+  // computes the plain formulation's function: logits, attention weights and
+  // every parameter's gradient, in training mode with dropout (both paths draw
+  // the same masks), and the search step.
+  auto model = make_model(options());
+  model->train();
+  const auto b = nmt::make_batch(examples(), all_indices());
+  struct Out {
+    torch::Tensor logits, alpha, step_logits;
+    std::map<std::string, torch::Tensor> grads;
+  };
+  auto run = [&](bool reference) {
+    model->decoder->use_reference_path(reference);
+    model->zero_grad();
+    torch::manual_seed(7);
+    Out o;
+    o.logits = model->forward(b.src, b.src_len, b.tgt_in, &o.alpha);
+    nmt::sequence_loss(o.logits, b.tgt_out, 0.1).backward();
+    for (const auto& p : model->named_parameters()) o.grads[p.key()] = p.value().grad().clone();
+    torch::NoGradGuard ng;
+    model->eval();
+    const auto enc = model->encoder->forward(b.src, b.src_len);
+    o.step_logits = model->decoder->step(b.tgt_in.select(1, 0), enc.init_state, model->decoder->memory(enc)).logits;
+    model->train();
+    return o;
+  };
+  const auto ref = run(true), fast = run(false);
+  EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
+      << "max difference " << (fast.logits - ref.logits).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6));
+  EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5));
+  ASSERT_EQ(fast.grads.size(), ref.grads.size());
+  for (const auto& [name, g] : ref.grads) {
+    ASSERT_TRUE(g.defined()) << name;
+    const auto& f = fast.grads.at(name);
+    ASSERT_TRUE(f.defined()) << name;
+    const double scale = g.abs().max().item<double>();
+    EXPECT_GT(scale, 0.0) << name;
+    EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << "gradient of " << name;
+  }
+  model->decoder->use_reference_path(false);
 }
 
 TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {

@@ -63,27 +63,47 @@ torch::Tensor AttentionImpl::keys(const torch::Tensor& annotations) {
   return annotations;            // [B, S, C]
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& keys,
-                                                               const torch::Tensor& annotations,
-                                                               const torch::Tensor& mask) {
-  torch::Tensor scores;  // [B, S]
+torch::Tensor AttentionImpl::score(const torch::Tensor& q, const torch::Tensor& keys) {
   switch (type_) {
     case AttentionType::kAdditive:
     case AttentionType::kConcat:
-      scores = v(torch::tanh(keys + W(query).unsqueeze(1))).squeeze(2);  // [B, S, A] -> [B, S]
-      break;
+      // v^T tanh(U h_j + W s): [B, S, A] x [A, 1] -> [B, S]
+      return torch::matmul(torch::tanh(keys + q.unsqueeze(1)), v->weight.t()).squeeze(2);
     case AttentionType::kGeneral:
     case AttentionType::kDot:
-      scores = torch::bmm(keys, query.unsqueeze(2)).squeeze(2);  // [B, S, D] x [B, D, 1] -> [B, S]
-      break;
+      return torch::bmm(keys, q.unsqueeze(2)).squeeze(2);  // [B, S, D] x [B, D, 1] -> [B, S]
     case AttentionType::kNone:
-      scores = torch::zeros(mask.sizes(), annotations.options());  // uniform over real positions
       break;
   }
+  return torch::zeros({keys.size(0), keys.size(1)}, keys.options());  // uniform over real positions
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& keys,
+                                                               const torch::Tensor& annotations,
+                                                               const torch::Tensor& mask) {
+  auto scores = score(W ? W(query) : query, keys);  // [B, S]
   scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
   auto alpha = torch::softmax(scores, /*dim=*/1);                             // [B, S]
   auto context = torch::bmm(alpha.unsqueeze(1), annotations).squeeze(1);     // [B, 1, S] x [B, S, C] -> [B, C]
   return {context, alpha};
+}
+
+torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h) {
+  const int64_t D = h.size(-1);
+  auto rz = torch::sigmoid(gi.narrow(-1, 0, 2 * D) + gh.narrow(-1, 0, 2 * D));  // [B, 2D]
+  auto r = rz.narrow(-1, 0, D), z = rz.narrow(-1, D, D);                         // [B, D] each
+  auto n = torch::tanh(gi.narrow(-1, 2 * D, D) + r * gh.narrow(-1, 2 * D, D));   // [B, D]
+  return n + z * (h - n);                                                        // (1 - z) n + z h
+}
+
+DecoderMemory DecoderMemory::repeat(int64_t copies) const {
+  if (copies == 1) return *this;
+  DecoderMemory m = *this;
+  m.keys = keys.repeat_interleave(copies, 0);
+  m.values = values.repeat_interleave(copies, 0);
+  m.mask = mask.repeat_interleave(copies, 0);
+  m.mask_bias = mask_bias.repeat_interleave(copies, 0);
+  return m;
 }
 
 DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
@@ -118,30 +138,79 @@ torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c
   return F::linear(drop(t), out_weight, out_bias);          // [.., V]
 }
 
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur(const torch::Tensor& ey,
-                                                                          const torch::Tensor& state,
-                                                                          const EncoderOutput& enc,
-                                                                          const torch::Tensor& keys) {
+DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
+  const int64_t C = enc.annotations.size(2);
+  DecoderMemory m;
+  m.context_size = C;
+  m.keys = attention->keys(enc.annotations);  // [B, S, A]
+  // The projection of every h_j into the gates of the GRU that reads c_t:
+  // bahdanau's cell reads [E y; c], so its W_ih's last C columns; cgru's cell2 reads c (bias included).
+  auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
+                    : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
+  m.values = torch::cat({enc.annotations, proj}, 2);                                            // [B, S, C + 3D]
+  m.mask = enc.mask;
+  m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
+                    .masked_fill(enc.mask.logical_not(), -std::numeric_limits<float>::infinity());  // [B, S]
+  auto* gru = cell2 ? cell2.get() : cell.get();  // the GRU whose hidden state queries the attention
+  auto wa = attention->query_weight();          // [A, D] or undefined
+  if (wa.defined()) {
+    m.query_size = wa.size(0);
+    m.query_weight = torch::cat({wa, gru->weight_hh}, 0);  // [A + 3D, D]
+    m.query_bias = torch::cat({torch::zeros({m.query_size}, gru->bias_hh.options()), gru->bias_hh});
+  } else {
+    m.query_weight = gru->weight_hh;
+    m.query_bias = gru->bias_hh;
+  }
+  return m;
+}
+
+torch::Tensor DecoderImpl::input_gates(const torch::Tensor& ey) {
+  if (cell2) return F::linear(ey, cell->weight_ih, cell->bias_ih);               // [.., 3D]
+  return F::linear(ey, cell->weight_ih.narrow(1, 0, opt_.emb_dim), cell->bias_ih);  // [.., 3D]
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(const torch::Tensor& gi,
+                                                                               const torch::Tensor& state,
+                                                                               const DecoderMemory& mem) {
+  const int64_t C = mem.context_size, A = mem.query_size, G = mem.query_weight.size(0) - A;  // G = 3D
+  // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
+  auto query = cell2 ? gru_update(gi, F::linear(state, cell->weight_hh, cell->bias_hh), state) : state;  // [B, D]
+  auto qg = F::linear(query, mem.query_weight, mem.query_bias);                      // [B, A' + 3D]
+  auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
+  auto scores = attention->score(A > 0 ? qg.narrow(1, 0, A) : query, mem.keys);      // [B, S]
+  auto alpha = torch::softmax(scores + mem.mask_bias, /*dim=*/1);                    // [B, S]
+  auto cg = torch::bmm(alpha.unsqueeze(1), mem.values).squeeze(1);                  // [B, C + 3D]
+  auto c = cg.narrow(1, 0, C), gc = cg.narrow(1, C, G);                              // c_t, W c_t (+ b)
+  auto s = cell2 ? gru_update(gc, gh, query) : gru_update(gi + gc, gh, state);       // [B, D]
+  return {s, c, alpha};
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_reference(const torch::Tensor& ey,
+                                                                                    const torch::Tensor& state,
+                                                                                    const DecoderMemory& mem) {
+  const auto annotations = mem.annotations();
   if (cell2) {                                                                 // conditional GRU
     auto s1 = cell(ey, state);                                                 // [B, D] s'_t
-    auto [c, alpha] = attention->forward(s1, keys, enc.annotations, enc.mask);  // [B, C], [B, S]
+    auto [c, alpha] = attention->forward(s1, mem.keys, annotations, mem.mask);  // [B, C], [B, S]
     return {cell2(c, s1), c, alpha};
   }
-  auto [c, alpha] = attention->forward(state, keys, enc.annotations, enc.mask);
+  auto [c, alpha] = attention->forward(state, mem.keys, annotations, mem.mask);
   return {cell(torch::cat({ey, c}, 1), state), c, alpha};
 }
 
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out) {
   const int64_t T = tgt_in.size(1);
-  auto keys = attention->keys(enc.annotations);  // [B, S, A]
-  auto ey = drop(embed(tgt_in));                 // [B, T, E]
-  auto s = enc.init_state;                       // [B, D]
+  const auto mem = memory(enc);
+  auto ey = drop(embed(tgt_in));  // [B, T, E]
+  auto s = enc.init_state;        // [B, D]
   std::vector<torch::Tensor> states, contexts, alphas;
   states.reserve(T);
   contexts.reserve(T);
+  const auto gi = reference_ ? torch::Tensor() : input_gates(ey);  // [B, T, 3D], all steps at once
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor c, alpha;
-    std::tie(s, c, alpha) = recur(ey.select(1, t), s, enc, keys);  // [B, D], [B, C], [B, S]
+    std::tie(s, c, alpha) = reference_ ? recur_reference(ey.select(1, t), s, mem)
+                                       : recur_fast(gi.select(1, t), s, mem);  // [B, D], [B, C], [B, S]
     states.push_back(s);
     contexts.push_back(c);
     if (alpha_out) alphas.push_back(alpha);
@@ -151,12 +220,12 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
 }
 
-DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const EncoderOutput& enc,
-                              const torch::Tensor& keys) {
+DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
   DecoderStep out;
-  auto ey = drop(embed(y_prev));                                           // [B, E]
-  std::tie(out.state, out.context, out.alpha) = recur(ey, state, enc, keys);  // [B, D], [B, C], [B, S]
-  out.logits = output(out.state, out.context, ey);                         // [B, V]
+  auto ey = drop(embed(y_prev));  // [B, E]
+  std::tie(out.state, out.context, out.alpha) =
+      reference_ ? recur_reference(ey, state, mem) : recur_fast(input_gates(ey), state, mem);
+  out.logits = output(out.state, out.context, ey);  // [B, V]
   return out;
 }
 

@@ -11,6 +11,12 @@
 
 namespace nmt {
 
+// GRU update from precomputed gate pre-activations, in GRUCell's gate order
+// (reset, update, new): gi = W_i x + b_i and gh = W_h h + b_h [B, 3D], h [B, D].
+// Returns h' = (1 - z) * n + z * h with r = sigmoid(gi_r + gh_r),
+// z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r * gh_n).
+torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h);
+
 struct EncoderOutput {
   torch::Tensor annotations;  // [B, S, C] h_j; zero on padding
   torch::Tensor mask;         // [B, S] bool, true on real positions
@@ -47,6 +53,12 @@ class AttentionImpl : public torch::nn::Module {
   // and is exactly 0 on padding.
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& query, const torch::Tensor& keys,
                                                   const torch::Tensor& annotations, const torch::Tensor& mask);
+  // The query projection W [A, D] of additive/concat attention; undefined for
+  // the others, which score the query itself.
+  torch::Tensor query_weight() const { return W ? W->weight : torch::Tensor(); }
+  // Unnormalized scores [B, S] of `q` against `keys`: q is W s [B, A] for
+  // additive/concat (see query_weight()), the state s [B, D] otherwise.
+  torch::Tensor score(const torch::Tensor& q, const torch::Tensor& keys);
 
  private:
   AttentionType type_;
@@ -55,6 +67,27 @@ class AttentionImpl : public torch::nn::Module {
   torch::nn::Linear v{nullptr};  // A -> 1 (additive, concat)
 };
 TORCH_MODULE(Attention);
+
+// What the decoder reads of a batch's encoder output at every step, computed
+// once per batch by DecoderImpl::memory(). Row b belongs to sentence b; a
+// search that gives a sentence several rows repeats its memory (repeat()).
+struct DecoderMemory {
+  torch::Tensor keys;       // [B, S, A] attention keys (AttentionImpl::keys)
+  torch::Tensor values;     // [B, S, C + 3D] h_j, then h_j's projection into the gates of
+                            // the GRU that reads the context (so that W c_t = sum_j alpha_j W h_j)
+  torch::Tensor mask;       // [B, S] bool, true on real positions
+  torch::Tensor mask_bias;  // [B, S] 0 on real positions, -inf on padding
+  int64_t context_size = 0;  // C
+  // The weights every step multiplies the querying state with: the attention's
+  // query projection and the hidden projection of the GRU that reads c_t, stacked.
+  torch::Tensor query_weight;  // [A' + 3D, D], A' = A for additive/concat attention, else 0
+  torch::Tensor query_bias;    // [A' + 3D]
+  int64_t query_size = 0;      // A'
+  // The annotations h_j [B, S, C].
+  torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
+  // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
+  DecoderMemory repeat(int64_t copies) const;
+};
 
 struct DecoderStep {
   torch::Tensor state;    // [B, D] s_t
@@ -74,18 +107,37 @@ class DecoderImpl : public torch::nn::Module {
   // also the attention weights [B, T, S].
   torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc,
                         torch::Tensor* alpha_out = nullptr);
-  // One step of search. y_prev [B], state [B, D], keys from attention->keys().
-  DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const EncoderOutput& enc,
-                   const torch::Tensor& keys);
+  // The per-batch part of every step: keys, values and mask of `enc`.
+  DecoderMemory memory(const EncoderOutput& enc);
+  // One step of search. y_prev [B], state [B, D], memory from memory().
+  DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem);
   Attention attention{nullptr};
+
+  // The decoder computes each step with as few and as large operations as it
+  // can: the input projection of the embeddings for all steps at once, the
+  // context's projection into the GRU gates through the attention weights
+  // (sum_j alpha_j W h_j, with W h_j computed once per batch), the attention
+  // query and the GRU's hidden projection of the same state in one product.
+  // With `on`, it runs the plain formulation instead (GRUCell modules,
+  // concatenated inputs), which computes the same function; the equivalence
+  // tests and benchmarks compare the two. Parameters are the same either way.
+  void use_reference_path(bool on) { reference_ = on; }
 
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V]
   torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
-  // One step of the recurrence: {s_t, c_t, alpha_t} from ey [B, E] and s_{t-1} [B, D].
-  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur(const torch::Tensor& ey, const torch::Tensor& state,
-                                                               const EncoderOutput& enc, const torch::Tensor& keys);
+  // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D].
+  torch::Tensor input_gates(const torch::Tensor& ey);
+  // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates
+  // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_fast(const torch::Tensor& gi, const torch::Tensor& state,
+                                                                    const DecoderMemory& mem);
+  // The same step in the plain formulation (use_reference_path).
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_reference(const torch::Tensor& ey,
+                                                                         const torch::Tensor& state,
+                                                                         const DecoderMemory& mem);
   ModelOptions opt_;
+  bool reference_ = false;
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
   torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D

@@ -18,12 +18,10 @@ ScorerState Scorer::start(const Batch& batch, int64_t copies) {
   ScorerState st;
   for (auto& m : models_) {
     auto enc = m->encoder->forward(batch.src, batch.src_len);
-    if (copies > 1)  // each sentence's encoder output for its `copies` rows: [B*copies, ...]
-      enc = EncoderOutput{enc.annotations.repeat_interleave(copies, 0), enc.mask.repeat_interleave(copies, 0),
-                          enc.init_state.repeat_interleave(copies, 0)};
-    auto keys = m->decoder->attention->keys(enc.annotations);  // [R, S, A]
-    auto hidden = enc.init_state;                               // [R, D]
-    st.members.push_back(MemberState{std::move(enc), std::move(keys), std::move(hidden)});
+    // Computed once per sentence, then given to each of its `copies` rows: [B*copies, ...]
+    auto memory = m->decoder->memory(enc).repeat(copies);
+    auto hidden = copies > 1 ? enc.init_state.repeat_interleave(copies, 0) : enc.init_state;  // [R, D]
+    st.members.push_back(MemberState{std::move(memory), std::move(hidden)});
   }
   return st;
 }
@@ -32,7 +30,7 @@ torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torc
   torch::Tensor logp_sum, alpha_sum;
   for (size_t i = 0; i < models_.size(); ++i) {
     auto& ms = state.members[i];
-    auto out = models_[i]->decoder->step(y_prev, ms.hidden, ms.enc, ms.keys);
+    auto out = models_[i]->decoder->step(y_prev, ms.hidden, ms.memory);
     ms.hidden = out.state;
     auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);  // [R, V]
     logp_sum = i == 0 ? logp : logp_sum + logp;

@@ -14,8 +14,7 @@ namespace nmt {
 
 // One model's decoder state for R rows (hypotheses).
 struct MemberState {
-  EncoderOutput enc;     // annotations [R, S, C], mask [R, S], init_state [R, D]
-  torch::Tensor keys;    // attention keys [R, S, A]
+  DecoderMemory memory;  // keys, values and mask of the source [R, S, ..]
   torch::Tensor hidden;  // s_t [R, D]
 };
 

@@ -39,11 +39,12 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
                                                            const TranslateOptions& opt, bool with_attention) {
   opt.validate();
   auto search = make_search(opt.search);
-  // Bytes of encoder state per hypothesis and source piece (annotations, keys, query), over all members.
+  // Bytes of decoder memory per hypothesis and source piece over all members:
+  // values (annotations and their gate projection), keys, and a step's scores.
   int64_t state_bytes = 0;
   for (const auto& m : models_) {
     const auto& mo = m->options();
-    state_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden) + mo.dec_hidden);
+    state_bytes += 4 * (2 * mo.enc_hidden + 3 * mo.dec_hidden + 2 * std::max(mo.attn_dim, mo.dec_hidden));
   }
   InferenceScope scope(models_);
   Scorer scorer(models_);
