@@ -67,6 +67,7 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   expect_refused<T>(good, [](T& o) { o.lr_decay = 0; }, "--lr-decay");
   expect_refused<T>(good, [](T& o) { o.lr_decay = 2; }, "--lr-decay");
   expect_refused<T>(good, [](T& o) { o.lr_patience = 0; }, "--lr-patience");
+  expect_refused<T>(good, [](T& o) { o.lr_decay_start = -1; }, "--lr-decay-start");
   expect_refused<T>(good, [](T& o) { o.min_lr = -1; }, "--min-lr");
   expect_refused<T>(good, [](T& o) { o.max_epochs = 0; }, "--max-epochs");
   expect_refused<T>(good, [](T& o) { o.max_steps = -1; }, "--max-steps");

@@ -84,3 +84,21 @@ TEST(ScheduleTest, EarlyStoppingAfterSoManyValidationsWithoutImprovement) {
 }
 
 }  // namespace
+
+TEST(ScheduleTest, EpochDecayStartsAtItsEpochAndStopsAtTheFloor) {
+  auto opt = options(10, 0);  // min_lr 0.1, lr_decay 0.5
+  nmt::ScheduleState s;
+  s.learning_rate = 1;
+  for (int64_t e = 1; e <= 3; ++e) EXPECT_FALSE(nmt::decay_at_epoch_end(opt, e, &s)) << "off by default";
+  EXPECT_EQ(s.learning_rate, 1);
+  opt.lr_decay_start = 3;
+  std::vector<double> rates;
+  std::vector<bool> decays;
+  for (int64_t e = 1; e <= 7; ++e) {
+    decays.push_back(nmt::decay_at_epoch_end(opt, e, &s));
+    rates.push_back(s.learning_rate);
+  }
+  EXPECT_EQ(decays, (std::vector<bool>{false, false, true, true, true, true, false}));
+  EXPECT_EQ(rates, (std::vector<double>{1, 1, 0.5, 0.25, 0.125, 0.1, 0.1}));
+}
+

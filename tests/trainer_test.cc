@@ -467,6 +467,24 @@ TEST(TrainerTest, PlateausDecayTheLearningRateAndEarlyStoppingEndsTheRun) {
   EXPECT_NEAR(floored[3].second, 7e-13, 1e-18);
 }
 
+TEST(TrainerTest, EpochDecayHalvesTheRateFromItsEpochOn) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_epoch_decay");
+  const auto files = nmt::test::write_toy_corpus(dir, 100, 10);
+  auto opt = base_options(files, dir + "/run");
+  opt.batch_tokens = 100000;  // one batch per epoch: a validation at each epoch end only
+  opt.valid_every = 0;
+  opt.max_epochs = 4;
+  opt.lr_decay = 0.5;
+  opt.lr_decay_start = 2;  // epochs 1 and 2 at 1e-2, the decay at the end of 2 and 3
+  opt.keep_checkpoints = 0;
+  nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  const auto rates = validation_rates(opt.output_dir);
+  ASSERT_EQ(rates.size(), 4u);
+  const std::vector<double> want = {1e-2, 5e-3, 2.5e-3, 1.25e-3};  // the rate after each epoch's end
+  for (size_t i = 0; i < rates.size(); ++i) EXPECT_NEAR(rates[i].second, want[i], 1e-12) << "epoch " << i + 1;
+}
+
 TEST(TrainerTest, MaxMinutesStopsAndSavesTheRun) {
   Quiet q;
   const auto dir = nmt::test::temp_dir("train_minutes");

@@ -73,6 +73,7 @@ void TrainOptions::validate() const {
   in_range("--label-smoothing", label_smoothing, 0.0, 1.0, End::kClosed, End::kOpen);
   in_range("--lr-decay", lr_decay, 0.0, 1.0, End::kOpen);
   in_range("--lr-patience", lr_patience, 1);
+  in_range("--lr-decay-start", lr_decay_start, 0);
   in_range("--min-lr", min_lr, 0.0, kNoLimit);
   in_range("--max-epochs", max_epochs, 1);
   in_range("--max-steps", max_steps, 0);

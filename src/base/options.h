@@ -159,6 +159,7 @@ struct TrainOptions {
   double label_smoothing = 0.1;
   double lr_decay = 0.5;
   int64_t lr_patience = 2;
+  int64_t lr_decay_start = 0;  // from the end of this epoch on, decay at every epoch end (0: plateaus only)
   double min_lr = 1e-5;
   int64_t max_epochs = 20;
   int64_t max_steps = 0;

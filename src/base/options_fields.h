@@ -39,6 +39,8 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"label-smoothing", "Label smoothing", tr}, s.label_smoothing);
   v(Field{"lr-decay", "Learning-rate factor on a validation plateau", tr}, s.lr_decay);
   v(Field{"lr-patience", "Validations without improvement before decaying", tr}, s.lr_patience);
+  v(Field{"lr-decay-start", "Also decay by --lr-decay at the end of this epoch and of every later one (0: off)", tr},
+    s.lr_decay_start);
   v(Field{"min-lr", "Lowest learning rate", tr}, s.min_lr);
   v(Field{"max-epochs", "Epochs at most", tr}, s.max_epochs);
   v(Field{"max-steps", "Steps at most (0: no limit)", tr}, s.max_steps);

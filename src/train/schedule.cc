@@ -25,4 +25,10 @@ ScheduleVerdict update_schedule(const TrainOptions& opt, double score, ScheduleS
   return v;
 }
 
+bool decay_at_epoch_end(const TrainOptions& opt, int64_t finished_epoch, ScheduleState* s) {
+  if (opt.lr_decay_start <= 0 || finished_epoch < opt.lr_decay_start || s->learning_rate <= opt.min_lr) return false;
+  s->learning_rate = std::max(opt.min_lr, s->learning_rate * opt.lr_decay);
+  return true;
+}
+
 }  // namespace nmt

@@ -1,6 +1,7 @@
 // The validation-driven schedule of a training run: which validation is the
 // best so far, when the learning rate decays (a plateau of --lr-patience
-// validations), and when early stopping ends the run. Pure bookkeeping: no
+// validations, and every epoch end from --lr-decay-start on), and when early
+// stopping ends the run. Pure bookkeeping: no
 // tensors, no I/O, so it is unit-tested on its own (schedule_test.cc).
 #pragma once
 #include <cstdint>
@@ -30,5 +31,10 @@ struct ScheduleVerdict {
 // `state`, using opt.lr_decay, lr_patience, min_lr and early_stopping. The
 // first validation always improves; a tie is no improvement. Never throws.
 ScheduleVerdict update_schedule(const TrainOptions& opt, double score, ScheduleState* state);
+
+// The epoch part of the schedule (Marian's --lr-decay-strategy epoch): when
+// opt.lr_decay_start > 0 and `finished_epoch` >= it, multiplies the rate by
+// opt.lr_decay (never below opt.min_lr) and returns true. Never throws.
+bool decay_at_epoch_end(const TrainOptions& opt, int64_t finished_epoch, ScheduleState* state);
 
 }  // namespace nmt

@@ -65,8 +65,12 @@ TrainResult Trainer::run() {
       if (due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;
     }
     if (stop) break;
-    ++state_.epoch;  // end of epoch: validate unless this step just did
+    ++state_.epoch;  // end of epoch: decay (--lr-decay-start), validate unless this step just did
     state_.batch_in_epoch = 0;
+    if (decay_at_epoch_end(opt_, state_.epoch - 1, &state_)) {
+      set_learning_rate(*optimizer_, state_.learning_rate);
+      if (is_main()) spdlog::info("end of epoch {}: learning rate now {:.3g}", state_.epoch - 1, state_.learning_rate);
+    }
     if (!due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;
   }
   result.stop_reason = *stop;
