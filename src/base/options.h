@@ -169,6 +169,7 @@ struct TrainOptions {
   StopMetric stop_metric = StopMetric::kBleu;
   uint64_t seed = 1;
   bool resume = false;
+  bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
 
   int64_t log_every = 100;
   int64_t valid_every = 1000;

@@ -50,6 +50,9 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"stop-metric", "Validation figure for best model and early stopping", tr}, s.stop_metric);
   v(Field{"seed", "Seed for weights, dropout and data order", tr}, s.seed);
   v(Field{"resume", "Continue the run in --output from last.ckpt", tr}, s.resume);
+  v(Field{"fixed-threads", "On the CPU, keep --threads even while other processes keep cores busy "
+                           "(by default training then runs on the cores they leave free)", "Hardware"},
+    s.fixed_threads);
 
   const char* bk = "Logging and checkpoints";
   v(Field{"log-every", "Progress line every N steps", bk}, s.log_every);

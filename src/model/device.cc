@@ -2,9 +2,17 @@
 #include "model/device.h"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include <torch/cuda.h>
 #include <torch/utils.h>
@@ -60,6 +68,55 @@ int set_threads(int n) {
   torch::set_num_threads(own_pool ? 1 : n);
   if (set_blas) set_blas(n);
   return n;
+}
+
+int fitted_threads(int max_threads, int cores, double others) {
+  const int free_cores = static_cast<int>(std::floor(cores - std::max(0.0, others) + 0.3));
+  return std::max(1, std::min(max_threads, free_cores));
+}
+
+ThreadGovernor::ThreadGovernor(int max_threads, double interval_seconds)
+    : max_threads_(std::max(1, max_threads)),
+      threads_(std::max(1, max_threads)),
+      cores_(static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)))),
+      interval_(interval_seconds),
+      last_(sample()) {}
+
+ThreadGovernor::Sample ThreadGovernor::sample() {
+  Sample s;
+  s.wall = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu") return s;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.machine_busy = (user + nice + system + irq + softirq + steal) / tick;
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return s;
+  s.own = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  s.ok = true;
+  return s;
+}
+
+int ThreadGovernor::tick() {
+  if (max_threads_ == 1) return threads_;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - last_.wall < interval_) return threads_;
+  const Sample s = sample();
+  if (!s.ok || !last_.ok) {
+    last_ = s;
+    return threads_;
+  }
+  const double wall = s.wall - last_.wall;
+  const double others = std::max(0.0, (s.machine_busy - last_.machine_busy) - (s.own - last_.own)) / wall;  // cores
+  last_ = s;
+  const int want = fitted_threads(max_threads_, cores_, others);
+  if (want != threads_) {
+    spdlog::info("threads: {} -> {} (other processes keep {:.1f} of {} cores busy)", threads_, want, others, cores_);
+    threads_ = set_threads(want);
+  }
+  return threads_;
 }
 
 std::string blas_description() {

@@ -17,6 +17,37 @@ torch::Device resolve_device(const std::string& name);
 // number of cores. Returns the number of threads set.
 int set_threads(int n);
 
+// The thread count for a machine of `cores` cores on which other processes
+// keep `others` cores busy: the cores left, at least 1 and at most
+// `max_threads`; a background load under 0.3 of a core costs no thread.
+int fitted_threads(int max_threads, int cores, double others);
+
+// Fits the CPU thread count to the cores that other processes leave free.
+// With as many threads as cores, every parallel region waits for the thread
+// whose core another busy process shares, so the run slows to a fraction of
+// its fair share; on the free cores alone it keeps them. Every `interval`
+// seconds, tick() compares the machine's busy time (/proc/stat, steal
+// included) with this process's CPU time (getrusage) and calls set_threads()
+// when fitted_threads() changes. Where /proc/stat cannot be read it never
+// changes anything. Not thread-safe: call from the thread that runs the steps.
+class ThreadGovernor {
+ public:
+  ThreadGovernor(int max_threads, double interval_seconds = 5.0);
+  // Call between steps; returns the thread count in use. Logs each change.
+  int tick();
+  int threads() const { return threads_; }
+
+ private:
+  struct Sample {
+    double wall = 0, machine_busy = 0, own = 0;  // seconds
+    bool ok = false;
+  };
+  static Sample sample();
+  int max_threads_, threads_, cores_;
+  double interval_;
+  Sample last_;
+};
+
 // Applies `opt` for a tool: set_threads(opt.threads), then
 // resolve_device(opt.device). Returns the device; *threads (when given)
 // receives the thread count set. Throws nmt::Error as resolve_device does.

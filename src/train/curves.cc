@@ -160,10 +160,10 @@ std::vector<MetricsPoint> read_metrics(std::istream& in) {
 }
 
 std::string training_curves_svg(const std::vector<MetricsPoint>& points, const std::string& title) {
-  Series train_loss{"training (label-smoothed)", "#1f77b4"}, valid_nll{"validation", "#d62728", {}, true};
+  Series train_loss{"training (label-smoothed)", "#1f77b4", {}}, valid_nll{"validation", "#d62728", {}, true};
   Series bleu{"BLEU", "#2ca02c", {}, true}, chrf{"chrF", "#9467bd", {}, true};
   Series avg_bleu{"BLEU of average", "#2ca02c", {}, false, true}, avg_chrf{"chrF of average", "#9467bd", {}, false, true};
-  Series lr{"learning rate", "#ff7f0e"}, speed{"target tokens/s", "#17becf"};
+  Series lr{"learning rate", "#ff7f0e", {}}, speed{"target tokens/s", "#17becf", {}};
   double max_step = 0;
   auto add = [](Series& s, double x, double y) {
     if (std::isfinite(y)) s.xy.emplace_back(x, y);

@@ -60,6 +60,7 @@ TrainResult Trainer::run() {
       bad_in_a_row_ = 0;
       optimizer_->step();
       ++state_.step;
+      if (governor_) governor_->tick();
       progress.add(stats, seconds_since(step_t0));
       if (due(opt_.log_every) && is_main()) log_progress(&progress);
       if (due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;

@@ -12,6 +12,7 @@
 #include "base/options.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "model/device.h"
 #include "model/model.h"
 #include "text/corpus.h"
 #include "text/tokenizer.h"
@@ -90,6 +91,7 @@ class Trainer {
 
   int threads_ = 1;
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<ThreadGovernor> governor_;  // CPU training without --fixed-threads
   std::unique_ptr<Communicator> comm_;  // null when training as one process
   RunFolder folder_;                    // rank 0 only
   std::string resume_path_;             // the checkpoint resumed from (a local copy on ranks > 0)

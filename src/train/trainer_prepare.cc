@@ -32,6 +32,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& opt,
 void Trainer::prepare() {
   validate_options();
   device_ = start_runtime(opt_.runtime, &threads_);
+  if (device_.is_cpu() && !opt_.fixed_threads && threads_ > 1) governor_ = std::make_unique<ThreadGovernor>(threads_);
   join_group();
   torch::manual_seed(opt_.seed);
   const bool resuming = claim_output();

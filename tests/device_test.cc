@@ -1,0 +1,61 @@
+// Device names and CPU threads: the thread count fitted to the cores other
+// processes leave free, and the governor that applies it.
+#include "model/device.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "base/error.h"
+
+namespace {
+
+TEST(DeviceTest, FittedThreadsAreTheCoresOthersLeaveFree) {
+  // Alone, or beside a light background load: every thread asked for.
+  EXPECT_EQ(nmt::fitted_threads(2, 2, 0.0), 2);
+  EXPECT_EQ(nmt::fitted_threads(2, 2, 0.25), 2);
+  // One busy process on a 2-core machine, whether it got all of its core or
+  // part of it (while both our threads spun): one thread.
+  EXPECT_EQ(nmt::fitted_threads(2, 2, 1.0), 1);
+  EXPECT_EQ(nmt::fitted_threads(2, 2, 0.5), 1);
+  // Never fewer than one, never more than asked for.
+  EXPECT_EQ(nmt::fitted_threads(2, 2, 5.0), 1);
+  EXPECT_EQ(nmt::fitted_threads(4, 16, 3.0), 4);
+  EXPECT_EQ(nmt::fitted_threads(16, 16, 3.0), 13);
+  EXPECT_EQ(nmt::fitted_threads(16, 16, -1.0), 16);  // a negative estimate (clock noise) counts as none
+}
+
+TEST(DeviceTest, TheGovernorKeepsItsThreadsWithinBoundsAndWaitsForItsInterval) {
+  nmt::set_threads(2);
+  {
+    // A long interval: no tick changes anything.
+    nmt::ThreadGovernor slow(2, 3600.0);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(slow.tick(), 2);
+  }
+  // A zero interval re-estimates at every tick: whatever the machine's load,
+  // the count stays within [1, 2].
+  nmt::ThreadGovernor fast(2, 0.0);
+  for (int i = 0; i < 20; ++i) {
+    volatile double x = 0;
+    for (int k = 0; k < 200000; ++k) x = x + k;  // some CPU time of our own between ticks
+    const int n = fast.tick();
+    EXPECT_GE(n, 1);
+    EXPECT_LE(n, 2);
+    EXPECT_EQ(fast.threads(), n);
+  }
+  // One thread asked for: never more.
+  nmt::ThreadGovernor one(1, 0.0);
+  EXPECT_EQ(one.tick(), 1);
+  nmt::set_threads(1);
+}
+
+TEST(DeviceTest, UnknownDeviceNamesAreRefused) {
+  EXPECT_NO_THROW(nmt::resolve_device("cpu"));
+  EXPECT_THROW(nmt::resolve_device("tpu"), nmt::Error);
+  if (!torch::cuda::is_available()) {
+    EXPECT_THROW(nmt::resolve_device("cuda"), nmt::Error);
+  }
+}
+
+}  // namespace
