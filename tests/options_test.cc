@@ -128,6 +128,13 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   expect_refused<A>(A{}, [](A& o) { o.ibm.iterations = 0; }, "--ibm-iterations");
   expect_refused<A>(A{}, [](A& o) { o.ibm.diagonal_tension = kNan; }, "--ibm-tension");
   expect_refused<A>(A{}, [](A& o) { o.search.beam_size = -1; }, "--beam-size");
+  // The beam is for free mode only: with the target given it would do nothing.
+  A free_mode;
+  free_mode.src = "a.src";
+  free_mode.search.beam_size = 5;
+  EXPECT_NO_THROW(free_mode.validate());
+  expect_refused<A>(free_mode, [](A& o) { o.tgt = "a.tgt"; }, "--beam-size");
+  expect_refused<A>(free_mode, [](A& o) { o.tsv = "pairs.tsv"; }, "--beam-size");
 }
 
 }  // namespace

@@ -157,6 +157,9 @@ void AlignRunOptions::validate() const {
     throw UsageError("symmetrization needs both a reverse model and a method other than none");
   if (ibm2 && symmetrize == Symmetrization::kAverage)
     throw UsageError("the ibm2 aligner symmetrizes links: average needs attention matrices");
+  const bool forced = !tgt.empty() || !tsv.empty();
+  if ((forced || ibm2) && search.beam_size != 1)
+    throw UsageError("--beam-size does nothing when the target is given (--tgt, --tsv, ibm2): it is for free mode");
 }
 
 namespace {
