@@ -5,6 +5,11 @@
 //   nmt-bench-step train  THREADS BATCH SRC_LEN TGT_LEN STEPS [DECODER]
 //   nmt-bench-step decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT
 // Prints one JSON line: target tokens/s (train) or sentences/s (decode).
+// Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
+// synchronized before each clock read); NMT_BENCH_REFERENCE=1 runs the
+// decoder's plain formulation (DecoderImpl::use_reference_path) instead of
+// its optimized step, to measure what the optimization gives.
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,11 +28,30 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+const torch::Device& device() {
+  static const torch::Device d(std::getenv("NMT_BENCH_DEVICE") ? std::getenv("NMT_BENCH_DEVICE") : "cpu");
+  return d;
+}
+bool reference_path() { return std::getenv("NMT_BENCH_REFERENCE") && std::string(std::getenv("NMT_BENCH_REFERENCE")) == "1"; }
+// Waits for the device's queued work (CUDA runs asynchronously).
+void sync() {
+  if (device().is_cuda()) torch::cuda::synchronize();
+}
+Clock::time_point now() {
+  sync();
+  return Clock::now();
+}
+double since(Clock::time_point t0) { return std::chrono::duration<double>(now() - t0).count(); }
+// The JSON fields every line ends with.
+std::string tail_fields() {
+  return std::string(",\"device\":\"") + device().str() + "\",\"decoder_path\":\"" +
+         (reference_path() ? "reference" : "optimized") + "\"}";
+}
 
 // Random tokens (ids >= 4, no specials) for `batch` sentences of `len` pieces.
 torch::Tensor random_tokens(int64_t batch, int64_t len, int64_t vocab) {
-  return torch::randint(4, vocab, {batch, len}, torch::kInt64);
+  return torch::randint(4, vocab, {batch, len}, torch::kInt64).to(device());
 }
 
 int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& decoder) {
@@ -41,6 +65,8 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
   opt.tie_embeddings = true;
   opt.decoder = decoder == "cgru" ? nmt::DecoderType::kCgru : nmt::DecoderType::kBahdanau;
   nmt::Seq2Seq model(opt);
+  model->to(device());
+  model->decoder->use_reference_path(reference_path());
   model->train();
   std::vector<torch::Tensor> params;  // each once: the tied embedding is listed twice
   for (const auto& p : model->parameters())
@@ -50,7 +76,7 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
   auto step = [&] {
     auto src = random_tokens(B, S, opt.src_vocab);
     auto tgt = random_tokens(B, T, opt.tgt_vocab);
-    auto tgt_in = torch::cat({torch::full({B, 1}, nmt::kBosId, torch::kInt64), tgt.narrow(1, 0, T - 1)}, 1);
+    auto tgt_in = torch::cat({torch::full({B, 1}, nmt::kBosId, tgt.options()), tgt.narrow(1, 0, T - 1)}, 1);
     auto src_len = torch::full({B}, S, torch::kInt64);
     auto logits = model->forward(src, src_len, tgt_in);
     auto loss = nmt::sequence_loss(logits, tgt, 0.1);
@@ -62,18 +88,19 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
     adam.step();
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up
-  const auto t0 = Clock::now();
+  const auto t0 = now();
   for (int64_t i = 0; i < steps; ++i) step();
   const double s = since(t0);
   std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"steps\":%lld,\"seconds\":%.4f,\"tgt_tokens_per_s\":%.1f,"
-              "\"ms_per_step\":%.3f}\n",
+              "\"ms_per_step\":%.3f%s\n",
               torch::get_num_threads(), static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
-              1000 * s / static_cast<double>(steps));
+              1000 * s / static_cast<double>(steps), tail_fields().c_str());
   return 0;
 }
 
 int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& path) {
-  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  auto loaded = nmt::load_checkpoint(path, device());
+  loaded.model->decoder->use_reference_path(reference_path());
   nmt::InferenceScope scope({loaded.model});
   nmt::Scorer scorer({loaded.model});
   nmt::SearchOptions so;
@@ -84,20 +111,21 @@ int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& 
   const int64_t V = loaded.options.src_vocab;
   batch.src = (torch::arange(B, torch::kInt64).unsqueeze(1) * 131 + torch::arange(S, torch::kInt64).unsqueeze(0) * 17)
                   .remainder(V - 4) + 4;
+  batch.src = batch.src.to(device());
   batch.src_len = torch::full({B}, S, torch::kInt64);
   search->run(scorer, batch, false);  // warm-up
   std::vector<double> times;
   for (int64_t i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
+    const auto t0 = now();
     search->run(scorer, batch, false);
     times.push_back(since(t0));
   }
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   std::printf("{\"command\":\"decode-fixed\",\"threads\":%d,\"batch\":%lld,\"beam\":%lld,\"median_seconds\":%.5f,"
-              "\"sentences_per_s\":%.2f}\n",
+              "\"sentences_per_s\":%.2f%s\n",
               torch::get_num_threads(), static_cast<long long>(B), static_cast<long long>(beam), med,
-              static_cast<double>(B) / med);
+              static_cast<double>(B) / med, tail_fields().c_str());
   return 0;
 }
 

@@ -14,15 +14,21 @@
 # weights (both sides' outputs are compared line by line) and at a fixed
 # shape; peak RSS; the model's FLOPs per target token against the measured
 # fp32 matrix-product peak; and nmt-train's rate beside one busy
-# single-threaded process.
+# single-threaded process (as it runs by default, and with --fixed-threads).
+#
+# Fixed-shape rows also run nmt's decoder in its plain formulation (side
+# "nmt-plain", DecoderImpl::use_reference_path), so the optimized step's gain
+# is measured in the same run.
 #
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores), NMT_PYTHON
-# (/usr/bin/python3), NMT_BENCH_PAIRS
+# (/usr/bin/python3), NMT_BENCH_DEVICE (cpu; cuda on a GPU host: every side
+# runs there, and the contention row is left out), NMT_BENCH_FIXED_BATCHES
+# (sentences of the fixed-shape training rows, default "64"), NMT_BENCH_PAIRS
 # (6000), NMT_BENCH_VALID (500), NMT_BENCH_CKPT (a checkpoint to decode with,
 # e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model;
 # default: one trained here on the subset for 2 epochs).
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
-# Writes bench/results/vs-pytorch-HOST-COMMIT.json. Nothing else may run
+# Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
 set -euo pipefail
 
@@ -33,11 +39,17 @@ local bin=${NMT_BUILD_DIR:-build} threads=${NMT_THREADS:-$(nproc)}
 local pairs=${NMT_BENCH_PAIRS:-6000} nvalid=${NMT_BENCH_VALID:-500}
 local work=runs/vs-pytorch ref=bench/reference/nmt_ref.py
 local py=${NMT_PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch (the same LibTorch and BLAS)
+local dev=${NMT_BENCH_DEVICE:-cpu} fixed_batches=${NMT_BENCH_FIXED_BATCHES:-64}
 for exe in nmt-train nmt-translate nmt-bench-step; do
   [[ -x $bin/$exe ]] || { echo "vs-pytorch.sh: build nmt first (scripts/build.sh): no $bin/$exe" >&2; exit 1; }
 done
-"$py" -c "import torch, sentencepiece" 2>/dev/null ||
+"$py" -c "import torch" 2>/dev/null ||
   { echo "vs-pytorch.sh: needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench)" >&2; exit 1; }
+# Without Python's sentencepiece (a GPU host's PyTorch install may lack it) the
+# rows on real text are left out and only the fixed-shape rows run.
+local text_rows=1
+"$py" -c "import sentencepiece" 2>/dev/null ||
+  { text_rows=0; echo "vs-pytorch.sh: no Python sentencepiece: only the fixed-shape rows" >&2; }
 mkdir -p "$work"
 local tsv=$work/measurements.tsv
 printf 'round\tside\trow\tvalue\n' >"$tsv"
@@ -51,7 +63,7 @@ head -n "$nvalid" "$data/val.lc.norm.tok.en" >"$work/val.en"
 
 # SentencePiece models (and a model to decode with): one short nmt-train run.
 local config=configs/multi30k-en-de.toml
-local common=(--config "$config" --threads "$threads" --train-src "$work/train.en" --train-tgt "$work/train.de"
+local common=(--config "$config" --threads "$threads" --device "$dev" --train-src "$work/train.en" --train-tgt "$work/train.de"
               --log-every 100000 --keep-checkpoints 0)
 if [[ ! -f $work/model/last.ckpt ]]; then
   rm -rf "$work/model"
@@ -65,53 +77,73 @@ local src_spm=$work/model/src.spm.model tgt_spm=$work/model/tgt.spm.model
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r of $rounds" >&2
   # Training on Multi30k batches, one epoch of the subset.
-  rm -rf "$work/nmt-train"
-  "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
-    2>"$work/nmt-train.log"
-  local line
-  line=$(grep "training finished" "$work/nmt-train.log")
-  record "$r" nmt train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
-  record "$r" nmt train_peak_rss_mb "$(sed -E 's/.*peak memory ([0-9]+) MiB.*/\1/' <<<"$line")"
   local j
-  j=$("$py" "$ref" train-corpus --threads "$threads" --src "$work/train.en" --tgt "$work/train.de" \
-        --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
-  record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
-  record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
-  # Training at a fixed shape.
-  j=$("$bin/nmt-bench-step" train "$threads" 64 16 16 30)
-  record "$r" nmt train_fixed_tok_s "$(field "$j" tgt_tokens_per_s)"
-  j=$("$py" "$ref" train-fixed --threads "$threads" --batch 64 --src-len 16 --tgt-len 16 --steps 30)
-  record "$r" pytorch train_fixed_tok_s "$(field "$j" tgt_tokens_per_s)"
+  if ((text_rows)); then
+    rm -rf "$work/nmt-train"
+    "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+      2>"$work/nmt-train.log"
+    local line
+    line=$(grep "training finished" "$work/nmt-train.log")
+    record "$r" nmt train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+    record "$r" nmt train_peak_rss_mb "$(sed -E 's/.*peak memory ([0-9]+) MiB.*/\1/' <<<"$line")"
+    j=$("$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" --tgt "$work/train.de" \
+          --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
+    record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
+    record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
+  fi
+  # Training at a fixed shape (64 sentences: row train_fixed_tok_s; others train_fixed_bN_tok_s).
+  local B row
+  for B in $fixed_batches; do
+    row=train_fixed_tok_s
+    ((B == 64)) || row=train_fixed_b${B}_tok_s
+    j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
+    record "$r" nmt "$row" "$(field "$j" tgt_tokens_per_s)"
+    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
+    record "$r" nmt-plain "$row" "$(field "$j" tgt_tokens_per_s)"
+    j=$("$py" "$ref" train-fixed --threads "$threads" --device "$dev" --batch "$B" --src-len 16 --tgt-len 16 --steps 30)
+    record "$r" pytorch "$row" "$(field "$j" tgt_tokens_per_s)"
+  done
   # Decoding val sentences, greedy and beam 5, same weights.
   for beam in 1 5; do
-    "$bin/nmt-translate" -m "$ckpt" -b "$beam" --threads "$threads" -i "$work/val.en" -o "$work/nmt-b$beam.out" \
-      2>"$work/nmt-b$beam.log"
-    record "$r" nmt "decode_b${beam}_sent_s" \
-      "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
-    j=$("$py" "$ref" decode --threads "$threads" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
-          --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/ref-b$beam.out")
-    record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
-    record "$r" both "decode_b${beam}_same_lines" \
-      "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
-    j=$("$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
+    if ((text_rows)); then
+      "$bin/nmt-translate" -m "$ckpt" -b "$beam" --threads "$threads" --device "$dev" -i "$work/val.en" -o "$work/nmt-b$beam.out" \
+        2>"$work/nmt-b$beam.log"
+      record "$r" nmt "decode_b${beam}_sent_s" \
+        "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
+      j=$("$py" "$ref" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
+            --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/ref-b$beam.out")
+      record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+      record "$r" both "decode_b${beam}_same_lines" \
+        "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+    fi
+    j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
-    j=$("$py" "$ref" decode-fixed --threads "$threads" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
+    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
+    record "$r" nmt-plain "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+    j=$("$py" "$ref" decode-fixed --threads "$threads" --device "$dev" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
     record "$r" pytorch "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
   done
 done
 
-# Contention: nmt-train beside one busy single-threaded process.
-"$py" -c "while True: pass" &
-local busy=$!
-rm -rf "$work/nmt-train"
-"$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
-  2>"$work/nmt-train-busy.log"
-kill "$busy"
-record 0 nmt train_corpus_tok_s_beside_busy \
-  "$(grep "training finished" "$work/nmt-train-busy.log" | sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/')"
+# Contention (CPU): nmt-train beside one busy single-threaded process.
+if [[ $dev == cpu ]] && ((text_rows)); then
+  "$py" -c "while True: pass" &
+  local busy=$!
+  rm -rf "$work/nmt-train"
+  "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+    2>"$work/nmt-train-busy.log"
+  rm -rf "$work/nmt-train"
+  "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+    --fixed-threads 2>"$work/nmt-train-busy-fixed.log"
+  kill "$busy"
+  record 0 nmt train_corpus_tok_s_beside_busy \
+    "$(grep "training finished" "$work/nmt-train-busy.log" | sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/')"
+  record 0 nmt train_corpus_tok_s_beside_busy_fixed_threads \
+    "$(grep "training finished" "$work/nmt-train-busy-fixed.log" | sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/')"
+fi
 
 local sgemm flops
-sgemm=$("$py" "$ref" sgemm --threads "$threads")
+sgemm=$("$py" "$ref" sgemm --threads "$threads" --device "$dev" $([[ $dev == cpu ]] || echo "--n 8192"))
 flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15)  # Multi30k's mean pieces per sentence, about
 
 local commit host
@@ -119,8 +151,10 @@ commit=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- src apps bench || commit=$commit-dirty
 host=$(hostname -s)
 mkdir -p bench/results
+local name=vs-pytorch
+[[ $dev == cpu ]] || name=vs-pytorch-$dev
 "$py" - "$tsv" "$sgemm" "$flops" "$threads" "$commit" "$host" "$pairs" "$nvalid" "$ckpt" \
-  "bench/results/vs-pytorch-$host-$commit.json" <<'PY'
+  "bench/results/$name-$host-$commit.json" <<'PY'
 import json, platform, statistics, sys
 import torch
 tsv, sgemm, flops, threads, commit, host, pairs, nvalid, ckpt, out = sys.argv[1:]
@@ -131,19 +165,26 @@ for r, side, row, v in rows:
 med = {k: statistics.median(v) for k, v in values.items()}
 sgemm, flops = json.loads(sgemm), json.loads(flops)
 table = []
-for row in ["train_corpus_tok_s", "train_fixed_tok_s", "decode_b1_sent_s", "decode_b5_sent_s",
+fixed_rows = sorted({row for (side, row) in values if row.startswith("train_fixed_b")})
+for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b1_sent_s", "decode_b5_sent_s",
             "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
-    n, p = med.get(("nmt", row)), med.get(("pytorch", row))
+    n, p, q = med.get(("nmt", row)), med.get(("pytorch", row)), med.get(("nmt-plain", row))
     table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
-                  "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row))})
+                  "nmt_plain": q, "optimized_over_plain": n / q if n and q else None,
+                  "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row)),
+                  "nmt_plain_rounds": values.get(("nmt-plain", row))})
 alone, busy = med.get(("nmt", "train_corpus_tok_s")), med.get(("nmt", "train_corpus_tok_s_beside_busy"))
+busy_fixed = med.get(("nmt", "train_corpus_tok_s_beside_busy_fixed_threads"))
 fpt = flops["flops_per_tgt_token"]
 result = {
     "table": table,
     "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
     "valid_sentences": int(nvalid), "train_pairs": int(pairs), "decode_checkpoint": ckpt,
-    "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None},
-    "flops_per_tgt_token": fpt, "sgemm_peak_gflops": sgemm["gflops"],
+    "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None,
+                   "beside_one_busy_fixed_threads_tok_s": busy_fixed,
+                   "kept_fixed_threads": busy_fixed / alone if alone and busy_fixed else None},
+    "flops_per_tgt_token": fpt, "sgemm_peak_gflops": sgemm["gflops"], "sgemm_peak_gflops_bf16": sgemm.get("gflops_bf16"),
+    "device": sgemm.get("device", "cpu"),
     "achieved_gflops_training": {s: med[(s, "train_corpus_tok_s")] * fpt / 1e9 for s in ("nmt", "pytorch")
                                  if (s, "train_corpus_tok_s") in med},
     "threads": int(threads), "commit": commit, "host": host,
@@ -155,10 +196,12 @@ with open(out + ".part", "w") as f:
     f.write("\n")
 import os
 os.replace(out + ".part", out)
-print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7}")
+print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'opt/plain':>9}")
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
-    print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {t['ratio'] if t['ratio'] is None else round(t['ratio'], 2):>7}")
+    rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
+    print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
+          f"{rnd(t['optimized_over_plain'], 9)}")
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
       f"achieved {result['achieved_gflops_training']}")

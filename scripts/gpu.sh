@@ -8,15 +8,19 @@
 #                              # and .gpu-data (Multi30k's tokenized form, a tiny subset)
 # On the GPU host, from the project root, carrying .gpu-deps and .gpu-data:
 #   scripts/gpu.sh build test cuda     # about 6 minutes on 16 cores
+#   scripts/gpu.sh bench               # nmt against the host's PyTorch on the GPU
 #   scripts/gpu.sh multi30k            # repeat until it says "finished"; it resumes
 # Rehearsal here, on the CPU, with the existing build/ and a tiny corpus:
-#   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda multi30k
+#   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda bench multi30k
 #
 # Steps:
 #   build     cmake + ninja into build-gpu against python3's torch (LibTorch with CUDA)
 #   test      the unit tests (ctest) of that build
 #   cuda      CUDA against CPU with one checkpoint: the demo trained on the device,
 #             greedy and beam-5 translations on both devices compared line by line
+#   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
+#             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
+#             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 3)
 #   multi30k  scripts/multi30k.sh on the device (tok form, the CPU run's flags),
 #             stopped before the command's 10 minutes and resumed by the next call
 set -euo pipefail
@@ -30,7 +34,7 @@ local budget=${NMT_GPU_STEP_SECONDS:-540}  # a step stops itself before the 10-m
 local data=.gpu-data/multi30k
 [[ ${NMT_GPU_TINY:-0} == 1 ]] && data=.gpu-data/multi30k-tiny
 mkdir -p "$out"
-(($#)) || set -- build test cuda multi30k
+(($#)) || set -- build test cuda bench multi30k
 for step in "$@"; do
   echo "== gpu.sh $step ($(date -u +%H:%M:%S))" | tee -a "$out/steps.log"
   case $step in
@@ -38,8 +42,9 @@ for step in "$@"; do
     build) build_step "$build" "$out" ;;
     test) test_step "$build" "$out" "$device" ;;
     cuda) cuda_step "$build" "$out" "$device" ;;
+    bench) bench_step "$build" "$out" "$device" "$data" "$budget" ;;
     multi30k) multi30k_step "$build" "$out" "$device" "$data" "$budget" ;;
-    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k)" >&2; exit 2 ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, bench, multi30k)" >&2; exit 2 ;;
   esac
 done
 }
@@ -115,6 +120,22 @@ cuda_step() {
     echo "cuda: beam $beam, $device and cpu translations identical on $same of $total lines;" \
       "$device: $(grep -m1 'BLEU =' "$out/demo-b$beam-$device.log" | sed 's/.*\] //')" | tee -a "$out/steps.log"
   done
+}
+
+bench_step() {
+  local build=$1 out=$2 device=$3 data=$4 budget=$5
+  deps_env
+  local rc=0 t0=$SECONDS rounds=${NMT_GPU_BENCH_ROUNDS:-3} pairs=6000 valid=500
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] && rounds=1 pairs=400 valid=40
+  NMT_BUILD_DIR=$build NMT_BENCH_DEVICE=$device NMT_PYTHON=${NMT_GPU_PYTHON:-python3} NMT_BENCH_PAIRS=$pairs \
+    NMT_BENCH_VALID=$valid NMT_BENCH_FIXED_BATCHES="64 256" \
+    timeout --signal=TERM "$budget" bench/vs-pytorch.sh "$rounds" "$data" >"$out/bench.log" 2>&1 || rc=$?
+  cp runs/vs-pytorch/measurements.tsv "$out/bench-measurements.tsv" 2>/dev/null || true
+  local result
+  result=$(sed -n 's/^wrote //p' "$out/bench.log" | tail -n1)
+  [[ -n $result ]] && mv "$result" "$out/"
+  echo "bench: exit $rc, $((SECONDS - t0)) s; $(grep -E '^(train|decode)' "$out/bench.log" | tr -s ' ' | paste -sd ';')" |
+    tee -a "$out/steps.log"
 }
 
 multi30k_step() {

@@ -15,6 +15,7 @@ Adam) and searches (src/search/search.cc), so both sides do the same work.
   nmt_ref.py flops [sizes] --src-len S --tgt-len T   model FLOPs per target token
 
 Each prints one JSON line on stdout. Threads: torch.set_num_threads(--threads).
+--device cuda runs on the GPU (timings synchronize the device before each clock read).
 """
 import argparse
 import io
@@ -32,6 +33,13 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+DEV = torch.device("cpu")  # --device
+
+
+def sync():
+    """Waits for the device's queued work, so that a clock read after it counts that work."""
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
 
 
 # --- the model (src/model/model.cc) -------------------------------------------
@@ -206,7 +214,7 @@ def make_batch(examples, idx, with_target=True):
         src[r, :len(s)] = torch.tensor(s)
         src_len[r] = len(s)
     if not with_target:
-        return src, src_len, None, None
+        return src.to(DEV), src_len, None, None
     T = max(len(examples[i][1]) for i in idx) + 1
     tgt_in = torch.full((B, T), PAD, dtype=torch.long)
     tgt_out = torch.full((B, T), PAD, dtype=torch.long)
@@ -216,7 +224,7 @@ def make_batch(examples, idx, with_target=True):
         tgt_in[r, 1:len(y) + 1] = torch.tensor(y, dtype=torch.long)
         tgt_out[r, :len(y)] = torch.tensor(y, dtype=torch.long)
         tgt_out[r, len(y)] = EOS
-    return src, src_len, tgt_in, tgt_out
+    return src.to(DEV), src_len, tgt_in.to(DEV), tgt_out.to(DEV)  # src_len stays on the host (packing)
 
 
 def read_examples(src_path, tgt_path, sp_src, sp_tgt, max_src=100, max_tgt=100):
@@ -250,6 +258,7 @@ def train_steps(model, batches, lr, label_smoothing, clip):
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999))
     model.train()
     tokens, seconds = 0, 0.0
+    sync()
     for make in batches:
         t0 = time.perf_counter()
         src, src_len, tgt_in, tgt_out = make()
@@ -263,6 +272,7 @@ def train_steps(model, batches, lr, label_smoothing, clip):
             (loss / n).backward()
             torch.nn.utils.clip_grad_norm_(params, clip)
             opt.step()
+        sync()
         seconds += time.perf_counter() - t0
         tokens += n
     return tokens, seconds
@@ -285,8 +295,9 @@ def greedy(model, src, src_len):
     keys = model.decoder.attention.keys(ann)
     caps = length_caps(src_len)
     steps = int(caps.max()) + 1
-    y = torch.full((B,), BOS, dtype=torch.long)
-    finished = torch.zeros(B, dtype=torch.bool)
+    caps = caps.to(src.device)
+    y = torch.full((B,), BOS, dtype=torch.long, device=src.device)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     tokens = []
     for t in range(steps):
         state, logits = model.decoder.step(y, state, ann, mask, keys)
@@ -319,17 +330,18 @@ def beam(model, src, src_len, K, alpha=0.6):
     keys = model.decoder.attention.keys(ann)
     caps = length_caps(src_len)
     steps = int(caps.max()) + 1
-    capsK = caps.repeat_interleave(K).unsqueeze(1)
-    y = torch.full((B * K,), BOS, dtype=torch.long)
-    score = torch.full((B, K), float("-inf"))
+    dev = src.device
+    capsK = caps.repeat_interleave(K).unsqueeze(1).to(dev)
+    y = torch.full((B * K,), BOS, dtype=torch.long, device=dev)
+    score = torch.full((B, K), float("-inf"), device=dev)
     score[:, 0] = 0
-    finished = torch.zeros((B, K), dtype=torch.bool)
-    length = torch.zeros((B, K), dtype=torch.long)
-    history = torch.empty((B, K, 0), dtype=torch.long)
-    row0 = (torch.arange(B) * K).unsqueeze(1)
-    eos_mask = torch.full((1, V), float("-inf"))
+    finished = torch.zeros((B, K), dtype=torch.bool, device=dev)
+    length = torch.zeros((B, K), dtype=torch.long, device=dev)
+    history = torch.empty((B, K, 0), dtype=torch.long, device=dev)
+    row0 = (torch.arange(B, device=dev) * K).unsqueeze(1)
+    eos_mask = torch.full((1, V), float("-inf"), device=dev)
     eos_mask[0, EOS] = 0
-    pad_only = torch.full((1, V), float("-inf"))
+    pad_only = torch.full((1, V), float("-inf"), device=dev)
     pad_only[0, PAD] = 0
     for t in range(steps):
         state, logits = model.decoder.step(y, state, ann, mask, keys)
@@ -413,6 +425,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=["train-corpus", "train-fixed", "decode", "decode-fixed", "sgemm", "flops"])
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--seed", type=int, default=1)
     for name, default in [("emb", 256), ("enc-hidden", 256), ("dec-hidden", 512), ("attn", 512),
                           ("src-vocab", 8000), ("tgt-vocab", 8000)]:
@@ -437,10 +450,13 @@ def main():
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--n", type=int, default=2048)
     a = p.parse_args()
+    global DEV
+    DEV = torch.device(a.device)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    result = {"command": a.command, "threads": torch.get_num_threads(), "torch": torch.__version__}
+    result = {"command": a.command, "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "device": torch.cuda.get_device_name() if DEV.type == "cuda" else "cpu"}
 
     if a.command == "train-corpus":
         import sentencepiece as spm
@@ -448,7 +464,7 @@ def main():
         sp_tgt = spm.SentencePieceProcessor(model_file=a.tgt_spm)
         examples = read_examples(a.src, a.tgt, sp_src, sp_tgt)
         z = sizes_from(a, sp_src.GetPieceSize(), sp_tgt.GetPieceSize())
-        model = Seq2Seq(z)
+        model = Seq2Seq(z).to(DEV)
         plan = plan_batches(examples, a.batch_tokens, a.max_batch_sentences, a.seed)
         rng = random.Random(a.seed)
         makers = []
@@ -461,14 +477,14 @@ def main():
                       tgt_tokens_per_s=tokens / seconds, peak_rss_mb=peak_rss_mb())
     elif a.command == "train-fixed":
         z = sizes_from(a, a.src_vocab, a.tgt_vocab)
-        model = Seq2Seq(z)
+        model = Seq2Seq(z).to(DEV)
         g = torch.Generator().manual_seed(a.seed)
 
         def make():
             src = torch.randint(4, z.src_vocab, (a.batch, a.src_len), generator=g)
             tgt = torch.randint(4, z.tgt_vocab, (a.batch, a.tgt_len), generator=g)
             tgt_in = torch.cat([torch.full((a.batch, 1), BOS), tgt[:, :-1]], 1)
-            return src, torch.full((a.batch,), a.src_len), tgt_in, tgt
+            return src.to(DEV), torch.full((a.batch,), a.src_len), tgt_in.to(DEV), tgt.to(DEV)
         train_steps(model, [make] * 3, a.lr, a.label_smoothing, a.clip)  # warm-up
         tokens, seconds = train_steps(model, [make] * a.steps, a.lr, a.label_smoothing, a.clip)
         result.update(steps=a.steps, tgt_tokens=tokens, seconds=seconds, tgt_tokens_per_s=tokens / seconds,
@@ -476,13 +492,15 @@ def main():
     elif a.command == "decode":
         import sentencepiece as spm
         model, z = load_nmt_checkpoint(a.model)
-        model.eval()
+        model.to(DEV).eval()
         sp_src = spm.SentencePieceProcessor(model_file=a.src_spm)  # the run folder's, as in the checkpoint
         sp_tgt = spm.SentencePieceProcessor(model_file=a.tgt_spm)
         lines = [l.rstrip("\n") for l in open(a.input, encoding="utf-8")]
         srcs = [sp_src.EncodeAsIds(l) + [EOS] for l in lines]
+        sync()
         t0 = time.perf_counter()
         ids = decode(model, srcs, a.beam)
+        sync()
         seconds = time.perf_counter() - t0
         outs = [sp_tgt.DecodeIds(h) for h in ids]
         if a.output:
@@ -492,28 +510,36 @@ def main():
                       output_pieces=sum(len(h) for h in ids), peak_rss_mb=peak_rss_mb())
     elif a.command == "decode-fixed":
         model, z = load_nmt_checkpoint(a.model)
-        model.eval()
+        model.to(DEV).eval()
         V = model.encoder.embed.num_embeddings  # the tokens of nmt-bench-step decode
         src = (torch.arange(a.batch).unsqueeze(1) * 131 + torch.arange(a.src_len).unsqueeze(0) * 17).remainder(V - 4) + 4
-        src_len = torch.full((a.batch,), a.src_len)
+        src, src_len = src.to(DEV), torch.full((a.batch,), a.src_len)
         run = (lambda: greedy(model, src, src_len)) if a.beam == 1 else (lambda: beam(model, src, src_len, a.beam))
         run()
         times = []
         for _ in range(a.steps):
+            sync()
             t0 = time.perf_counter()
             run()
+            sync()
             times.append(time.perf_counter() - t0)
         med = sorted(times)[len(times) // 2]
         result.update(batch=a.batch, beam=a.beam, median_seconds=med, sentences_per_s=a.batch / med)
     elif a.command == "sgemm":
-        x, y = torch.randn(a.n, a.n), torch.randn(a.n, a.n)
-        torch.mm(x, y)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
+        peaks = {}
+        for name, dtype in [("gflops", torch.float32)] + ([("gflops_bf16", torch.bfloat16)] if DEV.type == "cuda" else []):
+            x = torch.randn(a.n, a.n, device=DEV).to(dtype)
+            y = torch.randn(a.n, a.n, device=DEV).to(dtype)
             torch.mm(x, y)
-            times.append(time.perf_counter() - t0)
-        result.update(n=a.n, gflops=2 * a.n ** 3 / min(times) / 1e9)
+            times = []
+            for _ in range(5):
+                sync()
+                t0 = time.perf_counter()
+                torch.mm(x, y)
+                sync()
+                times.append(time.perf_counter() - t0)
+            peaks[name] = 2 * a.n ** 3 / min(times) / 1e9
+        result.update(n=a.n, **peaks)
     elif a.command == "flops":
         z = sizes_from(a, a.src_vocab, a.tgt_vocab)
         result.update(flops_per_tgt_token=flops_per_target_token(z, a.src_len, a.tgt_len))

@@ -89,6 +89,8 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tens
 }
 
 torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h) {
+  // On CUDA, LibTorch's fused GRU kernel does the whole update (and its backward) in one launch each.
+  if (gi.is_cuda()) return std::get<0>(at::_thnn_fused_gru_cell(gi.contiguous(), gh.contiguous(), h.contiguous()));
   const int64_t D = h.size(-1);
   auto rz = torch::sigmoid(gi.narrow(-1, 0, 2 * D) + gh.narrow(-1, 0, 2 * D));  // [B, 2D]
   auto r = rz.narrow(-1, 0, D), z = rz.narrow(-1, D, D);                         // [B, D] each

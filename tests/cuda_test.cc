@@ -1,0 +1,146 @@
+// CUDA against CPU on tiny models: the same weights give the same logits,
+// attention and gradients within float tolerance, the same greedy and beam
+// hypotheses, and a checkpoint written from one device loads on the other.
+// Every test skips itself where CUDA is not available (the CPU build and CI).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "search/search.h"
+#include "test_util.h"
+
+namespace nmt {
+// Readable parameter names in test output.
+void PrintTo(DecoderType t, std::ostream* os) { *os << to_string(t); }
+}  // namespace nmt
+
+namespace {
+
+#define SKIP_WITHOUT_CUDA() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA is not available"
+
+const std::vector<std::pair<std::string, std::string>> kPairs = {
+    {"red cat", "cato redo"},
+    {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
+    {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
+    {"blue", "blueo"},
+};
+
+nmt::Batch batch_of(const nmt::Tokenizer& tok, bool with_target) {
+  std::vector<nmt::Example> ex;
+  for (const auto& [s, t] : kPairs) {
+    nmt::Example e;
+    e.src = tok.encode(s);
+    e.src.push_back(nmt::kEosId);
+    e.tgt = tok.encode(t);
+    ex.push_back(e);
+  }
+  return nmt::make_batch(ex, {0, 1, 2, 3}, with_target);
+}
+
+// Largest absolute difference between `a` (any device) and `b`, on the CPU.
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.cpu() - b.cpu()).abs().max().item<double>();
+}
+
+// A copy of `cpu` on CUDA (the same weights).
+nmt::Seq2Seq cuda_copy(const nmt::Seq2Seq& cpu) {
+  nmt::Seq2Seq m(cpu->options());
+  {
+    torch::NoGradGuard ng;
+    auto src = cpu->named_parameters();
+    for (auto& p : m->named_parameters()) p.value().copy_(src[p.key()]);
+  }
+  m->to(torch::kCUDA);
+  return m;
+}
+
+class CudaTest : public ::testing::TestWithParam<nmt::DecoderType> {};
+
+TEST_P(CudaTest, LogitsAttentionAndGradientsMatchTheCpu) {
+  SKIP_WITHOUT_CUDA();
+  auto opt = nmt::test::tiny_model();
+  opt.decoder = GetParam();
+  opt.dropout = 0;  // dropout masks differ between devices' generators
+  torch::manual_seed(1);
+  nmt::Seq2Seq cpu(opt);
+  auto gpu = cuda_copy(cpu);
+  const auto b = batch_of(nmt::test::toy_tokenizer(), true);
+  const auto bg = b.to(torch::kCUDA);
+  torch::Tensor a_cpu, a_gpu;
+  const auto l_cpu = cpu->forward(b.src, b.src_len, b.tgt_in, &a_cpu);
+  const auto l_gpu = gpu->forward(bg.src, bg.src_len, bg.tgt_in, &a_gpu);
+  EXPECT_TRUE(l_gpu.is_cuda());
+  EXPECT_LE(max_diff(l_gpu, l_cpu), 1e-3 * (1 + l_cpu.abs().max().item<double>())) << "logits";
+  EXPECT_LE(max_diff(a_gpu, a_cpu), 1e-4) << "attention";
+  nmt::sequence_loss(l_cpu, b.tgt_out, 0.1).backward();
+  nmt::sequence_loss(l_gpu, bg.tgt_out, 0.1).backward();
+  auto g_cpu = cpu->named_parameters();
+  for (const auto& p : gpu->named_parameters()) {
+    const auto& gc = g_cpu[p.key()].grad();
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    const double scale = gc.abs().max().item<double>();
+    EXPECT_LE(max_diff(p.value().grad(), gc), 1e-3 * scale + 1e-5) << "gradient of " << p.key();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Decoders, CudaTest, ::testing::Values(nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru),
+                         [](const auto& i) { return std::string(nmt::to_string(i.param)); });
+
+TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
+  SKIP_WITHOUT_CUDA();
+  const auto& path = nmt::test::trained_toy_checkpoint();
+  auto cpu = nmt::load_checkpoint(path, torch::kCPU);
+  auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(16, 99, &src, &tgt);
+  std::vector<nmt::Example> ex;
+  for (const auto& s : src) {
+    nmt::Example e;
+    e.src = cpu.src_tok.encode(s);
+    e.src.push_back(nmt::kEosId);
+    ex.push_back(e);
+  }
+  std::vector<int64_t> idx(ex.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+  const auto batch = nmt::make_batch(ex, idx, false);
+  for (int beam : {1, 5}) {
+    nmt::SearchOptions so;
+    so.beam_size = beam;
+    auto search = nmt::make_search(so);
+    c10::InferenceMode guard;
+    nmt::InferenceScope scope({cpu.model, gpu.model});
+    const auto hc = search->run(cpu.model, batch, false);
+    const auto hg = search->run(gpu.model, batch.to(torch::kCUDA), false);
+    ASSERT_EQ(hc.size(), hg.size());
+    for (size_t i = 0; i < hc.size(); ++i) {
+      EXPECT_EQ(hc[i][0].ids, hg[i][0].ids) << "sentence " << i << ", beam " << beam;
+      EXPECT_NEAR(hc[i][0].score, hg[i][0].score, 1e-3) << "sentence " << i << ", beam " << beam;
+    }
+  }
+}
+
+TEST(CudaCheckpointTest, ACheckpointWrittenFromCudaLoadsOnTheCpuAndBack) {
+  SKIP_WITHOUT_CUDA();
+  const auto dir = nmt::test::temp_dir("cuda_ckpt");
+  auto gpu = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCUDA);
+  const auto path = dir + "/from-cuda.ckpt";
+  nmt::save_checkpoint(path, gpu.model, gpu.src_tok, gpu.tgt_tok);
+  auto cpu = nmt::load_checkpoint(path, torch::kCPU);
+  auto back = nmt::load_checkpoint(path, torch::kCUDA);
+  auto pc = cpu.model->named_parameters(), pb = back.model->named_parameters();
+  for (const auto& p : gpu.model->named_parameters()) {
+    EXPECT_TRUE(pc[p.key()].device().is_cpu()) << p.key();
+    EXPECT_TRUE(pb[p.key()].is_cuda()) << p.key();
+    EXPECT_TRUE(torch::equal(pc[p.key()], p.value().cpu())) << p.key();
+    EXPECT_TRUE(torch::equal(pb[p.key()].cpu(), p.value().cpu())) << p.key();
+  }
+}
+
+}  // namespace
