@@ -6,9 +6,9 @@
 //   nmt-bench-step decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT
 // Prints one JSON line: target tokens/s (train) or sentences/s (decode).
 // Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
-// synchronized before each clock read); NMT_BENCH_REFERENCE=1 runs the
-// decoder's plain formulation (DecoderImpl::use_reference_path) instead of
-// its optimized step, to measure what the optimization gives.
+// synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference
+// picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
+// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -33,7 +33,19 @@ const torch::Device& device() {
   static const torch::Device d(std::getenv("NMT_BENCH_DEVICE") ? std::getenv("NMT_BENCH_DEVICE") : "cpu");
   return d;
 }
-bool reference_path() { return std::getenv("NMT_BENCH_REFERENCE") && std::string(std::getenv("NMT_BENCH_REFERENCE")) == "1"; }
+std::string path_name() {
+  const char* ref = std::getenv("NMT_BENCH_REFERENCE");
+  if (ref && std::string(ref) == "1") return "reference";
+  const char* p = std::getenv("NMT_BENCH_PATH");
+  return p ? p : "auto";
+}
+nmt::DecoderImpl::Path decoder_path() {
+  const auto n = path_name();
+  if (n == "optimized") return nmt::DecoderImpl::Path::kOptimized;
+  if (n == "reference") return nmt::DecoderImpl::Path::kReference;
+  if (n != "auto") throw std::runtime_error("NMT_BENCH_PATH must be auto, optimized or reference, got '" + n + "'");
+  return nmt::DecoderImpl::Path::kAuto;
+}
 // Waits for the device's queued work (CUDA runs asynchronously).
 void sync() {
   if (device().is_cuda()) torch::cuda::synchronize();
@@ -46,7 +58,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(now() 
 // The JSON fields every line ends with.
 std::string tail_fields() {
   return std::string(",\"device\":\"") + device().str() + "\",\"decoder_path\":\"" +
-         (reference_path() ? "reference" : "optimized") + "\"}";
+         path_name() + "\"}";
 }
 
 // Random tokens (ids >= 4, no specials) for `batch` sentences of `len` pieces.
@@ -66,7 +78,7 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
   opt.decoder = decoder == "cgru" ? nmt::DecoderType::kCgru : nmt::DecoderType::kBahdanau;
   nmt::Seq2Seq model(opt);
   model->to(device());
-  model->decoder->use_reference_path(reference_path());
+  model->decoder->set_path(decoder_path());
   model->train();
   std::vector<torch::Tensor> params;  // each once: the tied embedding is listed twice
   for (const auto& p : model->parameters())
@@ -100,7 +112,7 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
 
 int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& path) {
   auto loaded = nmt::load_checkpoint(path, device());
-  loaded.model->decoder->use_reference_path(reference_path());
+  loaded.model->decoder->set_path(decoder_path());
   nmt::InferenceScope scope({loaded.model});
   nmt::Scorer scorer({loaded.model});
   nmt::SearchOptions so;

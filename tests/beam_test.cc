@@ -209,9 +209,9 @@ TEST(BeamTest, FastDecoderPathSearchesAsTheReferencePath) {
     so.beam_size = beam;
     so.n_best = beam;
     auto search = nmt::make_search(so);
-    model->decoder->use_reference_path(true);
+    model->decoder->set_path(nmt::DecoderImpl::Path::kReference);
     const auto ref = run(*search, f, all(f), true);
-    model->decoder->use_reference_path(false);
+    model->decoder->set_path(nmt::DecoderImpl::Path::kOptimized);
     const auto fast = run(*search, f, all(f), true);
     ASSERT_EQ(ref.size(), fast.size());
     for (size_t i = 0; i < ref.size(); ++i) {
@@ -223,4 +223,5 @@ TEST(BeamTest, FastDecoderPathSearchesAsTheReferencePath) {
       }
     }
   }
+  model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
 }

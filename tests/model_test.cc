@@ -198,7 +198,7 @@ TEST_P(ModelAttentionTest, FastPathEqualsReferencePath) {
     std::map<std::string, torch::Tensor> grads;
   };
   auto run = [&](bool reference) {
-    model->decoder->use_reference_path(reference);
+    model->decoder->set_path(reference ? nmt::DecoderImpl::Path::kReference : nmt::DecoderImpl::Path::kOptimized);
     model->zero_grad();
     torch::manual_seed(7);
     Out o;
@@ -227,7 +227,7 @@ TEST_P(ModelAttentionTest, FastPathEqualsReferencePath) {
     EXPECT_GT(scale, 0.0) << name;
     EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << "gradient of " << name;
   }
-  model->decoder->use_reference_path(false);
+  model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
 }
 
 TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {

@@ -140,16 +140,23 @@ torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c
   return F::linear(drop(t), out_weight, out_bias);          // [.., V]
 }
 
+bool DecoderImpl::optimized() const {
+  return path_ == Path::kOptimized || (path_ == Path::kAuto && !torch::GradMode::is_enabled());
+}
+
 DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
   const int64_t C = enc.annotations.size(2);
   DecoderMemory m;
   m.context_size = C;
   m.keys = attention->keys(enc.annotations);  // [B, S, A]
-  // The projection of every h_j into the gates of the GRU that reads c_t:
-  // bahdanau's cell reads [E y; c], so its W_ih's last C columns; cgru's cell2 reads c (bias included).
-  auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
-                    : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
-  m.values = torch::cat({enc.annotations, proj}, 2);                                            // [B, S, C + 3D]
+  m.values = enc.annotations;                 // [B, S, C]
+  if (optimized()) {
+    // The projection of every h_j into the gates of the GRU that reads c_t:
+    // bahdanau's cell reads [E y; c], so its W_ih's last C columns; cgru's cell2 reads c (bias included).
+    auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
+                      : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
+    m.values = torch::cat({enc.annotations, proj}, 2);                                          // [B, S, C + 3D]
+  }
   m.mask = enc.mask;
   m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
                     .masked_fill(enc.mask.logical_not(), -std::numeric_limits<float>::infinity());  // [B, S]
@@ -208,11 +215,13 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   std::vector<torch::Tensor> states, contexts, alphas;
   states.reserve(T);
   contexts.reserve(T);
-  const auto gi = reference_ ? torch::Tensor() : input_gates(ey);  // [B, T, 3D], all steps at once
+  // The optimized path needs memory() to have projected the annotations.
+  const bool fast = optimized() && mem.values.size(2) > mem.context_size;
+  const auto gi = fast ? input_gates(ey) : torch::Tensor();  // [B, T, 3D], all steps at once
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor c, alpha;
-    std::tie(s, c, alpha) = reference_ ? recur_reference(ey.select(1, t), s, mem)
-                                       : recur_fast(gi.select(1, t), s, mem);  // [B, D], [B, C], [B, S]
+    std::tie(s, c, alpha) = fast ? recur_fast(gi.select(1, t), s, mem)
+                                 : recur_reference(ey.select(1, t), s, mem);  // [B, D], [B, C], [B, S]
     states.push_back(s);
     contexts.push_back(c);
     if (alpha_out) alphas.push_back(alpha);
@@ -225,8 +234,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
   DecoderStep out;
   auto ey = drop(embed(y_prev));  // [B, E]
+  const bool fast = optimized() && mem.values.size(2) > mem.context_size;
   std::tie(out.state, out.context, out.alpha) =
-      reference_ ? recur_reference(ey, state, mem) : recur_fast(input_gates(ey), state, mem);
+      fast ? recur_fast(input_gates(ey), state, mem) : recur_reference(ey, state, mem);
   out.logits = output(out.state, out.context, ey);  // [B, V]
   return out;
 }

@@ -74,7 +74,8 @@ TORCH_MODULE(Attention);
 struct DecoderMemory {
   torch::Tensor keys;       // [B, S, A] attention keys (AttentionImpl::keys)
   torch::Tensor values;     // [B, S, C + 3D] h_j, then h_j's projection into the gates of
-                            // the GRU that reads the context (so that W c_t = sum_j alpha_j W h_j)
+                            // the GRU that reads the context (so that W c_t = sum_j alpha_j W h_j);
+                            // [B, S, C] (h_j only) when built for the plain path
   torch::Tensor mask;       // [B, S] bool, true on real positions
   torch::Tensor mask_bias;  // [B, S] 0 on real positions, -inf on padding
   int64_t context_size = 0;  // C
@@ -113,15 +114,23 @@ class DecoderImpl : public torch::nn::Module {
   DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem);
   Attention attention{nullptr};
 
-  // The decoder computes each step with as few and as large operations as it
-  // can: the input projection of the embeddings for all steps at once, the
-  // context's projection into the GRU gates through the attention weights
-  // (sum_j alpha_j W h_j, with W h_j computed once per batch), the attention
-  // query and the GRU's hidden projection of the same state in one product.
-  // With `on`, it runs the plain formulation instead (GRUCell modules,
-  // concatenated inputs), which computes the same function; the equivalence
-  // tests and benchmarks compare the two. Parameters are the same either way.
-  void use_reference_path(bool on) { reference_ = on; }
+  // How steps are computed; the function and the parameters are the same
+  // either way (the equivalence tests hold the paths together).
+  enum class Path {
+    // The plain formulation while autograd records (training), the optimized
+    // one otherwise (search, validation): what measured fastest on the CPU
+    // (bench/results/decoder-path-and-threads-*.txt).
+    kAuto,
+    // As few and as large operations per step as possible: the embeddings'
+    // share of the GRU input gates for all steps at once, the context's share
+    // through the attention weights (sum_j alpha_j W h_j, W h_j once per
+    // batch in memory()), the attention query and the GRU's hidden gates of
+    // the same state in one product.
+    kOptimized,
+    // GRUCell modules over concatenated inputs, the model as written.
+    kReference,
+  };
+  void set_path(Path p) { path_ = p; }
 
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V]
@@ -132,12 +141,14 @@ class DecoderImpl : public torch::nn::Module {
   // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_fast(const torch::Tensor& gi, const torch::Tensor& state,
                                                                     const DecoderMemory& mem);
-  // The same step in the plain formulation (use_reference_path).
+  // The same step in the plain formulation (Path::kReference).
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_reference(const torch::Tensor& ey,
                                                                          const torch::Tensor& state,
                                                                          const DecoderMemory& mem);
   ModelOptions opt_;
-  bool reference_ = false;
+  Path path_ = Path::kAuto;
+  // Whether the optimized path runs now (path_, and for kAuto whether autograd records).
+  bool optimized() const;
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
   torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
