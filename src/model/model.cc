@@ -144,6 +144,10 @@ bool DecoderImpl::optimized() const {
   return path_ == Path::kOptimized || (path_ == Path::kAuto && !torch::GradMode::is_enabled());
 }
 
+bool DecoderImpl::runs_optimized(const DecoderMemory& mem) const {
+  return optimized() && mem.values.size(2) > mem.context_size;  // needs memory() to have projected h_j
+}
+
 DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
   const int64_t C = enc.annotations.size(2);
   DecoderMemory m;
@@ -156,20 +160,20 @@ DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
     auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
                       : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
     m.values = torch::cat({enc.annotations, proj}, 2);                                          // [B, S, C + 3D]
+    auto* gru = cell2 ? cell2.get() : cell.get();  // the GRU whose hidden state queries the attention
+    auto wa = attention->query_weight();          // [A, D] or undefined
+    if (wa.defined()) {
+      m.query_size = wa.size(0);
+      m.query_weight = torch::cat({wa, gru->weight_hh}, 0);  // [A + 3D, D]
+      m.query_bias = torch::cat({torch::zeros({m.query_size}, gru->bias_hh.options()), gru->bias_hh});
+    } else {
+      m.query_weight = gru->weight_hh;
+      m.query_bias = gru->bias_hh;
+    }
   }
   m.mask = enc.mask;
   m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
                     .masked_fill(enc.mask.logical_not(), -std::numeric_limits<float>::infinity());  // [B, S]
-  auto* gru = cell2 ? cell2.get() : cell.get();  // the GRU whose hidden state queries the attention
-  auto wa = attention->query_weight();          // [A, D] or undefined
-  if (wa.defined()) {
-    m.query_size = wa.size(0);
-    m.query_weight = torch::cat({wa, gru->weight_hh}, 0);  // [A + 3D, D]
-    m.query_bias = torch::cat({torch::zeros({m.query_size}, gru->bias_hh.options()), gru->bias_hh});
-  } else {
-    m.query_weight = gru->weight_hh;
-    m.query_bias = gru->bias_hh;
-  }
   return m;
 }
 
@@ -215,8 +219,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   std::vector<torch::Tensor> states, contexts, alphas;
   states.reserve(T);
   contexts.reserve(T);
-  // The optimized path needs memory() to have projected the annotations.
-  const bool fast = optimized() && mem.values.size(2) > mem.context_size;
+  const bool fast = runs_optimized(mem);
   const auto gi = fast ? input_gates(ey) : torch::Tensor();  // [B, T, 3D], all steps at once
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor c, alpha;
@@ -234,7 +237,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
   DecoderStep out;
   auto ey = drop(embed(y_prev));  // [B, E]
-  const bool fast = optimized() && mem.values.size(2) > mem.context_size;
+  const bool fast = runs_optimized(mem);
   std::tie(out.state, out.context, out.alpha) =
       fast ? recur_fast(input_gates(ey), state, mem) : recur_reference(ey, state, mem);
   out.logits = output(out.state, out.context, ey);  // [B, V]

@@ -82,6 +82,7 @@ struct DecoderMemory {
   // The weights every step multiplies the querying state with: the attention's
   // query projection and the hidden projection of the GRU that reads c_t, stacked.
   torch::Tensor query_weight;  // [A' + 3D, D], A' = A for additive/concat attention, else 0
+                               // (optimized path only; undefined for the plain one)
   torch::Tensor query_bias;    // [A' + 3D]
   int64_t query_size = 0;      // A'
   // The annotations h_j [B, S, C].
@@ -149,6 +150,8 @@ class DecoderImpl : public torch::nn::Module {
   Path path_ = Path::kAuto;
   // Whether the optimized path runs now (path_, and for kAuto whether autograd records).
   bool optimized() const;
+  // Whether a step with `mem` takes the optimized path (optimized(), and mem built for it).
+  bool runs_optimized(const DecoderMemory& mem) const;
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
   torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
