@@ -8,7 +8,8 @@
 // Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
 // synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference
 // picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
-// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference.
+// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_HEAP=default
+// leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called).
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -21,6 +22,7 @@
 
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "model/device.h"
 #include "model/model.h"
 #include "search/search.h"
 #include "text/tokenizer.h"
@@ -152,7 +154,11 @@ int main(int argc, char** argv) {
                  argv[0], argv[0]);
     return 2;
   }
-  torch::set_num_threads(std::atoi(argv[2]));
+  // What the tools do at start (nmt::start_runtime): the heap policy and the
+  // threads of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
+  const char* heap = std::getenv("NMT_BENCH_HEAP");  // "default": glibc's policy, for comparison
+  if (!(heap && std::string(heap) == "default")) nmt::keep_freed_memory();
+  nmt::set_threads(std::atoi(argv[2]));
   torch::manual_seed(1);
   const int64_t B = std::atoll(argv[3]), S = std::atoll(argv[4]), x = std::atoll(argv[5]), n = std::atoll(argv[6]);
   try {

@@ -1,11 +1,15 @@
 // Device names and CPU threads: the thread count fitted to the cores other
-// processes leave free, and the governor that applies it.
+// processes leave free, and the governor that applies it; the heap policy.
 #include "model/device.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <thread>
+#include <vector>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "base/error.h"
 
@@ -57,5 +61,27 @@ TEST(DeviceTest, UnknownDeviceNamesAreRefused) {
     EXPECT_THROW(nmt::resolve_device("cuda"), nmt::Error);
   }
 }
+
+#if defined(__GLIBC__)
+// Tensors far above glibc's mmap threshold come from the heap once the policy
+// is set, and what they free serves the next ones: a loop that allocates and
+// frees the same sizes stops growing the heap, and the heap is not trimmed.
+TEST(DeviceTest, FreedTensorMemoryStaysInTheProcess) {
+  ASSERT_TRUE(nmt::keep_freed_memory());
+  const auto hblks = mallinfo2().hblks;
+  std::vector<size_t> arena;  // heap size after each round
+  for (int round = 0; round < 6; ++round) {
+    auto a = torch::ones({16 << 20});  // 64 MB
+    auto b = torch::ones({8 << 20});   // 32 MB
+    EXPECT_EQ(mallinfo2().hblks, hblks) << "round " << round;  // no mapping of their own
+    a = torch::Tensor();
+    b = torch::Tensor();
+    arena.push_back(mallinfo2().arena);
+  }
+  EXPECT_GE(arena[0], 96u << 20);   // held after the free: not trimmed
+  EXPECT_EQ(arena[5], arena[2]);     // reused
+  EXPECT_GE(mallinfo2().fordblks, 96u << 20);
+}
+#endif
 
 }  // namespace

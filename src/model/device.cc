@@ -2,6 +2,9 @@
 #include "model/device.h"
 
 #include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -152,7 +156,18 @@ std::string version_string() {
          "\nBLAS: " + blas_description() + "\nSentencePiece module: " + spm;
 }
 
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
+  // No block from mmap (M_MMAP_MAX 0), so none is unmapped on free; and the
+  // heap's free top is never given back (M_TRIM_THRESHOLD at its maximum).
+  return mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+#else
+  return false;
+#endif
+}
+
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads) {
+  keep_freed_memory();
   const int n = set_threads(opt.threads);
   if (threads != nullptr) *threads = n;
   return resolve_device(opt.device);

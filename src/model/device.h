@@ -48,7 +48,17 @@ class ThreadGovernor {
   Sample last_;
 };
 
-// Applies `opt` for a tool: set_threads(opt.threads), then
+// Keeps the memory that tensors free inside the process for the next ones.
+// A training step frees and reallocates the same large tensors (logits of
+// [tokens, vocab] are over 100 MB); glibc's malloc serves blocks over its
+// mmap threshold with fresh mappings and returns them on free, so every step
+// page-faults and zeroes them again (about 15% of a CPU step in the kernel).
+// With glibc this serves every block from the heap and never trims it: the
+// resident size stays at the run's peak instead of falling between steps.
+// Returns false (and changes nothing) where the C library is not glibc.
+bool keep_freed_memory();
+
+// Applies `opt` for a tool: keep_freed_memory(), set_threads(opt.threads), then
 // resolve_device(opt.device). Returns the device; *threads (when given)
 // receives the thread count set. Throws nmt::Error as resolve_device does.
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads = nullptr);
