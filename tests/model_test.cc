@@ -279,6 +279,30 @@ TEST(ModelTest, SequenceLossIgnoresPadding) {
   EXPECT_GT(batch_loss, 0.0);
 }
 
+// The hand-written loss and its gradient against LibTorch's cross_entropy,
+// with and without label smoothing, on rows with padding targets.
+TEST(ModelTest, SequenceLossAndItsGradientEqualLibTorchCrossEntropy) {
+  torch::manual_seed(3);
+  const int64_t B = 3, T = 5, V = 11;
+  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
+  tgt.index_put_({2, 4}, nmt::kPadId);
+  for (double eps : {0.0, 0.1, 0.3}) {
+    auto x = (torch::randn({B, T, V}) * 3).requires_grad_();
+    auto loss = nmt::sequence_loss(x, tgt, eps);
+    loss.backward(torch::full({}, 0.7));
+    auto y = x.detach().clone().requires_grad_();
+    auto ref = torch::nn::functional::cross_entropy(
+        y.reshape({-1, V}), tgt.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(nmt::kPadId).label_smoothing(eps).reduction(
+            torch::kSum));
+    ref.backward(torch::full({}, 0.7));
+    EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 1e-4 * ref.item<double>()) << "eps " << eps;
+    EXPECT_TRUE(torch::allclose(x.grad(), y.grad(), 1e-5, 1e-6)) << "eps " << eps;
+    EXPECT_EQ(x.grad()[0][4].abs().sum().item<float>(), 0.0f);  // a padding row gets no gradient
+  }
+}
+
 TEST(ModelOptionsTest, ValidateRejectsBadOptions) {
   auto opt = nmt::test::tiny_model(AttentionType::kDot);
   EXPECT_NO_THROW(opt.validate());

@@ -201,7 +201,10 @@ class InferenceScope {
   c10::InferenceMode mode_;
 };
 
-// Summed token cross-entropy with label smoothing, ignoring padding.
+// Summed token cross-entropy with label smoothing, ignoring padding: what
+// F::cross_entropy(..., ignore_index = kPadId, label_smoothing, kSum) gives,
+// with a backward written by hand (a few passes over the logits instead of a
+// dozen). The graph through it may run backward once (no retain_graph).
 // logits [B, T, V], tgt_out [B, T] -> scalar.
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing);
 
