@@ -52,7 +52,7 @@ class ThreadGovernor {
 // A training step frees and reallocates the same large tensors (logits of
 // [tokens, vocab] are over 100 MB); glibc's malloc serves blocks over its
 // mmap threshold with fresh mappings and returns them on free, so every step
-// page-faults and zeroes them again (about 15% of a CPU step in the kernel).
+// page-faults and zeroes them again (about 12% of a CPU step in the kernel).
 // With glibc this serves every block from the heap and never trims it: the
 // resident size stays at the run's peak instead of falling between steps.
 // Returns false (and changes nothing) where the C library is not glibc.
