@@ -55,7 +55,8 @@ class ThreadGovernor {
 // page-faults and zeroes them again (about 12% of a CPU step in the kernel).
 // With glibc this serves every block from the heap and never trims it: the
 // resident size stays at the run's peak instead of falling between steps.
-// Returns false (and changes nothing) where the C library is not glibc.
+// Returns false (and changes nothing) where the C library is not glibc or
+// malloc is not glibc's (AddressSanitizer's, whose mallopt does nothing).
 bool keep_freed_memory();
 
 // Applies `opt` for a tool: keep_freed_memory(), set_threads(opt.threads), then
