@@ -14,6 +14,8 @@
 #   NMT_SEEDS=N        train N models with seeds 1..N (default 1); with N > 1 the
 #                      ensemble of all N is compared with the best single one on val
 #   NMT_TRAIN_FLAGS    extra nmt-train flags (e.g. "--max-epochs 12"), recorded
+#                      in model-N.flags when model N starts, so models trained
+#                      with different flags in one run folder stay told apart
 #   NMT_THREADS        threads for training and translation (default: all cores)
 #   NMT_RUN            run folder (default runs/multi30k-PAIR-FORM)
 #   NMT_BUILD_DIR      build folder (default build)
@@ -73,7 +75,10 @@ for ((seed = 1; seed <= seeds; seed++)); do
   spm=()
   ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] &&
     spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
-  [[ -f $dir/last.ckpt ]] || git rev-parse --short HEAD >"$dir.commit" 2>/dev/null || true
+  if [[ ! -f $dir/last.ckpt ]]; then
+    git rev-parse --short HEAD >"$dir.commit" 2>/dev/null || true
+    printf '%s\n' "${NMT_TRAIN_FLAGS:-}" >"$dir.flags"
+  fi
   t0=$(date +%s.%N)
   "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
     --train-src "$run/data/train.$src" --train-tgt "$run/data/train.$tgt" \
@@ -179,6 +184,8 @@ for d in models:
         # the trainer's own clock: wall time of training and validation, over resumes
         "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
         "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
+        # the NMT_TRAIN_FLAGS this model was started with (None: not recorded)
+        "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
