@@ -184,26 +184,31 @@ TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   }
 }
 
-TEST_P(ModelAttentionTest, FastPathEqualsReferencePath) {
+TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
   // The decoder's optimized step (hoisted input projection, the context's
-  // gate projection through the attention weights, fused query products)
-  // computes the plain formulation's function: logits, attention weights and
-  // every parameter's gradient, in training mode with dropout (both paths draw
-  // the same masks), and the search step.
+  // gate projection through the attention weights, fused query products) and
+  // the recurrence with a hand-written backward (attentive_recurrence) compute
+  // the plain formulation's function: logits, attention weights and every
+  // parameter's gradient, in training mode with dropout (all paths draw the
+  // same masks) and a loss on the attention too (guided alignment), and the
+  // search step.
+  using Path = nmt::DecoderImpl::Path;
   auto model = make_model(options());
   model->train();
   const auto b = nmt::make_batch(examples(), all_indices());
+  torch::manual_seed(3);
+  const auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
   struct Out {
     torch::Tensor logits, alpha, step_logits;
     std::map<std::string, torch::Tensor> grads;
   };
-  auto run = [&](bool reference) {
-    model->decoder->set_path(reference ? nmt::DecoderImpl::Path::kReference : nmt::DecoderImpl::Path::kOptimized);
+  auto run = [&](Path path) {
+    model->decoder->set_path(path);
     model->zero_grad();
     torch::manual_seed(7);
     Out o;
     o.logits = model->forward(b.src, b.src_len, b.tgt_in, &o.alpha);
-    nmt::sequence_loss(o.logits, b.tgt_out, 0.1).backward();
+    (nmt::sequence_loss(o.logits, b.tgt_out, 0.1) + 0.5 * nmt::guided_alignment_loss(o.alpha, guide)).backward();
     for (const auto& p : model->named_parameters()) o.grads[p.key()] = p.value().grad().clone();
     torch::NoGradGuard ng;
     model->eval();
@@ -212,22 +217,26 @@ TEST_P(ModelAttentionTest, FastPathEqualsReferencePath) {
     model->train();
     return o;
   };
-  const auto ref = run(true), fast = run(false);
+  const auto ref = run(Path::kReference);
   EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
-  EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
-      << "max difference " << (fast.logits - ref.logits).abs().max().item<double>();
-  EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6));
-  EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5));
-  ASSERT_EQ(fast.grads.size(), ref.grads.size());
-  for (const auto& [name, g] : ref.grads) {
-    ASSERT_TRUE(g.defined()) << name;
-    const auto& f = fast.grads.at(name);
-    ASSERT_TRUE(f.defined()) << name;
-    const double scale = g.abs().max().item<double>();
-    EXPECT_GT(scale, 0.0) << name;
-    EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << "gradient of " << name;
+  for (const auto path : {Path::kOptimized, Path::kRecurrence}) {
+    const auto fast = run(path);
+    const std::string name = path == Path::kOptimized ? "optimized" : "recurrence";
+    EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
+        << name << ": max difference " << (fast.logits - ref.logits).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6)) << name;
+    EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5)) << name;
+    ASSERT_EQ(fast.grads.size(), ref.grads.size());
+    for (const auto& [param, g] : ref.grads) {
+      ASSERT_TRUE(g.defined()) << param;
+      const auto& f = fast.grads.at(param);
+      ASSERT_TRUE(f.defined()) << name << ": " << param;
+      const double scale = g.abs().max().item<double>();
+      EXPECT_GT(scale, 0.0) << param;
+      EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << name << ": gradient of " << param;
+    }
   }
-  model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
+  model->decoder->set_path(Path::kAuto);
 }
 
 TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {

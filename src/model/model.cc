@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/recurrence.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
@@ -141,7 +142,13 @@ torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c
 }
 
 bool DecoderImpl::optimized() const {
-  return path_ == Path::kOptimized || (path_ == Path::kAuto && !torch::GradMode::is_enabled());
+  return path_ == Path::kOptimized ||
+         ((path_ == Path::kAuto || path_ == Path::kRecurrence) && !torch::GradMode::is_enabled());
+}
+
+bool DecoderImpl::runs_recurrence() const {
+  const bool chosen = path_ == Path::kRecurrence || (path_ == Path::kAuto && torch::GradMode::is_enabled());
+  return chosen && attention->query_weight().defined() && attention->score_weight().defined();
 }
 
 bool DecoderImpl::runs_optimized(const DecoderMemory& mem) const {
@@ -215,6 +222,26 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   const int64_t T = tgt_in.size(1);
   const auto mem = memory(enc);
   auto ey = drop(embed(tgt_in));  // [B, T, E]
+  if (runs_recurrence()) {
+    auto* reader = cell2 ? cell2.get() : cell.get();  // the GRU that reads c_t
+    const auto wa = attention->query_weight();        // [A, D]
+    RecurrenceWeights w;
+    w.cgru = static_cast<bool>(cell2);
+    if (cell2) {
+      w.hidden1_weight = cell->weight_hh;
+      w.hidden1_bias = cell->bias_hh;
+      w.context_weight = cell2->weight_ih;
+      w.context_bias = cell2->bias_ih;
+    } else {
+      w.context_weight = cell->weight_ih.narrow(1, opt_.emb_dim, mem.context_size);  // [3D, C]
+    }
+    w.query_weight = torch::cat({wa, reader->weight_hh}, 0);  // [A + 3D, D]
+    w.query_bias = torch::cat({torch::zeros({wa.size(0)}, reader->bias_hh.options()), reader->bias_hh});
+    w.score_weight = attention->score_weight();
+    const auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w);
+    if (alpha_out) *alpha_out = r.alphas;
+    return output(r.states, r.contexts, ey);  // [B, T, V]
+  }
   auto s = enc.init_state;        // [B, D]
   std::vector<torch::Tensor> states, contexts, alphas;
   states.reserve(T);

@@ -56,6 +56,8 @@ class AttentionImpl : public torch::nn::Module {
   // The query projection W [A, D] of additive/concat attention; undefined for
   // the others, which score the query itself.
   torch::Tensor query_weight() const { return W ? W->weight : torch::Tensor(); }
+  // The score vector v [1, A] of additive/concat attention; undefined for the others.
+  torch::Tensor score_weight() const { return v ? v->weight : torch::Tensor(); }
   // Unnormalized scores [B, S] of `q` against `keys`: q is W s [B, A] for
   // additive/concat (see query_weight()), the state s [B, D] otherwise.
   torch::Tensor score(const torch::Tensor& q, const torch::Tensor& keys);
@@ -118,9 +120,9 @@ class DecoderImpl : public torch::nn::Module {
   // How steps are computed; the function and the parameters are the same
   // either way (the equivalence tests hold the paths together).
   enum class Path {
-    // The plain formulation while autograd records (training), the optimized
-    // one otherwise (search, validation): what measured fastest on the CPU
-    // (bench/results/decoder-path-and-threads-*.txt).
+    // kRecurrence while autograd records (training), kOptimized otherwise
+    // (search, validation): what measured fastest on the CPU
+    // (bench/results/decoder-path-and-threads-*.txt, recurrence-*.txt).
     kAuto,
     // As few and as large operations per step as possible: the embeddings'
     // share of the GRU input gates for all steps at once, the context's share
@@ -130,6 +132,11 @@ class DecoderImpl : public torch::nn::Module {
     kOptimized,
     // GRUCell modules over concatenated inputs, the model as written.
     kReference,
+    // Teacher forcing (forward()) runs the whole recurrence as one autograd
+    // function with a hand-written backward (attentive_recurrence(),
+    // recurrence.h) where the attention is additive or concat, the plain
+    // formulation otherwise; search steps take the optimized path.
+    kRecurrence,
   };
   void set_path(Path p) { path_ = p; }
 
@@ -152,6 +159,8 @@ class DecoderImpl : public torch::nn::Module {
   bool optimized() const;
   // Whether a step with `mem` takes the optimized path (optimized(), and mem built for it).
   bool runs_optimized(const DecoderMemory& mem) const;
+  // Whether forward() runs attentive_recurrence() (path_, autograd, attention type).
+  bool runs_recurrence() const;
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
   torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
