@@ -6,7 +6,7 @@
 //   nmt-bench-step decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT
 // Prints one JSON line: target tokens/s (train) or sentences/s (decode).
 // Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
-// synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference
+// synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference|recurrence
 // picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
 // NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called).
@@ -45,7 +45,9 @@ nmt::DecoderImpl::Path decoder_path() {
   const auto n = path_name();
   if (n == "optimized") return nmt::DecoderImpl::Path::kOptimized;
   if (n == "reference") return nmt::DecoderImpl::Path::kReference;
-  if (n != "auto") throw std::runtime_error("NMT_BENCH_PATH must be auto, optimized or reference, got '" + n + "'");
+  if (n == "recurrence") return nmt::DecoderImpl::Path::kRecurrence;
+  if (n != "auto")
+    throw std::runtime_error("NMT_BENCH_PATH must be auto, optimized, reference or recurrence, got '" + n + "'");
   return nmt::DecoderImpl::Path::kAuto;
 }
 // Waits for the device's queued work (CUDA runs asynchronously).
