@@ -193,11 +193,14 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
   // same masks) and a loss on the attention too (guided alignment), and the
   // search step.
   using Path = nmt::DecoderImpl::Path;
-  auto model = make_model(options());
+  auto opt = options();
+  opt.dropout = 0.2;
+  if (attention() != AttentionType::kDot) opt.dec_hidden = 20;  // D != C = 24 (dot needs them equal)
+  auto model = make_model(opt);
   model->train();
   const auto b = nmt::make_batch(examples(), all_indices());
   torch::manual_seed(3);
-  const auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
+  auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
   struct Out {
     torch::Tensor logits, alpha, step_logits;
     std::map<std::string, torch::Tensor> grads;
@@ -217,23 +220,37 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
     model->train();
     return o;
   };
-  const auto ref = run(Path::kReference);
-  EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
-  for (const auto path : {Path::kOptimized, Path::kRecurrence}) {
-    const auto fast = run(path);
-    const std::string name = path == Path::kOptimized ? "optimized" : "recurrence";
-    EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
-        << name << ": max difference " << (fast.logits - ref.logits).abs().max().item<double>();
-    EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6)) << name;
-    EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5)) << name;
-    ASSERT_EQ(fast.grads.size(), ref.grads.size());
-    for (const auto& [param, g] : ref.grads) {
-      ASSERT_TRUE(g.defined()) << param;
-      const auto& f = fast.grads.at(param);
-      ASSERT_TRUE(f.defined()) << name << ": " << param;
-      const double scale = g.abs().max().item<double>();
-      EXPECT_GT(scale, 0.0) << param;
-      EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << name << ": gradient of " << param;
+  // The recurrence runs for additive and concat attention (the others train on the plain path).
+  const bool recurrence = attention() == AttentionType::kAdditive || attention() == AttentionType::kConcat;
+  auto ran_recurrence = [](const Out& o) {
+    return o.alpha.grad_fn() && o.alpha.grad_fn()->name().find("AttentiveRecurrence") != std::string::npos;
+  };
+  // In double precision LibTorch's operations take the place of the energies' one-pass backward.
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    SCOPED_TRACE(dtype == torch::kFloat ? "float" : "double");
+    model->to(dtype);
+    guide = guide.to(dtype);
+    const auto ref = run(Path::kReference);
+    EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
+    EXPECT_FALSE(ran_recurrence(ref));
+    for (const auto path : {Path::kOptimized, Path::kRecurrence, Path::kAuto}) {
+      const auto fast = run(path);
+      const std::string name =
+          path == Path::kOptimized ? "optimized" : path == Path::kRecurrence ? "recurrence" : "auto";
+      EXPECT_EQ(ran_recurrence(fast), recurrence && path != Path::kOptimized) << name;
+      EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
+          << name << ": max difference " << (fast.logits - ref.logits).abs().max().item<double>();
+      EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6)) << name;
+      EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5)) << name;
+      ASSERT_EQ(fast.grads.size(), ref.grads.size());
+      for (const auto& [param, g] : ref.grads) {
+        ASSERT_TRUE(g.defined()) << param;
+        const auto& f = fast.grads.at(param);
+        ASSERT_TRUE(f.defined()) << name << ": " << param;
+        const double scale = g.abs().max().item<double>();
+        EXPECT_GT(scale, 0.0) << param;
+        EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << name << ": gradient of " << param;
+      }
     }
   }
   model->decoder->set_path(Path::kAuto);

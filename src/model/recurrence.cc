@@ -131,6 +131,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       gru_forward(gi2, qg.narrow(1, A, G), h, act2[t], ghn2[t], states[t]);
       s = states[t];
     }
+    ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined, not zeros
     ctx->save_for_backward({s0, keys, values, w_h1, w_q, v, w_c, states, contexts, alphas, energies, act2, ghn2,
                             query_states, act1, ghn1});
     ctx->saved_data["cgru"] = cgru;
@@ -138,6 +139,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    TORCH_CHECK(!torch::GradMode::is_enabled(), "attentive_recurrence: double backward is not supported");
     const auto saved = ctx->get_saved_variables();
     const auto &s0 = saved[0], &keys = saved[1], &values = saved[2], &w_h1 = saved[3], &w_q = saved[4],
                &v = saved[5], &w_c = saved[6], &states = saved[7], &contexts = saved[8], &alphas = saved[9],
