@@ -99,6 +99,21 @@ torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const
   return n + z * (h - n);                                                        // (1 - z) n + z h
 }
 
+namespace {
+
+// The attention's query projection W [A, D] stacked over the hidden projection
+// of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
+// with zeros for W's bias; A' = 0 where the attention projects no query.
+std::pair<torch::Tensor, torch::Tensor> query_projection(const AttentionImpl& attention,
+                                                         const torch::nn::GRUCellImpl& reader) {
+  const auto wa = attention.query_weight();  // [A, D] or undefined
+  if (!wa.defined()) return {reader.weight_hh, reader.bias_hh};
+  return {torch::cat({wa, reader.weight_hh}, 0),
+          torch::cat({torch::zeros({wa.size(0)}, reader.bias_hh.options()), reader.bias_hh})};
+}
+
+}  // namespace
+
 DecoderMemory DecoderMemory::repeat(int64_t copies) const {
   if (copies == 1) return *this;
   DecoderMemory m = *this;
@@ -167,16 +182,9 @@ DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
     auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
                       : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
     m.values = torch::cat({enc.annotations, proj}, 2);                                          // [B, S, C + 3D]
-    auto* gru = cell2 ? cell2.get() : cell.get();  // the GRU whose hidden state queries the attention
-    auto wa = attention->query_weight();          // [A, D] or undefined
-    if (wa.defined()) {
-      m.query_size = wa.size(0);
-      m.query_weight = torch::cat({wa, gru->weight_hh}, 0);  // [A + 3D, D]
-      m.query_bias = torch::cat({torch::zeros({m.query_size}, gru->bias_hh.options()), gru->bias_hh});
-    } else {
-      m.query_weight = gru->weight_hh;
-      m.query_bias = gru->bias_hh;
-    }
+    const auto& gru = cell2 ? *cell2 : *cell;  // the GRU whose hidden state queries the attention
+    std::tie(m.query_weight, m.query_bias) = query_projection(*attention, gru);  // [A' + 3D, D], [A' + 3D]
+    m.query_size = m.query_weight.size(0) - gru.weight_hh.size(0);
   }
   m.mask = enc.mask;
   m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
@@ -223,8 +231,6 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   const auto mem = memory(enc);
   auto ey = drop(embed(tgt_in));  // [B, T, E]
   if (runs_recurrence()) {
-    auto* reader = cell2 ? cell2.get() : cell.get();  // the GRU that reads c_t
-    const auto wa = attention->query_weight();        // [A, D]
     RecurrenceWeights w;
     w.cgru = static_cast<bool>(cell2);
     if (cell2) {
@@ -235,8 +241,7 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
     } else {
       w.context_weight = cell->weight_ih.narrow(1, opt_.emb_dim, mem.context_size);  // [3D, C]
     }
-    w.query_weight = torch::cat({wa, reader->weight_hh}, 0);  // [A + 3D, D]
-    w.query_bias = torch::cat({torch::zeros({wa.size(0)}, reader->bias_hh.options()), reader->bias_hh});
+    std::tie(w.query_weight, w.query_bias) = query_projection(*attention, cell2 ? *cell2 : *cell);  // [A + 3D, D]
     w.score_weight = attention->score_weight();
     const auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w);
     if (alpha_out) *alpha_out = r.alphas;
