@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,42 @@ TEST(SearchTest, LengthCaps) {
       EXPECT_LT(hyps[i][0].score, -1000.0);
       EXPECT_EQ(hyps[i][0].attention.size(0), static_cast<int64_t>(cap) + 1);
     }
+  }
+}
+
+// Sentences that end early leave the batch (greedy: their rows; beam: their
+// K hypotheses): with EOS suppressed each sentence ends exactly at its own
+// length cap, so sentences leave at different steps, a few at a time and many
+// at once. What remains must decode as it would alone: ids, scores, attention.
+TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
+  auto model = tiny_model(8);
+  suppress_eos(model);
+  auto ex = source_examples(9, 15);
+  for (size_t i = 0; i < ex.size(); ++i) ex[i].src.resize(std::min(ex[i].src.size(), 2 + i));  // lengths 2..10
+  for (auto& e : ex) e.src.back() = nmt::kEosId;
+  torch::NoGradGuard ng;
+  for (int64_t beam : {1, 3}) {
+    nmt::SearchOptions opt;
+    opt.beam_size = beam;
+    opt.n_best = beam;
+    opt.max_length_ratio = 1.0;
+    auto search = nmt::make_search(opt);
+    const auto batched = search->run(model, nmt::make_batch(ex, iota(9), false), true);
+    std::set<size_t> caps;
+    for (int64_t i = 0; i < 9; ++i) {
+      const auto alone = search->run(model, nmt::make_batch(ex, {i}, false), true);
+      ASSERT_EQ(alone[0].size(), batched[i].size());
+      caps.insert(batched[i][0].ids.size());
+      for (size_t r = 0; r < alone[0].size(); ++r) {
+        const auto& a = alone[0][r];
+        const auto& b = batched[i][r];
+        EXPECT_EQ(b.ids, a.ids) << "beam " << beam << " sentence " << i << " rank " << r;
+        EXPECT_NEAR(b.score, a.score, 1e-4 * std::max(1.0, std::abs(a.score))) << "beam " << beam << " sentence " << i;
+        ASSERT_EQ(b.attention.sizes(), a.attention.sizes());
+        EXPECT_TRUE(torch::allclose(b.attention, a.attention, 1e-5, 1e-5)) << "beam " << beam << " sentence " << i;
+      }
+    }
+    EXPECT_GE(caps.size(), 5u) << "sentences should end at several different steps";
   }
 }
 

@@ -91,6 +91,9 @@ struct DecoderMemory {
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
   DecoderMemory repeat(int64_t copies) const;
+  // Rows `rows` [R'] (int64 on this memory's device) in that order: what a
+  // search keeps when it drops finished sentences.
+  DecoderMemory index_select(const torch::Tensor& rows) const;
 };
 
 struct DecoderStep {

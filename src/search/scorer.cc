@@ -46,6 +46,13 @@ void Scorer::reorder(ScorerState& state, const torch::Tensor& rows) {
   for (auto& ms : state.members) ms.hidden = ms.hidden.index_select(0, rows);
 }
 
+void Scorer::keep(ScorerState& state, const torch::Tensor& rows) {
+  for (auto& ms : state.members) {
+    ms.memory = ms.memory.index_select(rows);
+    ms.hidden = ms.hidden.index_select(0, rows);
+  }
+}
+
 torch::Tensor Scorer::forced_log_probs(const Batch& batch) {
   torch::Tensor sum;
   for (size_t i = 0; i < models_.size(); ++i) {

@@ -44,6 +44,11 @@ class Scorer {
   // member's state, in that order.
   void reorder(ScorerState& state, const torch::Tensor& rows);
 
+  // Keeps rows `rows` [R'] of every member's state, source memory included,
+  // in that order: unlike reorder(), rows may come from any sentences (a
+  // search drops the rows of finished sentences with it).
+  void keep(ScorerState& state, const torch::Tensor& rows);
+
   // Teacher-forced log-probabilities [B, T, V] (float) of batch.tgt_in's
   // continuations: the mean over members of their log-softmax.
   torch::Tensor forced_log_probs(const Batch& batch);

@@ -26,42 +26,64 @@ torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
   return caps.clamp_max(opt.max_length);  // [B] on CPU
 }
 
+// Whether to drop `done` finished rows (or sentences) of `live` from the
+// batch now: once they are an eighth of it, so that the copy of their source
+// memory that dropping costs stays small against the steps it saves.
+bool worth_dropping(int64_t done, int64_t live) { return done > 0 && 8 * done >= live; }
+
+// Greedy search. Sentences that have finished leave the batch (their rows
+// of the decoder state with them), so later steps run on the live rows only.
 class GreedySearch : public Search {
  public:
   explicit GreedySearch(const SearchOptions& opt) : opt_(opt) {}
 
   using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
-    const int64_t B = batch.size();
+    const int64_t B = batch.size(), S = batch.src.size(1);
     const auto device = batch.src.device();
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
     auto state = scorer.start(batch);
     auto caps = length_caps(batch, opt_);
     const int64_t steps = caps.max().item<int64_t>() + 1;  // +1 for the final EOS
-    auto caps_dev = caps.to(device);
 
-    auto y = torch::full({B}, kBosId, torch::TensorOptions().dtype(torch::kInt64).device(device));
-    auto finished = torch::zeros({B}, torch::TensorOptions().dtype(torch::kBool).device(device));
-    auto score = torch::zeros({B}, torch::TensorOptions().dtype(torch::kFloat).device(device));
-    std::vector<torch::Tensor> tokens, alphas;
+    // Every sentence's outputs, written row by row as its live row produces them.
+    auto tokens = torch::full({B, steps}, kPadId, i64);  // [B, steps]
+    auto score = torch::zeros({B}, f32);                  // [B]
+    torch::Tensor att;
+    if (with_attention) att = torch::zeros({B, steps, S}, f32);  // [B, steps, S]
+    // The live rows: R of them, row r decoding sentence live[r].
+    auto live = torch::arange(B, i64);                    // [R]
+    auto caps_live = caps.to(device);                     // [R]
+    auto y = torch::full({B}, kBosId, i64);               // [R]
+    auto finished = torch::zeros({B}, f32.dtype(torch::kBool));  // [R] ended, not yet dropped
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor alpha;
-      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B, V]
-      auto next = std::get<1>(logp.max(-1));                                 // [B]
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [R, V]
+      auto next = std::get<1>(logp.max(-1));                                 // [R]
       // A sentence at its cap must end now.
-      next = torch::where(caps_dev.le(t), torch::full_like(next, kEosId), next);
+      next = torch::where(caps_live.le(t), torch::full_like(next, kEosId), next);
       next = next.masked_fill(finished, kPadId);
       auto tok_logp = logp.gather(1, next.clamp_min(0).unsqueeze(1)).squeeze(1);
-      score = score + tok_logp.masked_fill(finished, 0.0);
-      tokens.push_back(next);
-      if (with_attention) alphas.push_back(alpha);
+      score.index_add_(0, live, tok_logp.masked_fill(finished, 0.0));
+      tokens.select(1, t).index_copy_(0, live, next);
+      if (with_attention) att.select(1, t).index_copy_(0, live, alpha.to(torch::kFloat));
       finished = finished.logical_or(next.eq(kEosId));
       y = next;
-      if (finished.all().item<bool>()) break;
+      const int64_t R = live.size(0), done = finished.sum().item<int64_t>();
+      if (done == R) break;
+      if (worth_dropping(done, R)) {
+        auto keep = finished.logical_not().nonzero().squeeze(1);  // [R'] rows still decoding
+        live = live.index_select(0, keep);
+        caps_live = caps_live.index_select(0, keep);
+        y = y.index_select(0, keep);
+        finished = finished.index_select(0, keep);
+        scorer.keep(state, keep);
+      }
     }
-    auto tok = torch::stack(tokens, 1).cpu();  // [B, L]
+    auto tok = tokens.cpu();  // [B, steps]
     auto sc = score.cpu();
-    torch::Tensor att;
-    if (with_attention) att = torch::stack(alphas, 1).to(torch::kFloat).cpu();  // [B, L, S]
+    if (with_attention) att = att.cpu();
     std::vector<std::vector<Hypothesis>> result(B);
     auto ta = tok.accessor<int64_t, 2>();
     auto ended = tok.eq(kEosId).logical_or(tok.eq(kPadId)).to(torch::kInt64).cumsum(1).eq(0).sum(1);  // [B] ids each
@@ -90,11 +112,13 @@ class GreedySearch : public Search {
 };
 
 
-// Beam search. Each step is one decoder call on [B*K] rows, one top-k over
-// [B, K*V] candidates and index gathers; bookkeeping stays on the device.
-// Finished hypotheses remain in the beam, extended by padding at no cost, so
-// they compete with live ones by normalized score until the end. The search
-// stops when every hypothesis of every sentence has finished.
+// Beam search. Each step is one decoder call on [B'*K] rows (the K
+// hypotheses of each live sentence), one top-k over [B', K*V] candidates and
+// index gathers; bookkeeping stays on the device. Finished hypotheses remain
+// in the beam, extended by padding at no cost, so they compete with live ones
+// by normalized score until their sentence ends; a sentence ends when all its
+// K hypotheses have finished, and then leaves the batch. The search stops
+// when every sentence has ended.
 class BeamSearch : public Search {
  public:
   explicit BeamSearch(const SearchOptions& opt) : opt_(opt) {}
@@ -109,17 +133,22 @@ class BeamSearch : public Search {
     auto state = scorer.start(batch, K);  // rows b*K + k: the K hypotheses of sentence b
     auto caps = length_caps(batch, opt_);                             // [B] on CPU
     const int64_t steps = caps.max().item<int64_t>() + 1;
-    auto capsK = caps.to(device).repeat_interleave(K).unsqueeze(1);   // [B*K, 1]
     const int64_t S = batch.src.size(1);
 
-    auto y = torch::full({B * K}, kBosId, i64);
-    auto score = torch::full({B, K}, kNegInf, f32);   // raw log-probability sums
-    score.select(1, 0).fill_(0);                      // one live hypothesis per sentence at first
-    auto finished = torch::zeros({B, K}, i64.dtype(torch::kBool));
-    auto length = torch::zeros({B, K}, i64);          // tokens emitted, EOS included
-    auto history = torch::empty({B, K, 0}, i64);      // [B, K, t]
-    auto att_history = torch::empty({B, K, 0, S}, f32);  // [B, K, t, S] when with_attention
-    const auto row0 = (torch::arange(B, i64) * K).unsqueeze(1);  // [B, 1] first row of each sentence
+    // Every sentence's beam as it ended, written when it leaves the batch.
+    Beams out{torch::full({B, K}, kNegInf, f32), torch::zeros({B, K}, i64),
+              torch::full({B, K, steps}, kPadId, i64),
+              with_attention ? torch::zeros({B, K, steps, S}, f32) : torch::Tensor()};
+    // The live sentences' beams: B' of them, sentence i being live[i].
+    auto live = torch::arange(B, i64);                                // [B']
+    auto capsK = caps.to(device).repeat_interleave(K).unsqueeze(1);   // [B'*K, 1]
+    auto y = torch::full({B * K}, kBosId, i64);                       // [B'*K]
+    Beams cur{torch::full({B, K}, kNegInf, f32),  // raw log-probability sums
+              torch::zeros({B, K}, i64),          // tokens emitted, EOS included
+              torch::empty({B, K, 0}, i64),       // [B', K, t]
+              with_attention ? torch::empty({B, K, 0, S}, f32) : torch::Tensor()};  // [B', K, t, S]
+    cur.score.select(1, 0).fill_(0);              // one live hypothesis per sentence at first
+    auto finished = torch::zeros({B, K}, i64.dtype(torch::kBool));  // [B', K]
     // Rows that may only end (at the length cap) or only pad (finished).
     auto eos_mask = torch::full({1, V}, kNegInf, f32);
     eos_mask.select(1, kEosId).fill_(0);
@@ -127,50 +156,83 @@ class BeamSearch : public Search {
     pad_only.select(1, kPadId).fill_(0);
 
     for (int64_t t = 0; t < steps; ++t) {
+      const int64_t Bl = live.size(0);
       torch::Tensor alpha;
-      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B*K, V]
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B'*K, V]
       logp = torch::where(capsK.le(t), logp + eos_mask, logp);
-      logp = torch::where(finished.view({B * K, 1}), pad_only.expand({B * K, V}), logp);
-      auto cand = score.unsqueeze(2) + logp.view({B, K, V});              // [B, K, V]
-      auto cand_len = (length + finished.logical_not().to(torch::kInt64)).to(torch::kFloat);  // [B, K]
+      logp = torch::where(finished.view({Bl * K, 1}), pad_only.expand({Bl * K, V}), logp);
+      auto cand = cur.score.unsqueeze(2) + logp.view({Bl, K, V});         // [B', K, V]
+      auto cand_len = (cur.length + finished.logical_not().to(torch::kInt64)).to(torch::kFloat);  // [B', K]
       auto ranked = cand / length_penalty(cand_len, opt_.length_penalty).unsqueeze(2);  // normalized
-      auto top = std::get<1>(ranked.view({B, K * V}).topk(K, 1));         // [B, K]
+      auto top = std::get<1>(ranked.view({Bl, K * V}).topk(K, 1));        // [B', K]
       auto beam = top.div(V, "floor");                                    // hypothesis extended
       auto token = top.remainder(V);                                      // token appended
-      auto rows = (row0 + beam).view({-1});                               // [B*K] rows kept
-      score = cand.view({B, K * V}).gather(1, top);
+      auto rows = ((torch::arange(Bl, i64) * K).unsqueeze(1) + beam).view({-1});  // [B'*K] rows kept
+      cur.score = cand.view({Bl, K * V}).gather(1, top);
       auto was_finished = finished.gather(1, beam);
-      length = length.gather(1, beam) + was_finished.logical_not().to(torch::kInt64);
+      cur.length = cur.length.gather(1, beam) + was_finished.logical_not().to(torch::kInt64);
       finished = was_finished.logical_or(token.eq(kEosId));
-      history = torch::cat({history.gather(1, beam.unsqueeze(2).expand({B, K, history.size(2)})),
-                            token.unsqueeze(2)}, 2);
+      cur.history = torch::cat({cur.history.gather(1, beam.unsqueeze(2).expand({Bl, K, t})),
+                                token.unsqueeze(2)}, 2);
       if (with_attention) {
-        auto prev = att_history.view({B * K, t, S}).index_select(0, rows).view({B, K, t, S});
-        att_history = torch::cat({prev, alpha.to(torch::kFloat).index_select(0, rows).view({B, K, 1, S})}, 2);
+        auto prev = cur.attention.view({Bl * K, t, S}).index_select(0, rows).view({Bl, K, t, S});
+        cur.attention = torch::cat({prev, alpha.to(torch::kFloat).index_select(0, rows).view({Bl, K, 1, S})}, 2);
       }
       y = token.view({-1});
       scorer.reorder(state, rows);
-      if (finished.all().item<bool>()) break;
-    }
 
-    return best_first(batch, score, length, history, att_history, with_attention);
+      auto ended = finished.all(1);  // [B'] every hypothesis finished: nothing of it changes any more
+      const int64_t done = ended.sum().item<int64_t>();
+      if (done == Bl) break;
+      if (worth_dropping(done, Bl)) {
+        out.write(cur.select(ended.nonzero().squeeze(1)), live.masked_select(ended));
+        auto keep = ended.logical_not().nonzero().squeeze(1);  // [B''] sentences still decoding
+        auto keep_rows = ((keep * K).unsqueeze(1) + torch::arange(K, i64)).view({-1});  // [B''*K]
+        cur = cur.select(keep);
+        live = live.index_select(0, keep);
+        finished = finished.index_select(0, keep);
+        capsK = capsK.index_select(0, keep_rows);
+        y = y.index_select(0, keep_rows);
+        scorer.keep(state, keep_rows);
+      }
+    }
+    out.write(cur, live);
+    return best_first(batch, out, with_attention);
   }
 
  private:
+  // Beams of some sentences: score, length [B, K]; history [B, K, t];
+  // attention [B, K, t, S] (undefined without attention).
+  struct Beams {
+    torch::Tensor score, length, history, attention;
+
+    // The beams of sentences `idx` [n] (int64), in that order.
+    Beams select(const torch::Tensor& idx) const {
+      return {score.index_select(0, idx), length.index_select(0, idx), history.index_select(0, idx),
+              attention.defined() ? attention.index_select(0, idx) : torch::Tensor()};
+    }
+    // Stores `beams` (of t <= this history's steps) as the beams of sentences `idx` [n].
+    void write(const Beams& beams, const torch::Tensor& idx) {
+      score.index_copy_(0, idx, beams.score);
+      length.index_copy_(0, idx, beams.length);
+      history.narrow(2, 0, beams.history.size(2)).index_copy_(0, idx, beams.history);
+      if (attention.defined())
+        attention.narrow(2, 0, beams.attention.size(2)).index_copy_(0, idx, beams.attention);
+    }
+  };
+
   // The n_best hypotheses of each sentence, best normalized score first.
   // score, length [B, K]; history [B, K, t]; att_history [B, K, t, S].
-  std::vector<std::vector<Hypothesis>> best_first(const Batch& batch, const torch::Tensor& score,
-                                                  const torch::Tensor& length, const torch::Tensor& history,
-                                                  const torch::Tensor& att_history, bool with_attention) const {
+  std::vector<std::vector<Hypothesis>> best_first(const Batch& batch, const Beams& beams, bool with_attention) const {
     const int64_t B = batch.size(), K = opt_.beam_size;
-    auto norm = score / length_penalty(length.to(torch::kFloat), opt_.length_penalty);  // [B, K]
+    auto norm = beams.score / length_penalty(beams.length.to(torch::kFloat), opt_.length_penalty);  // [B, K]
     auto order = std::get<1>(norm.sort(1, /*descending=*/true));  // best first
-    auto tok = history.cpu();
-    auto len = length.cpu();
-    auto sc = score.cpu();
+    auto tok = beams.history.cpu();
+    auto len = beams.length.cpu();
+    auto sc = beams.score.cpu();
     auto nm = norm.cpu();
     auto ord = order.cpu();
-    torch::Tensor att = with_attention ? att_history.cpu() : torch::Tensor();
+    torch::Tensor att = with_attention ? beams.attention.cpu() : torch::Tensor();
     const int64_t n_best = std::min(opt_.n_best, K);
     std::vector<std::vector<Hypothesis>> result(B);
     for (int64_t b = 0; b < B; ++b) {
