@@ -149,26 +149,34 @@ class BeamSearch : public Search {
               with_attention ? torch::empty({B, K, 0, S}, f32) : torch::Tensor()};  // [B', K, t, S]
     cur.score.select(1, 0).fill_(0);              // one live hypothesis per sentence at first
     auto finished = torch::zeros({B, K}, i64.dtype(torch::kBool));  // [B', K]
-    // Rows that may only end (at the length cap) or only pad (finished).
-    auto eos_mask = torch::full({1, V}, kNegInf, f32);
-    eos_mask.select(1, kEosId).fill_(0);
-    auto pad_only = torch::full({1, V}, kNegInf, f32);
-    pad_only.select(1, kPadId).fill_(0);
+    // A row's own k best continuations contain every one of its candidates
+    // that can make the beam (a row's candidates share its score and length
+    // penalty, so they rank within the row as its log-probabilities do): the
+    // beam is chosen among the K * k of them instead of all K * V.
+    const int64_t k = std::min(K, V);
+    const auto first = torch::arange(k, i64).eq(0).unsqueeze(0);  // [1, k] true in column 0
+    const auto no_lp = torch::full({1, k}, kNegInf, f32);
 
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t Bl = live.size(0);
       torch::Tensor alpha;
       auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B'*K, V]
-      logp = torch::where(capsK.le(t), logp + eos_mask, logp);
-      logp = torch::where(finished.view({Bl * K, 1}), pad_only.expand({Bl * K, V}), logp);
-      auto cand = cur.score.unsqueeze(2) + logp.view({Bl, K, V});         // [B', K, V]
+      auto [top_lp, top_id] = logp.topk(k, 1);                            // [B'*K, k]
+      // A row at its length cap may only end; a finished row only pads, at no cost.
+      auto capped = capsK.le(t);                                          // [B'*K, 1]
+      top_lp = torch::where(capped, torch::where(first, logp.narrow(1, kEosId, 1), no_lp), top_lp);
+      top_id = torch::where(capped, torch::full_like(top_id, kEosId), top_id);
+      auto done_row = finished.view({Bl * K, 1});
+      top_lp = torch::where(done_row, torch::where(first, torch::zeros_like(no_lp), no_lp), top_lp);
+      top_id = torch::where(done_row, torch::full_like(top_id, kPadId), top_id);
+      auto cand = cur.score.unsqueeze(2) + top_lp.view({Bl, K, k});       // [B', K, k]
       auto cand_len = (cur.length + finished.logical_not().to(torch::kInt64)).to(torch::kFloat);  // [B', K]
       auto ranked = cand / length_penalty(cand_len, opt_.length_penalty).unsqueeze(2);  // normalized
-      auto top = std::get<1>(ranked.view({Bl, K * V}).topk(K, 1));        // [B', K]
-      auto beam = top.div(V, "floor");                                    // hypothesis extended
-      auto token = top.remainder(V);                                      // token appended
+      auto top = std::get<1>(ranked.view({Bl, K * k}).topk(K, 1));        // [B', K]
+      auto beam = top.div(k, "floor");                                    // hypothesis extended
+      auto token = top_id.view({Bl, K * k}).gather(1, top);               // token appended
       auto rows = ((torch::arange(Bl, i64) * K).unsqueeze(1) + beam).view({-1});  // [B'*K] rows kept
-      cur.score = cand.view({Bl, K * V}).gather(1, top);
+      cur.score = cand.view({Bl, K * k}).gather(1, top);
       auto was_finished = finished.gather(1, beam);
       cur.length = cur.length.gather(1, beam) + was_finished.logical_not().to(torch::kInt64);
       finished = was_finished.logical_or(token.eq(kEosId));

@@ -114,7 +114,7 @@ int64_t count_input_lines(const std::string& input) {
 
 StreamSummary translate_stream(const StreamOptions& opt) {
   opt.validate();
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto load_start = std::chrono::steady_clock::now();
   const auto device = start_runtime(opt.runtime);
   if (opt.model_paths.empty()) throw Error("no model: give -m MODEL.ckpt (several for an ensemble)");
   if (opt.info) {
@@ -128,10 +128,12 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
   Translator tr(members, opt.model_paths);
   const auto& first = members.front().options;
-  spdlog::info("loaded {} ({} attention, {} decoder{}) on {}", fmt::join(opt.model_paths, ", "),
+  // The translation rate counts from here: loading is logged on its own.
+  const auto t0 = std::chrono::steady_clock::now();
+  spdlog::info("loaded {} ({} attention, {} decoder{}) on {} in {:.2f}s", fmt::join(opt.model_paths, ", "),
                to_string(first.attention), to_string(first.decoder),
                members.size() > 1 ? ", an ensemble of " + std::to_string(members.size()) : std::string(),
-               describe_device(device));
+               describe_device(device), std::chrono::duration<double>(t0 - load_start).count());
   OutputFile out(opt.output);
   StreamSummary sum;
   if (opt.score_mode) {

@@ -12,7 +12,7 @@ namespace nmt {
 struct StreamSummary {
   int64_t sentences = 0;
   int64_t output_tokens = 0;  // target pieces (SentencePiece), not words
-  double seconds = 0;
+  double seconds = 0;         // translating (or scoring) only: loading the models is not counted
   // With a reference (else -1): BLEU as --tokenize and --lowercase chose
   // (default: sacreBLEU's cased 13a), 13a BLEU with -lc, BLEU with --tokenize
   // none (multi-bleu on tokenized text), chrF2, exact match.
