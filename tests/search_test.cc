@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/quantized.h"
 #include "search/translator.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
@@ -133,6 +134,53 @@ TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
     }
     EXPECT_GE(caps.size(), 5u) << "sentences should end at several different steps";
   }
+}
+
+// --int8: the output projection in int8 gives logits within about 1% of
+// the float ones (the quantization's resolution), only without autograd,
+// and switching it off restores the float logits exactly; search runs on it.
+TEST(SearchTest, Int8OutputProjection) {
+  if (!nmt::Int8Linear::available()) GTEST_SKIP() << "this LibTorch has no quantized CPU engine";
+  auto model = tiny_model(9);
+  const auto ex = source_examples(6, 16);
+  const auto b = nmt::make_batch(ex, iota(6), false);
+  auto logits = [&] {
+    auto enc = model->encoder->forward(b.src, b.src_len);
+    auto y = torch::full({6}, nmt::kBosId, torch::kLong);
+    return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [6, V]
+  };
+  torch::Tensor fp, q, grad_on, back;
+  {
+    torch::NoGradGuard ng;
+    fp = logits();
+    model->decoder->set_int8_output(true);
+    ASSERT_TRUE(model->decoder->int8_output());
+    q = logits();
+  }
+  grad_on = logits().detach();  // autograd records: the float weights
+  {
+    torch::NoGradGuard ng;
+    const double range = fp.abs().max().item<double>();
+    const double err = (q - fp).abs().max().item<double>();
+    EXPECT_LE(err, 0.02 * range) << "int8 logits too far from float";
+    EXPECT_GT(err, 0.0) << "int8 should not equal float exactly: is it running?";
+    EXPECT_TRUE(torch::allclose(grad_on, fp, 1e-4, 1e-5));  // float (the step path may differ in rounding)
+    const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, b, false);
+    EXPECT_EQ(hyps.size(), 6u);
+    model->decoder->set_int8_output(false);
+    EXPECT_FALSE(model->decoder->int8_output());
+    back = logits();
+  }
+  EXPECT_TRUE(torch::equal(back, fp));
+  // The layer alone, against a float product, at a shape a search meets.
+  torch::manual_seed(3);
+  auto w = torch::randn({300, 64}) * 0.1, bias = torch::randn({300}), x = torch::tanh(torch::randn({5, 7, 64}));
+  nmt::Int8Linear lin(w, bias);
+  c10::InferenceMode im;
+  const auto ref = torch::nn::functional::linear(x, w, bias);
+  const auto got = lin(x);
+  ASSERT_EQ(got.sizes(), ref.sizes());
+  EXPECT_LE((got - ref).abs().max().item<double>(), 0.02 * ref.abs().max().item<double>());
 }
 
 TEST(SearchTest, AttentionRowsSumToOne) {

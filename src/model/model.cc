@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/quantized.h"
 #include "model/recurrence.h"
 #include "text/tokenizer.h"
 
@@ -161,8 +162,19 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
 }
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey) {
-  auto t = torch::tanh(deep(torch::cat({s, c, ey}, -1)));  // [.., E]
-  return F::linear(drop(t), out_weight, out_bias);          // [.., V]
+  auto t = drop(torch::tanh(deep(torch::cat({s, c, ey}, -1))));  // [.., E]
+  if (out_int8_ && !torch::GradMode::is_enabled() && t.device().is_cpu()) return (*out_int8_)(t);
+  return F::linear(t, out_weight, out_bias);  // [.., V]
+}
+
+void DecoderImpl::set_int8_output(bool on) {
+  if (!on) {
+    out_int8_.reset();
+    return;
+  }
+  if (!out_weight.device().is_cpu())
+    throw Error("int8 decoding runs on the CPU only (the model is on " + out_weight.device().str() + ")");
+  out_int8_ = std::make_shared<const Int8Linear>(out_weight, out_bias);
 }
 
 bool DecoderImpl::optimized() const {

@@ -7,9 +7,13 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/nn.h>
 
+#include <memory>
+
 #include "base/options.h"
 
 namespace nmt {
+
+class Int8Linear;  // model/quantized.h
 
 // GRU update from precomputed gate pre-activations, in GRUCell's gate order
 // (reset, update, new): gi = W_i x + b_i and gh = W_h h + b_h [B, 3D], h [B, D].
@@ -143,6 +147,14 @@ class DecoderImpl : public torch::nn::Module {
   };
   void set_path(Path p) { path_ = p; }
 
+  // With `on`, steps taken without autograd on the CPU compute the logits
+  // with an int8 copy of the output projection (quantized.h), made now from
+  // the current weights; without, with the float weights again. Throws
+  // nmt::Error when the model is not on the CPU or this LibTorch has no
+  // quantized engine.
+  void set_int8_output(bool on);
+  bool int8_output() const { return out_int8_ != nullptr; }
+
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V]
   torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
@@ -171,6 +183,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]
   torch::nn::Dropout drop{nullptr};
+  std::shared_ptr<const Int8Linear> out_int8_;  // set_int8_output(): [V, E] in int8
 };
 TORCH_MODULE(Decoder);
 

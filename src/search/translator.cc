@@ -47,6 +47,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     state_bytes += 4 * (2 * mo.enc_hidden + 3 * mo.dec_hidden + 2 * std::max(mo.attn_dim, mo.dec_hidden));
   }
   InferenceScope scope(models_);
+  for (auto& m : models_)
+    if (m->decoder->int8_output() != opt.int8) m->decoder->set_int8_output(opt.int8);
   Scorer scorer(models_);
   const auto device = models_.front()->parameters().front().device();
 
