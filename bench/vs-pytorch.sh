@@ -27,7 +27,10 @@
 # (sentences of the fixed-shape training rows, default "64"), NMT_BENCH_PAIRS
 # (6000), NMT_BENCH_VALID (500), NMT_BENCH_CKPT (a checkpoint to decode with,
 # e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model;
-# default: one trained here on the subset for 2 epochs).
+# default: one trained here on the subset for 2 epochs), NMT_BENCH_ONLY
+# ("decode": only the decoding rows and the peak; default: every row).
+# Decoding rows on text also run nmt-translate --int8 (side "nmt-int8":
+# the output projection in int8), its lines compared with the float ones.
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
 # Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
@@ -41,6 +44,12 @@ local pairs=${NMT_BENCH_PAIRS:-6000} nvalid=${NMT_BENCH_VALID:-500}
 local work=runs/vs-pytorch ref=bench/reference/nmt_ref.py
 local py=${NMT_PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch (the same LibTorch and BLAS)
 local dev=${NMT_BENCH_DEVICE:-cpu} fixed_batches=${NMT_BENCH_FIXED_BATCHES:-64}
+local train_rows=1
+case ${NMT_BENCH_ONLY:-} in
+  "") ;;
+  decode) train_rows=0 fixed_batches="" ;;
+  *) echo "vs-pytorch.sh: NMT_BENCH_ONLY is 'decode' or unset, not '$NMT_BENCH_ONLY'" >&2; exit 1 ;;
+esac
 for exe in nmt-train nmt-translate nmt-bench-step; do
   [[ -x $bin/$exe ]] || { echo "vs-pytorch.sh: build nmt first (scripts/build.sh): no $bin/$exe" >&2; exit 1; }
 done
@@ -79,7 +88,7 @@ for ((r = 1; r <= rounds; r++)); do
   echo "round $r of $rounds" >&2
   # Training on Multi30k batches, one epoch of the subset.
   local j
-  if ((text_rows)); then
+  if ((text_rows && train_rows)); then
     rm -rf "$work/nmt-train"
     "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
       2>"$work/nmt-train.log"
@@ -93,8 +102,8 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
   fi
   # Training at a fixed shape (64 sentences: row train_fixed_tok_s; others train_fixed_bN_tok_s).
-  local B row
-  for B in $fixed_batches; do
+  local B row train_batches=$fixed_batches
+  for B in $train_batches; do
     row=train_fixed_tok_s
     ((B == 64)) || row=train_fixed_b${B}_tok_s
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
@@ -118,6 +127,14 @@ for ((r = 1; r <= rounds; r++)); do
       record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
       record "$r" both "decode_b${beam}_same_lines" \
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+      if [[ $dev == cpu ]]; then
+        "$bin/nmt-translate" -m "$ckpt" -b "$beam" --int8 --threads "$threads" --device "$dev" -i "$work/val.en" \
+          -o "$work/nmt-int8-b$beam.out" 2>"$work/nmt-int8-b$beam.log"
+        record "$r" nmt-int8 "decode_b${beam}_sent_s" \
+          "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-int8-b$beam.log")"
+        record "$r" both "decode_b${beam}_int8_same_lines" \
+          "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-int8-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+      fi
     fi
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
@@ -129,7 +146,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # Contention (CPU): nmt-train beside one busy single-threaded process.
-if [[ $dev == cpu ]] && ((text_rows)); then
+if [[ $dev == cpu ]] && ((text_rows && train_rows)); then
   "$py" -c "while True: pass" &
   local busy=$!
   rm -rf "$work/nmt-train"
@@ -175,6 +192,9 @@ for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b
     table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
                   "nmt_plain": q, "nmt_over_plain": n / q if n and q else None,
                   "nmt_optimized": med.get(("nmt-optimized", row)),
+                  "nmt_int8": med.get(("nmt-int8", row)),
+                  "int8_ratio": med[("nmt-int8", row)] / p if ("nmt-int8", row) in med and p else None,
+                  "nmt_int8_rounds": values.get(("nmt-int8", row)),
                   "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row)),
                   "nmt_plain_rounds": values.get(("nmt-plain", row)),
                   "nmt_optimized_rounds": values.get(("nmt-optimized", row))})
@@ -184,6 +204,7 @@ fpt = flops["flops_per_tgt_token"]
 result = {
     "table": table,
     "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
+    "int8_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_int8_same_lines")) for b in (1, 5)},
     "valid_sentences": int(nvalid), "train_pairs": int(pairs), "decode_checkpoint": ckpt,
     "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None,
                    "beside_one_busy_fixed_threads_tok_s": busy_fixed,
@@ -201,12 +222,12 @@ with open(out + ".part", "w") as f:
     f.write("\n")
 import os
 os.replace(out + ".part", out)
-print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10}")
+print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} {'nmt-int8':>10} {'int8/pt':>7}")
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
     rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
     print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
-          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])}")
+          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} {fmt(t['nmt_int8'])} {rnd(t['int8_ratio'], 7)}")
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
       f"achieved {result['achieved_gflops_training']}")
