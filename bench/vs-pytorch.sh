@@ -80,6 +80,9 @@ if [[ ! -f $work/model/last.ckpt ]]; then
   "$bin/nmt-train" "${common[@]}" -o "$work/model" --max-epochs 2 2>"$work/model.log"
 fi
 local ckpt=${NMT_BENCH_CKPT:-$work/model/last.ckpt}
+[[ -n ${NMT_BENCH_CKPT:-} ]] ||
+  echo "vs-pytorch.sh: decoding with a model trained here for 2 epochs, whose translations run to their length" \
+       "caps; set NMT_BENCH_CKPT to a trained model for decoding figures that say something" >&2
 local spm_dir
 spm_dir=$(dirname "$ckpt")
 local src_spm=$work/model/src.spm.model tgt_spm=$work/model/tgt.spm.model
