@@ -7,8 +7,8 @@
 #   bench/vs-pytorch.sh [ROUNDS] [DATA_DIR]     (default 3, ../shared/data/multi30k)
 #
 # Rows: training target tokens/s on Multi30k batches planned as nmt-train
-# plans them (configs/multi30k-en-de.toml: 4096-token budget, at most 128
-# sentences; the first NMT_BENCH_PAIRS pairs of the tokenized training split,
+# plans them (configs/multi30k-en-de.toml's sizes, Bahdanau decoder, 4096-token
+# budget, at most 128 sentences; the first NMT_BENCH_PAIRS pairs of the tokenized training split,
 # one epoch) and at a fixed shape (64 sentences x 16/16 pieces); greedy and
 # beam-5 sentences/s translating NMT_BENCH_VALID val sentences with the same
 # weights (both sides' outputs are compared line by line) and at a fixed
@@ -73,7 +73,9 @@ head -n "$nvalid" "$data/val.lc.norm.tok.en" >"$work/val.en"
 
 # SentencePiece models (and a model to decode with): one short nmt-train run.
 local config=configs/multi30k-en-de.toml
+# The mirror's model and batches (nmt_ref.py's defaults), whatever the config's quality recipe says.
 local common=(--config "$config" --threads "$threads" --device "$dev" --train-src "$work/train.en" --train-tgt "$work/train.de"
+              --decoder bahdanau --batch-tokens 4096 --max-batch-sentences 128 --lr-decay-start 0 --average 0
               --log-every 100000 --keep-checkpoints 0)
 if [[ ! -f $work/model/last.ckpt ]]; then
   rm -rf "$work/model"
