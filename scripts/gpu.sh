@@ -21,7 +21,7 @@
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 3)
-#   multi30k  scripts/multi30k.sh on the device (tok form, the CPU run's flags),
+#   multi30k  scripts/multi30k.sh on the device (tok form, the config's recipe),
 #             stopped before the command's 10 minutes and resumed by the next call
 set -euo pipefail
 
@@ -141,9 +141,9 @@ bench_step() {
 multi30k_step() {
   local build=$1 out=$2 device=$3 data=$4 budget=$5
   deps_env
-  local flags="--device $device --decoder cgru --average 3 --max-epochs 12 --lr-patience 1"
+  local flags="--device $device"  # the rest is the config's recipe
   [[ ${NMT_GPU_TINY:-0} == 1 ]] &&
-    flags="--device $device --decoder cgru --average 3 --max-epochs 2 --emb-dim 32 --enc-hidden 32 --dec-hidden 64 --attn-dim 64"
+    flags="--device $device --max-epochs 2 --emb-dim 32 --enc-hidden 32 --dec-hidden 64 --attn-dim 64"
   local rc=0
   NMT_BUILD_DIR=$build NMT_RUN=runs/gpu-multi30k NMT_TRAIN_FLAGS=$flags \
     timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" en-de tok >"$out/multi30k.log" 2>&1 || rc=$?
