@@ -30,7 +30,9 @@
 # default: one trained here on the subset for 2 epochs), NMT_BENCH_ONLY
 # ("decode": only the decoding rows and the peak; default: every row).
 # Decoding rows on text also run nmt-translate --int8 (side "nmt-int8":
-# the output projection in int8), its lines compared with the float ones.
+# the output projection in int8) and --shortlist (side "nmt-shortlist": a
+# lexical shortlist, nmt-align's ibm2 table of the whole tokenized training
+# split over the checkpoint's pieces), their lines compared with the float ones.
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
 # Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
@@ -50,7 +52,7 @@ case ${NMT_BENCH_ONLY:-} in
   decode) train_rows=0 fixed_batches="" ;;
   *) echo "vs-pytorch.sh: NMT_BENCH_ONLY is 'decode' or unset, not '$NMT_BENCH_ONLY'" >&2; exit 1 ;;
 esac
-for exe in nmt-train nmt-translate nmt-bench-step; do
+for exe in nmt-train nmt-translate nmt-align nmt-bench-step; do
   [[ -x $bin/$exe ]] || { echo "vs-pytorch.sh: build nmt first (scripts/build.sh): no $bin/$exe" >&2; exit 1; }
 done
 "$py" -c "import torch" 2>/dev/null ||
@@ -88,6 +90,15 @@ local ckpt=${NMT_BENCH_CKPT:-$work/model/last.ckpt}
 local spm_dir
 spm_dir=$(dirname "$ckpt")
 local src_spm=$work/model/src.spm.model tgt_spm=$work/model/tgt.spm.model
+
+# The lexical shortlist's table: ibm2 over the checkpoint's pieces of the whole training split.
+local lex=$work/lex.tsv
+if ((text_rows)); then
+  zcat "$data/train.lc.norm.tok.en.gz" >"$work/lex-train.en"
+  zcat "$data/train.lc.norm.tok.de.gz" >"$work/lex-train.de"
+  "$bin/nmt-align" --aligner ibm2 --format lex -m "$ckpt" --src "$work/lex-train.en" --tgt "$work/lex-train.de" \
+    --threads "$threads" -o "$lex" 2>"$work/lex.log"
+fi
 
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r of $rounds" >&2
@@ -140,6 +151,12 @@ for ((r = 1; r <= rounds; r++)); do
         record "$r" both "decode_b${beam}_int8_same_lines" \
           "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-int8-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
       fi
+      "$bin/nmt-translate" -m "$ckpt" -b "$beam" --shortlist "$lex" --threads "$threads" --device "$dev" \
+        -i "$work/val.en" -o "$work/nmt-shortlist-b$beam.out" 2>"$work/nmt-shortlist-b$beam.log"
+      record "$r" nmt-shortlist "decode_b${beam}_sent_s" \
+        "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-shortlist-b$beam.log")"
+      record "$r" both "decode_b${beam}_shortlist_same_lines" \
+        "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-shortlist-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
     fi
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
@@ -200,6 +217,9 @@ for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b
                   "nmt_int8": med.get(("nmt-int8", row)),
                   "int8_ratio": med[("nmt-int8", row)] / p if ("nmt-int8", row) in med and p else None,
                   "nmt_int8_rounds": values.get(("nmt-int8", row)),
+                  "nmt_shortlist": med.get(("nmt-shortlist", row)),
+                  "shortlist_ratio": med[("nmt-shortlist", row)] / p if ("nmt-shortlist", row) in med and p else None,
+                  "nmt_shortlist_rounds": values.get(("nmt-shortlist", row)),
                   "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row)),
                   "nmt_plain_rounds": values.get(("nmt-plain", row)),
                   "nmt_optimized_rounds": values.get(("nmt-optimized", row))})
@@ -210,6 +230,7 @@ result = {
     "table": table,
     "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
     "int8_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_int8_same_lines")) for b in (1, 5)},
+    "shortlist_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_shortlist_same_lines")) for b in (1, 5)},
     "valid_sentences": int(nvalid), "train_pairs": int(pairs), "decode_checkpoint": ckpt,
     "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None,
                    "beside_one_busy_fixed_threads_tok_s": busy_fixed,
@@ -227,12 +248,14 @@ with open(out + ".part", "w") as f:
     f.write("\n")
 import os
 os.replace(out + ".part", out)
-print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} {'nmt-int8':>10} {'int8/pt':>7}")
+print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
+      f"{'nmt-int8':>10} {'int8/pt':>7} {'shortlist':>10} {'sl/pt':>7}")
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
     rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
     print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
-          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} {fmt(t['nmt_int8'])} {rnd(t['int8_ratio'], 7)}")
+          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} {fmt(t['nmt_int8'])} {rnd(t['int8_ratio'], 7)} "
+          f"{fmt(t['nmt_shortlist'])} {rnd(t['shortlist_ratio'], 7)}")
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
       f"achieved {result['achieved_gflops_training']}")

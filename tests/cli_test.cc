@@ -764,3 +764,47 @@ TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
+  const auto dir = temp_dir("cli_lex");
+  const auto files = nmt::test::write_toy_corpus(dir, 300, 20);
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  auto r = run("nmt-align", "--aligner ibm2 --format lex --lex-best 5 -m " + quote(ckpt) + " --src " +
+                                quote(files.train_src) + " --tgt " + quote(files.train_tgt) + " -o " +
+                                quote(dir + "/lex.tsv"),
+               dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto table = lines_of(read_bytes(dir + "/lex.tsv"));
+  ASSERT_FALSE(table.empty());
+  std::map<std::string, int> per_source;
+  for (const auto& line : table) {
+    const auto cols = nmt::split_ws(line);  // pieces hold no ASCII whitespace
+    ASSERT_EQ(cols.size(), 3u) << line;
+    const double p = std::stod(cols[2]);
+    EXPECT_TRUE(p > 0 && p <= 1) << line;
+    EXPECT_LE(++per_source[cols[0]], 5) << line;
+  }
+  // Whole vocabulary as frequent pieces: the shortlist changes nothing.
+  const std::string common = "-m " + quote(ckpt) + " -i " + quote(files.valid_src) + " --threads 1";
+  r = run("nmt-translate", common + " -o " + quote(dir + "/plain.txt"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("nmt-translate",
+          common + " --shortlist " + quote(dir + "/lex.tsv") + " --shortlist-frequent 100000 -o " + quote(dir + "/all.txt"),
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_bytes(dir + "/plain.txt"), read_bytes(dir + "/all.txt"));
+  // The table's own candidates: every line translated.
+  r = run("nmt-translate", common + " -b 3 --shortlist " + quote(dir + "/lex.tsv") + " -o " + quote(dir + "/listed.txt"),
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(read_bytes(dir + "/listed.txt")).size(), lines_of(read_bytes(files.valid_src)).size());
+  // A broken table: one line naming the file and line, and the output file untouched.
+  nmt::test::write_lines(dir + "/bad.tsv", {table[0], "only\ttwo"});
+  r = run("nmt-translate", common + " --shortlist " + quote(dir + "/bad.tsv") + " -o " + quote(dir + "/plain.txt"), dir);
+  nmt::test::expect_one_line_error(r, {"bad.tsv:2:", "expected source_piece<TAB>target_piece<TAB>probability"});
+  EXPECT_FALSE(read_bytes(dir + "/plain.txt").empty());
+}
+
+}  // namespace

@@ -109,13 +109,16 @@ TEST(OptionsTest, SearchAndTranslationOptionsOutOfRange) {
   expect_refused<S>(S{}, [](S& o) { o.max_length = 0; }, "--max-length");
   expect_refused<S>(S{}, [](S& o) { o.n_best = 2; }, "--n-best");
   using R = nmt::StreamOptions;
-  expect_refused<R>(R{}, [](R& o) { o.window = 0; }, "--window");
-  expect_refused<R>(R{}, [](R& o) { o.max_line_bytes = 0; }, "--max-line-bytes");
-  expect_refused<R>(R{}, [](R& o) { o.runtime.threads = -3; }, "--threads");
-  expect_refused<R>(R{}, [](R& o) { o.translate.batch_sentences = 0; }, "--batch-size");
-  expect_refused<R>(R{}, [](R& o) { o.translate.batch_tokens = -1; }, "--batch-tokens");
-  expect_refused<R>(R{}, [](R& o) { o.translate.max_input_length = -1; }, "--max-input-length");
-  expect_refused<R>(R{}, [](R& o) { o.translate.search.length_penalty = kNan; }, "--length-penalty");
+  const R stream;  // (one object: R{} temporaries trip a false -Wmaybe-uninitialized in GCC 12)
+  expect_refused<R>(stream, [](R& o) { o.window = 0; }, "--window");
+  expect_refused<R>(stream, [](R& o) { o.max_line_bytes = 0; }, "--max-line-bytes");
+  expect_refused<R>(stream, [](R& o) { o.runtime.threads = -3; }, "--threads");
+  expect_refused<R>(stream, [](R& o) { o.translate.batch_sentences = 0; }, "--batch-size");
+  expect_refused<R>(stream, [](R& o) { o.translate.batch_tokens = -1; }, "--batch-tokens");
+  expect_refused<R>(stream, [](R& o) { o.translate.max_input_length = -1; }, "--max-input-length");
+  expect_refused<R>(stream, [](R& o) { o.translate.search.length_penalty = kNan; }, "--length-penalty");
+  expect_refused<R>(stream, [](R& o) { o.translate.shortlist.best = 0; }, "--shortlist-best");
+  expect_refused<R>(stream, [](R& o) { o.translate.shortlist.frequent = -1; }, "--shortlist-frequent");
 }
 
 TEST(OptionsTest, AlignmentOptionsOutOfRange) {
@@ -135,6 +138,16 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   EXPECT_NO_THROW(free_mode.validate());
   expect_refused<A>(free_mode, [](A& o) { o.tgt = "a.tgt"; }, "--beam-size");
   expect_refused<A>(free_mode, [](A& o) { o.tsv = "pairs.tsv"; }, "--beam-size");
+  // The lexical table is ibm2's, over a model's pieces.
+  A lex;
+  lex.format = nmt::AlignFormat::kLex;
+  lex.aligner = nmt::Aligner::kIbm2;
+  lex.model_path = "m.ckpt";
+  EXPECT_NO_THROW(lex.validate());
+  expect_refused<A>(lex, [](A& o) { o.aligner = nmt::Aligner::kAttention; }, "--aligner ibm2");
+  expect_refused<A>(lex, [](A& o) { o.model_path.clear(); }, "--model");
+  expect_refused<A>(lex, [](A& o) { o.eval_gold = "gold.txt"; }, "one table");
+  expect_refused<A>(lex, [](A& o) { o.lex_best = 0; }, "--lex-best");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -64,6 +65,38 @@ TEST(WordAlignerTest, DiagonalPriorBreaksTiesTowardsTheDiagonal) {
   // "a a" <-> "b b": translation alone cannot tell the links apart.
   const auto aligner = nmt::WordAligner::train({"a a", "a"}, {"b b", "b"});
   EXPECT_EQ(aligner.align("a a", "b b"), (std::set<Link>{{0, 0}, {1, 1}}));
+}
+
+TEST(WordAlignerTest, LexicalTableRanksEachSourceWordsTranslations) {
+  std::vector<std::string> src, tgt;
+  std::vector<std::set<Link>> links;
+  dictionary_corpus(400, 3, &src, &tgt, &links);
+  const auto a = nmt::WordAligner::train(src, tgt);
+  const auto table = a.lexical_table(3, 0.0);
+  ASSERT_FALSE(table.empty());
+  std::set<std::string> sources;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& e = table[i];
+    EXPECT_NE(e.source, "") << "NULL is not a source word of the table";
+    EXPECT_GT(e.prob, 0.0);
+    EXPECT_LE(e.prob, 1.0);
+    EXPECT_NEAR(std::log(e.prob), a.log_translation(e.source, e.target), 1e-5);
+    if (i == 0 || table[i - 1].source != e.source) {
+      EXPECT_TRUE(sources.insert(e.source).second) << e.source << "'s entries are not together";
+      if (i > 0) {
+        EXPECT_LT(table[i - 1].source, e.source) << "source words not in byte order";
+      }
+      // The dictionary's translation comes first: "wK" -> "vK".
+      EXPECT_EQ(e.target, "v" + e.source.substr(1)) << e.source;
+    } else {
+      EXPECT_GE(table[i - 1].prob, e.prob) << e.source << " not most probable first";
+    }
+  }
+  EXPECT_EQ(sources.size(), 30u);
+  for (const auto& s : sources)
+    EXPECT_LE(std::count_if(table.begin(), table.end(), [&](const auto& e) { return e.source == s; }), 3);
+  // A probability floor drops the rest.
+  for (const auto& e : a.lexical_table(100, 0.5)) EXPECT_GE(e.prob, 0.5);
 }
 
 TEST(WordAlignerTest, RejectsBadInput) {

@@ -101,13 +101,14 @@ enum class AlignFormat {
   kTidy,     // attention as one long CSV table: a row per cell
   kPharaoh,  // word links i-j
   kSvg,      // heatmaps
+  kLex,      // ibm2's lexical table over a model's pieces, for nmt-translate --shortlist
 };
 template <>
 struct EnumNames<AlignFormat> {
   static constexpr const char* what = "format";
-  static constexpr std::array<std::pair<AlignFormat, const char*>, 4> values = {{
+  static constexpr std::array<std::pair<AlignFormat, const char*>, 5> values = {{
       {AlignFormat::kCsv, "csv"}, {AlignFormat::kTidy, "tidy"}, {AlignFormat::kPharaoh, "pharaoh"},
-      {AlignFormat::kSvg, "svg"}}};
+      {AlignFormat::kSvg, "svg"}, {AlignFormat::kLex, "lex"}}};
 };
 
 // The units of the matrices written.

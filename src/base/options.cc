@@ -104,11 +104,17 @@ void SearchOptions::validate() const {
                 std::to_string(n_best));
 }
 
+void ShortlistOptions::validate() const {
+  check::in_range("--shortlist-best", best, 1, 1 << 20);
+  check::in_range("--shortlist-frequent", frequent, 0, 1 << 30);
+}
+
 void TranslateOptions::validate() const {
   check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
   check::in_range("--batch-tokens", batch_tokens, 0);
   check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
   search.validate();
+  shortlist.validate();
 }
 
 void StreamOptions::validate() const {
@@ -148,10 +154,21 @@ void AlignRunOptions::validate() const {
   search.validate();
   if (format == AlignFormat::kSvg && output_dir.empty() && heatmap_dir.empty())
     throw UsageError("--format svg writes one file per pair: give --output-dir");
+  check::in_range("--lex-best", lex_best, 1, 1 << 20);
   const bool ibm2 = aligner == Aligner::kIbm2;
-  if (ibm2 && format != AlignFormat::kPharaoh) throw UsageError("the ibm2 aligner gives hard links only: use --format pharaoh");
-  if (ibm2 && (!model_path.empty() || !reverse_model.empty()))
-    throw UsageError("the ibm2 aligner learns from the text: drop --model and --reverse-model");
+  if (format == AlignFormat::kLex) {
+    if (!ibm2) throw UsageError("--format lex is ibm2's lexical table: add --aligner ibm2");
+    if (model_path.empty()) throw UsageError("--format lex needs --model: the table is over that model's pieces");
+    if (!reverse_model.empty() || symmetrize != Symmetrization::kNone || !eval_gold.empty() || !output_dir.empty() ||
+        !heatmap_dir.empty())
+      throw UsageError("--format lex writes one table: drop --reverse-model, --symmetrize, --eval-gold, "
+                       "--output-dir and --heatmap");
+  } else {
+    if (ibm2 && format != AlignFormat::kPharaoh)
+      throw UsageError("the ibm2 aligner gives hard links only: use --format pharaoh (or lex for its table)");
+    if (ibm2 && (!model_path.empty() || !reverse_model.empty()))
+      throw UsageError("the ibm2 aligner learns from the text: drop --model and --reverse-model");
+  }
   const bool symmetric = symmetrize != Symmetrization::kNone;
   if (!ibm2 && symmetric != !reverse_model.empty())
     throw UsageError("symmetrization needs both a reverse model and a method other than none");

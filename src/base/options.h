@@ -216,8 +216,28 @@ struct SearchOptions {
   }
 };
 
+// A lexical shortlist for search (search/shortlist.h).
+struct ShortlistOptions {
+  std::string path;        // lexical table (nmt-align --aligner ibm2 --format lex); "": no shortlist
+  int64_t best = 50;       // translations kept per source piece
+  int64_t frequent = 100;  // the vocabulary's first (most frequent) pieces, always candidates
+
+  // Throws nmt::UsageError naming the first option out of its range.
+  void validate() const;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    const char* g = "Shortlist";
+    v(Field{"shortlist", "Lexical table (nmt-align --aligner ibm2 --format lex): search only the target pieces it "
+                         "lists for the batch's source pieces, and the most frequent ones; faster, translations "
+                         "may change slightly (check BLEU on a dev set)", g}, s.path);
+    v(Field{"shortlist-best", "Translations per source piece taken from the table", g}, s.best);
+    v(Field{"shortlist-frequent", "The vocabulary's first N pieces are always candidates", g}, s.frequent);
+  }
+};
+
 struct TranslateOptions {
   SearchOptions search;
+  ShortlistOptions shortlist;
   int64_t batch_sentences = 64;
   int64_t batch_tokens = 0;
   int64_t max_input_length = 1000;
@@ -234,6 +254,7 @@ struct TranslateOptions {
     v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}, s.max_input_length);
     v(Field{"int8", "CPU: the output projection in int8 (dynamic quantization): faster, translations may change "
                     "slightly (check BLEU on a dev set)", "Search"}, s.int8);
+    ShortlistOptions::fields(s.shortlist, v);
   }
 };
 
@@ -304,6 +325,7 @@ struct AlignRunOptions {
   bool gold_one_based = false;
   WordAlignerOptions ibm;
   std::string ibm_train_src, ibm_train_tgt;  // ibm2: more pairs to learn from (not aligned or written)
+  int64_t lex_best = 100;           // --format lex: translations written per source piece
   SearchOptions search;             // free mode
   int64_t max_pairs = 0;
   RuntimeOptions runtime;

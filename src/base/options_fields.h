@@ -121,10 +121,12 @@ void AlignRunOptions::fields(S& s, V&& v) {
   v(Field{"output", "Output file (default: stdout)", out, "-o"}, s.output);
   v(Field{"format",
           "csv (a matrix block per pair), tidy (one CSV table, a row per cell: pair,tgt_index,tgt_token,src_index,"
-          "src_token,weight), pharaoh (word links i-j; free mode: translation ||| links) or svg (heatmaps); "
-          "default csv, pharaoh for ibm2",
+          "src_token,weight), pharaoh (word links i-j; free mode: translation ||| links), svg (heatmaps) or lex "
+          "(ibm2: the lexical table over --model's pieces, for nmt-translate --shortlist); default csv, pharaoh "
+          "for ibm2",
           out, "-f"},
     s.format);
+  v(Field{"lex-best", "--format lex: the N most probable translations of each source piece", out}, s.lex_best);
   v(Field{"level", "Matrices over subword pieces or words (pieces merged: sum over source, mean over target)", out},
     s.level);
   v(Field{"output-dir", "Write one NNNN.csv (or NNNN.svg) per pair into this folder", out}, s.output_dir);

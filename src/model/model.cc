@@ -161,10 +161,22 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   drop = register_module("drop", torch::nn::Dropout(opt.dropout));
 }
 
-torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey) {
+torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
+                                  const DecoderMemory* mem) {
   auto t = drop(torch::tanh(deep(torch::cat({s, c, ey}, -1))));  // [.., E]
-  if (out_int8_ && !torch::GradMode::is_enabled() && t.device().is_cpu()) return (*out_int8_)(t);
+  const bool int8 = !torch::GradMode::is_enabled() && t.device().is_cpu();
+  if (mem && mem->out_weight.defined()) {
+    if (mem->out_int8 && int8) return (*mem->out_int8)(t);  // [.., V']
+    return F::linear(t, mem->out_weight, mem->out_bias);    // [.., V']
+  }
+  if (out_int8_ && int8) return (*out_int8_)(t);
   return F::linear(t, out_weight, out_bias);  // [.., V]
+}
+
+void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const {
+  mem.out_weight = out_weight.index_select(0, ids);  // [V', E]
+  mem.out_bias = out_bias.index_select(0, ids);      // [V']
+  mem.out_int8 = out_int8_ ? std::make_shared<const Int8Linear>(mem.out_weight, mem.out_bias) : nullptr;
 }
 
 void DecoderImpl::set_int8_output(bool on) {
@@ -293,7 +305,7 @@ DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& 
   const bool fast = runs_optimized(mem);
   std::tie(out.state, out.context, out.alpha) =
       fast ? recur_fast(input_gates(ey), state, mem) : recur_reference(ey, state, mem);
-  out.logits = output(out.state, out.context, ey);  // [B, V]
+  out.logits = output(out.state, out.context, ey, &mem);  // [B, V] or [B, V']
   return out;
 }
 

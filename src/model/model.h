@@ -91,6 +91,11 @@ struct DecoderMemory {
                                // (optimized path only; undefined for the plain one)
   torch::Tensor query_bias;    // [A' + 3D]
   int64_t query_size = 0;      // A'
+  // The rows of the output projection a shortlist leaves (DecoderImpl::restrict_output):
+  // weight [V', E] and bias [V'], whose logits come out in the shortlist's order;
+  // undefined: the whole vocabulary.
+  torch::Tensor out_weight, out_bias;
+  std::shared_ptr<const Int8Linear> out_int8;  // the same rows in int8, when the decoder's output is int8
   // The annotations h_j [B, S, C].
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
@@ -121,7 +126,12 @@ class DecoderImpl : public torch::nn::Module {
   // The per-batch part of every step: keys, values and mask of `enc`.
   DecoderMemory memory(const EncoderOutput& enc);
   // One step of search. y_prev [B], state [B, D], memory from memory().
+  // The logits are [B, V], or [B, V'] over the ids of restrict_output().
   DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem);
+  // Makes step() score only the target ids `ids` [V'] (int64, any order, on
+  // the model's device): logits column i is id ids[i]. For search with a
+  // shortlist (search/shortlist.h); teacher forcing is unaffected.
+  void restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const;
   Attention attention{nullptr};
 
   // How steps are computed; the function and the parameters are the same
@@ -156,8 +166,10 @@ class DecoderImpl : public torch::nn::Module {
   bool int8_output() const { return out_int8_ != nullptr; }
 
  private:
-  // [.., D], [.., C], [.., E] -> logits [.., V]
-  torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey);
+  // [.., D], [.., C], [.., E] -> logits [.., V], or [.., V'] over the rows
+  // `mem` keeps (restrict_output()) when given.
+  torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
+                       const DecoderMemory* mem = nullptr);
   // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D].
   torch::Tensor input_gates(const torch::Tensor& ey);
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates

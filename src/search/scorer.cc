@@ -23,7 +23,16 @@ ScorerState Scorer::start(const Batch& batch, int64_t copies) {
     auto hidden = copies > 1 ? enc.init_state.repeat_interleave(copies, 0) : enc.init_state;  // [R, D]
     st.members.push_back(MemberState{std::move(memory), std::move(hidden)});
   }
+  if (shortlist_) {
+    st.vocab = shortlist_->for_batch(batch.src).to(batch.src.device());  // [V']
+    for (size_t i = 0; i < models_.size(); ++i) models_[i]->decoder->restrict_output(st.members[i].memory, st.vocab);
+  }
   return st;
+}
+
+torch::Tensor Scorer::token_ids(const ScorerState& state, const torch::Tensor& cols) const {
+  if (!state.vocab.defined()) return cols;
+  return state.vocab.index_select(0, cols.reshape({-1})).view(cols.sizes());
 }
 
 torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {

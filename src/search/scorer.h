@@ -5,10 +5,12 @@
 // log-probabilities, step by step, and an ensemble of one model is exactly
 // that model. The search never reaches into a model's modules.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "model/batch.h"
 #include "model/model.h"
+#include "search/shortlist.h"
 
 namespace nmt {
 
@@ -21,6 +23,10 @@ struct MemberState {
 // The state of every member of a Scorer, row for row.
 struct ScorerState {
   std::vector<MemberState> members;
+  // With a shortlist, the target id of each column of step()'s
+  // log-probabilities [V'] (sorted, and id i < 4 in column i); undefined:
+  // column = id over the whole vocabulary.
+  torch::Tensor vocab;
 };
 
 class Scorer {
@@ -35,10 +41,21 @@ class Scorer {
   // (row b * copies + k), all starting from the same state.
   ScorerState start(const Batch& batch, int64_t copies = 1);
 
-  // Log-probabilities of the next token after y_prev [R] (float, [R, V]):
-  // the mean over members of their log-softmax. Advances `state` by one
-  // step. With `alpha`, also the attention weights [R, S] (mean over members).
+  // Log-probabilities of the next token after y_prev [R] (float, [R, V'],
+  // V' = columns(state)): the mean over members of their log-softmax (over
+  // the shortlist's ids when there is one). Advances `state` by one step.
+  // With `alpha`, also the attention weights [R, S] (mean over members).
   torch::Tensor step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha = nullptr);
+
+  // Searches from now on choose among the ids `shortlist` gives each batch
+  // (start() asks it); null: the whole vocabulary.
+  void set_shortlist(std::shared_ptr<const Shortlist> shortlist) { shortlist_ = std::move(shortlist); }
+  // Columns of step()'s log-probabilities for `state`: V, or the shortlist's size.
+  int64_t columns(const ScorerState& state) const { return state.vocab.defined() ? state.vocab.size(0) : vocab_; }
+  // The target ids of step() columns `cols` (int64, any shape): the columns
+  // themselves without a shortlist. The special ids (pad, unk, bos, eos) are
+  // their own columns either way.
+  torch::Tensor token_ids(const ScorerState& state, const torch::Tensor& cols) const;
 
   // Keeps rows `rows` [R'] (int64 indices into the current rows) of every
   // member's state, in that order.
@@ -59,6 +76,7 @@ class Scorer {
  private:
   std::vector<Seq2Seq> models_;
   int64_t vocab_ = 0;
+  std::shared_ptr<const Shortlist> shortlist_;
 };
 
 }  // namespace nmt

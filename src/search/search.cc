@@ -60,12 +60,13 @@ class GreedySearch : public Search {
     auto finished = torch::zeros({B}, f32.dtype(torch::kBool));  // [R] ended, not yet dropped
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor alpha;
-      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [R, V]
-      auto next = std::get<1>(logp.max(-1));                                 // [R]
-      // A sentence at its cap must end now.
-      next = torch::where(caps_live.le(t), torch::full_like(next, kEosId), next);
-      next = next.masked_fill(finished, kPadId);
-      auto tok_logp = logp.gather(1, next.clamp_min(0).unsqueeze(1)).squeeze(1);
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [R, V']
+      auto col = std::get<1>(logp.max(-1));                                  // [R] column of the best token
+      // A sentence at its cap must end now. (Special ids are their own columns.)
+      col = torch::where(caps_live.le(t), torch::full_like(col, kEosId), col);
+      col = col.masked_fill(finished, kPadId);
+      auto tok_logp = logp.gather(1, col.unsqueeze(1)).squeeze(1);
+      auto next = scorer.token_ids(state, col);                              // [R] target ids
       score.index_add_(0, live, tok_logp.masked_fill(finished, 0.0));
       tokens.select(1, t).index_copy_(0, live, next);
       if (with_attention) att.select(1, t).index_copy_(0, live, alpha.to(torch::kFloat));
@@ -127,11 +128,11 @@ class BeamSearch : public Search {
   using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size(), K = opt_.beam_size;
-    const int64_t V = scorer.vocab_size();
     const auto device = batch.src.device();
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
     auto state = scorer.start(batch, K);  // rows b*K + k: the K hypotheses of sentence b
+    const int64_t V = scorer.columns(state);  // the vocabulary, or the batch's shortlist
     auto caps = length_caps(batch, opt_);                             // [B] on CPU
     const int64_t steps = caps.max().item<int64_t>() + 1;
     const int64_t S = batch.src.size(1);
@@ -161,7 +162,7 @@ class BeamSearch : public Search {
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t Bl = live.size(0);
       torch::Tensor alpha;
-      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B'*K, V]
+      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [B'*K, V] (V: columns)
       auto [top_lp, top_id] = logp.topk(k, 1);                            // [B'*K, k]
       // A row at its length cap may only end; a finished row only pads, at no cost.
       auto capped = capsK.le(t);                                          // [B'*K, 1]
@@ -175,7 +176,7 @@ class BeamSearch : public Search {
       auto ranked = cand / length_penalty(cand_len, opt_.length_penalty).unsqueeze(2);  // normalized
       auto top = std::get<1>(ranked.view({Bl, K * k}).topk(K, 1));        // [B', K]
       auto beam = top.div(k, "floor");                                    // hypothesis extended
-      auto token = top_id.view({Bl, K * k}).gather(1, top);               // token appended
+      auto token = scorer.token_ids(state, top_id.view({Bl, K * k}).gather(1, top));  // token appended
       auto rows = ((torch::arange(Bl, i64) * K).unsqueeze(1) + beam).view({-1});  // [B'*K] rows kept
       cur.score = cand.view({Bl, K * k}).gather(1, top);
       auto was_finished = finished.gather(1, beam);

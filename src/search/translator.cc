@@ -50,6 +50,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   for (auto& m : models_)
     if (m->decoder->int8_output() != opt.int8) m->decoder->set_int8_output(opt.int8);
   Scorer scorer(models_);
+  scorer.set_shortlist(shortlist_for(opt.shortlist));
   const auto device = models_.front()->parameters().front().device();
 
   std::vector<Example> examples(lines.size());
@@ -78,6 +79,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = std::move(hyps[k]);
   }
   return out;
+}
+
+std::shared_ptr<const Shortlist> Translator::shortlist_for(const ShortlistOptions& opt) {
+  if (opt.path.empty()) return nullptr;
+  const auto& had = shortlist_ ? shortlist_->options() : ShortlistOptions{};
+  if (!shortlist_ || had.path != opt.path || had.best != opt.best || had.frequent != opt.frequent)
+    shortlist_ = std::make_shared<const Shortlist>(Shortlist::load(opt, src_tok_, tgt_tok_));
+  return shortlist_;
 }
 
 std::vector<std::string> Translator::translate_text(const std::vector<std::string>& lines,

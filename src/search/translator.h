@@ -6,6 +6,7 @@
 
 #include "model/checkpoint.h"
 #include "search/search.h"
+#include "search/shortlist.h"
 
 namespace nmt {
 
@@ -26,7 +27,8 @@ class Translator {
 
   // Translates `lines` and returns each line's hypotheses (best first), in
   // input order. Empty lines get one empty hypothesis without running the
-  // model. The model's training/eval mode is restored afterwards.
+  // model. The model's training/eval mode is restored afterwards. Throws
+  // nmt::Error when opt.shortlist names a table that cannot be read.
   std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
                                                  bool with_attention = false);
   // Best hypothesis of each line, detokenized.
@@ -54,10 +56,14 @@ class Translator {
   size_t ensemble_size() const { return models_.size(); }
 
  private:
+  // opt.shortlist's table, read at the first translate() that names it and
+  // kept while the options stay the same; null without one.
+  std::shared_ptr<const Shortlist> shortlist_for(const ShortlistOptions& opt);
   std::vector<Seq2Seq> models_;
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
   int64_t cropped_ = 0;
+  std::shared_ptr<const Shortlist> shortlist_;
 };
 
 }  // namespace nmt

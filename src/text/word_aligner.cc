@@ -1,6 +1,7 @@
 // fast_align-style IBM Model 2 (see word_aligner.h).
 #include "text/word_aligner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -173,6 +174,32 @@ double WordAligner::log_translation(const std::string& e, const std::string& f) 
   if (ei == impl_->src_vocab.end() || fi == impl_->tgt_vocab.end()) return -std::numeric_limits<double>::infinity();
   const auto it = impl_->table.find(Impl::key(ei->second, fi->second));
   return it == impl_->table.end() ? -std::numeric_limits<double>::infinity() : std::log(impl_->entries[it->second].t);
+}
+
+std::vector<WordAligner::Translation> WordAligner::lexical_table(size_t per_source, double min_prob) const {
+  const auto& impl = *impl_;
+  std::vector<const std::string*> src_word(impl.src_vocab.size()), tgt_word(impl.tgt_vocab.size());
+  for (const auto& [w, id] : impl.src_vocab) src_word[id] = &w;
+  for (const auto& [w, id] : impl.tgt_vocab) tgt_word[id] = &w;
+  std::vector<std::vector<std::pair<float, int32_t>>> by_source(impl.src_vocab.size());  // (t, f) per e
+  for (const auto& [k, x] : impl.table) {
+    const auto e = static_cast<int32_t>(k >> 32), f = static_cast<int32_t>(k & 0xffffffffu);
+    if (e != 0 && impl.entries[x].t > 0 && impl.entries[x].t >= min_prob) by_source[e].push_back({impl.entries[x].t, f});
+  }
+  std::vector<int32_t> order;
+  for (size_t e = 1; e < by_source.size(); ++e) order.push_back(static_cast<int32_t>(e));
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return *src_word[a] < *src_word[b]; });
+  std::vector<Translation> out;
+  for (int32_t e : order) {
+    auto& list = by_source[e];
+    // Most probable first; ties in target byte order, so the table does not depend on hashing.
+    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : *tgt_word[a.second] < *tgt_word[b.second];
+    });
+    if (list.size() > per_source) list.resize(per_source);
+    for (const auto& [t, f] : list) out.push_back({*src_word[e], *tgt_word[f], t});
+  }
+  return out;
 }
 
 }  // namespace nmt

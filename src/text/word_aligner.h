@@ -31,6 +31,16 @@ class WordAligner {
   // log t(f | e) for one source word e and target word f (-inf if never seen together).
   double log_translation(const std::string& e, const std::string& f) const;
 
+  struct Translation {
+    std::string source, target;  // e, f
+    double prob = 0;             // t(f | e)
+  };
+  // The lexical table: for every source word (NULL left out), its `per_source`
+  // most probable target words with t(f | e) > 0 and >= min_prob, most probable
+  // first; source words in byte order. What a lexical shortlist reads
+  // (nmt-align --format lex).
+  std::vector<Translation> lexical_table(size_t per_source, double min_prob) const;
+
   WordAligner(WordAligner&&) noexcept;
   WordAligner& operator=(WordAligner&&) noexcept;
   ~WordAligner();

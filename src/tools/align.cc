@@ -254,6 +254,8 @@ class AlignmentSink {
       case AlignFormat::kSvg:
         if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown));
         break;
+      case AlignFormat::kLex:  // one table for the whole corpus (write_lexical_table), nothing per pair
+        break;
       case AlignFormat::kCsv:
         if (!opt_.output_dir.empty()) {
           std::ostringstream csv;
@@ -290,6 +292,37 @@ class AlignmentSink {
   std::unique_ptr<OutputFile> out_;
 };
 
+// --format lex: ibm2 trained on the pairs (and --ibm-train-src/-tgt) cut
+// into --model's pieces; its lexical table goes to --output as
+// "source_piece<TAB>target_piece<TAB>t(f|e)" lines, each source piece's
+// --lex-best most probable targets first (what nmt-translate --shortlist reads).
+void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
+  const LoadedModel m = load_checkpoint(opt.model_path, torch::kCPU);
+  std::vector<std::string> src, tgt;
+  auto add = [&](const std::vector<std::string>& s, const std::vector<std::string>& t) {
+    auto joined = [](const std::vector<std::string>& pieces) {
+      std::string out;
+      for (const auto& p : pieces) out += (out.empty() ? "" : " ") + p;
+      return out;
+    };
+    for (size_t k = 0; k < s.size(); ++k) {
+      src.push_back(joined(m.src_tok.pieces(s[k])));
+      tgt.push_back(joined(m.tgt_tok.pieces(t[k])));
+    }
+  };
+  add(pairs.src, pairs.tgt);
+  if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
+    const auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
+    add(extra.src, extra.tgt);
+  }
+  spdlog::info("ibm2: learning a lexical table from {} pairs of pieces, {} iterations", src.size(), opt.ibm.iterations);
+  const auto table = WordAligner::train(src, tgt, opt.ibm).lexical_table(static_cast<size_t>(opt.lex_best), 0.0);
+  OutputFile out(opt.output);
+  for (const auto& e : table) out.stream() << e.source << '\t' << e.target << '\t' << fmt::format("{:.6g}", e.prob) << '\n';
+  out.commit();
+  spdlog::info("lexical table: {} entries written", table.size());
+}
+
 }  // namespace
 
 AerScore run_alignment(const AlignRunOptions& opt) {
@@ -306,6 +339,10 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   if (!opt.reverse_model.empty() && pairs.tgt.empty())
     throw Error("a reverse model needs forced mode: give the target sentences too");
   if (ibm && pairs.tgt.empty()) throw Error("the ibm2 aligner needs the target sentences too");
+  if (opt.format == AlignFormat::kLex) {
+    write_lexical_table(opt, pairs);
+    return AerScore{};
+  }
   std::unique_ptr<PairAligner> aligner;
   if (ibm) {
     aligner = std::make_unique<IbmPairAligner>(opt, pairs);
