@@ -29,10 +29,12 @@
 # e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model;
 # default: one trained here on the subset for 2 epochs), NMT_BENCH_ONLY
 # ("decode": only the decoding rows and the peak; default: every row).
-# Decoding rows on text also run nmt-translate --int8 (side "nmt-int8":
-# the output projection in int8) and --shortlist (side "nmt-shortlist": a
-# lexical shortlist, nmt-align's ibm2 table of the whole tokenized training
-# split over the checkpoint's pieces), their lines compared with the float ones.
+# Decoding rows on text also run the approximate options, their lines
+# compared with the float ones: nmt-translate --int8 (side "nmt-int8": the
+# decoder step's products in int8, CPU only), --shortlist (side
+# "nmt-shortlist": a lexical shortlist, nmt-align's ibm2 table of the whole
+# tokenized training split over the checkpoint's pieces) and both
+# ("nmt-int8-shortlist").
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
 # Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
@@ -143,20 +145,20 @@ for ((r = 1; r <= rounds; r++)); do
       record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
       record "$r" both "decode_b${beam}_same_lines" \
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
-      if [[ $dev == cpu ]]; then
-        "$bin/nmt-translate" -m "$ckpt" -b "$beam" --int8 --threads "$threads" --device "$dev" -i "$work/val.en" \
-          -o "$work/nmt-int8-b$beam.out" 2>"$work/nmt-int8-b$beam.log"
-        record "$r" nmt-int8 "decode_b${beam}_sent_s" \
-          "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-int8-b$beam.log")"
-        record "$r" both "decode_b${beam}_int8_same_lines" \
-          "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-int8-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
-      fi
-      "$bin/nmt-translate" -m "$ckpt" -b "$beam" --shortlist "$lex" --threads "$threads" --device "$dev" \
-        -i "$work/val.en" -o "$work/nmt-shortlist-b$beam.out" 2>"$work/nmt-shortlist-b$beam.log"
-      record "$r" nmt-shortlist "decode_b${beam}_sent_s" \
-        "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-shortlist-b$beam.log")"
-      record "$r" both "decode_b${beam}_shortlist_same_lines" \
-        "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-shortlist-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+      # The approximate decoding options, each on its own and together (int8 on the CPU only).
+      local variant flags
+      for variant in int8 shortlist int8-shortlist; do
+        [[ $variant == *int8* && $dev != cpu ]] && continue
+        flags=()
+        [[ $variant == *int8* ]] && flags+=(--int8)
+        [[ $variant == *shortlist* ]] && flags+=(--shortlist "$lex")
+        "$bin/nmt-translate" -m "$ckpt" -b "$beam" "${flags[@]}" --threads "$threads" --device "$dev" \
+          -i "$work/val.en" -o "$work/nmt-$variant-b$beam.out" 2>"$work/nmt-$variant-b$beam.log"
+        record "$r" "nmt-$variant" "decode_b${beam}_sent_s" \
+          "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-$variant-b$beam.log")"
+        record "$r" both "decode_b${beam}_${variant}_same_lines" \
+          "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-$variant-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+      done
     fi
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
@@ -208,18 +210,17 @@ med = {k: statistics.median(v) for k, v in values.items()}
 sgemm, flops = json.loads(sgemm), json.loads(flops)
 table = []
 fixed_rows = sorted({row for (side, row) in values if row.startswith("train_fixed_b")})
+variants = ["int8", "shortlist", "int8-shortlist"]  # approximate decoding options (same loop above)
 for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b1_sent_s", "decode_b5_sent_s",
             "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
     n, p, q = med.get(("nmt", row)), med.get(("pytorch", row)), med.get(("nmt-plain", row))
     table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
                   "nmt_plain": q, "nmt_over_plain": n / q if n and q else None,
                   "nmt_optimized": med.get(("nmt-optimized", row)),
-                  "nmt_int8": med.get(("nmt-int8", row)),
-                  "int8_ratio": med[("nmt-int8", row)] / p if ("nmt-int8", row) in med and p else None,
-                  "nmt_int8_rounds": values.get(("nmt-int8", row)),
-                  "nmt_shortlist": med.get(("nmt-shortlist", row)),
-                  "shortlist_ratio": med[("nmt-shortlist", row)] / p if ("nmt-shortlist", row) in med and p else None,
-                  "nmt_shortlist_rounds": values.get(("nmt-shortlist", row)),
+                  **{k: v for x in variants for k, v in (
+                      (f"nmt_{x}", med.get((f"nmt-{x}", row))),
+                      (f"{x}_ratio", med[(f"nmt-{x}", row)] / p if (f"nmt-{x}", row) in med and p else None),
+                      (f"nmt_{x}_rounds", values.get((f"nmt-{x}", row))))},
                   "nmt_rounds": values.get(("nmt", row)), "pytorch_rounds": values.get(("pytorch", row)),
                   "nmt_plain_rounds": values.get(("nmt-plain", row)),
                   "nmt_optimized_rounds": values.get(("nmt-optimized", row))})
@@ -229,8 +230,8 @@ fpt = flops["flops_per_tgt_token"]
 result = {
     "table": table,
     "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
-    "int8_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_int8_same_lines")) for b in (1, 5)},
-    "shortlist_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_shortlist_same_lines")) for b in (1, 5)},
+    **{f"{x}_same_lines_as_float": {f"beam{b}": med.get(("both", f"decode_b{b}_{x}_same_lines")) for b in (1, 5)}
+       for x in variants},
     "valid_sentences": int(nvalid), "train_pairs": int(pairs), "decode_checkpoint": ckpt,
     "contention": {"alone_tok_s": alone, "beside_one_busy_tok_s": busy, "kept": busy / alone if alone and busy else None,
                    "beside_one_busy_fixed_threads_tok_s": busy_fixed,
@@ -249,13 +250,13 @@ with open(out + ".part", "w") as f:
 import os
 os.replace(out + ".part", out)
 print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
-      f"{'nmt-int8':>10} {'int8/pt':>7} {'shortlist':>10} {'sl/pt':>7}")
+      + " ".join(f"{x:>14} {'/pt':>5}" for x in variants))
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
     rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
     print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
-          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} {fmt(t['nmt_int8'])} {rnd(t['int8_ratio'], 7)} "
-          f"{fmt(t['nmt_shortlist'])} {rnd(t['shortlist_ratio'], 7)}")
+          f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} "
+          + " ".join(f"{fmt(t['nmt_' + x]):>14} {rnd(t[x + '_ratio'], 5)}" for x in variants))
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
       f"achieved {result['achieved_gflops_training']}")

@@ -136,10 +136,11 @@ TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
   }
 }
 
-// --int8: the output projection in int8 gives logits within about 1% of
-// the float ones (the quantization's resolution), only without autograd,
-// and switching it off restores the float logits exactly; search runs on it.
-TEST(SearchTest, Int8OutputProjection) {
+// --int8: the decoder step's products in int8 give logits within about 2%
+// of the float ones' range (the quantization's resolution), only without
+// autograd, and switching it off restores the float logits exactly; search
+// runs on it.
+TEST(SearchTest, Int8DecoderProducts) {
   if (!nmt::Int8Linear::available()) GTEST_SKIP() << "this LibTorch has no quantized CPU engine";
   auto model = tiny_model(9);
   const auto ex = source_examples(6, 16);
@@ -153,8 +154,8 @@ TEST(SearchTest, Int8OutputProjection) {
   {
     torch::NoGradGuard ng;
     fp = logits();
-    model->decoder->set_int8_output(true);
-    ASSERT_TRUE(model->decoder->int8_output());
+    model->decoder->set_int8(true);
+    ASSERT_TRUE(model->decoder->int8());
     q = logits();
   }
   grad_on = logits().detach();  // autograd records: the float weights
@@ -167,8 +168,8 @@ TEST(SearchTest, Int8OutputProjection) {
     EXPECT_TRUE(torch::allclose(grad_on, fp, 1e-4, 1e-5));  // float (the step path may differ in rounding)
     const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, b, false);
     EXPECT_EQ(hyps.size(), 6u);
-    model->decoder->set_int8_output(false);
-    EXPECT_FALSE(model->decoder->int8_output());
+    model->decoder->set_int8(false);
+    EXPECT_FALSE(model->decoder->int8());
     back = logits();
   }
   EXPECT_TRUE(torch::equal(back, fp));
@@ -267,6 +268,41 @@ TEST(TranslatorTest, OrderEmptyLinesAndBatching) {
   EXPECT_EQ(ids.back(), nmt::kEosId);
   opt.batch_sentences = 0;
   EXPECT_THROW(tr.translate_text(s, opt), nmt::Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Search in eval mode looks the first GRU's input gates up in a table built
+// from the weights: it gives the product's values, for both decoders, and
+// follows the weights when they change in place (as an optimizer or a
+// checkpoint load changes them) instead of serving stale rows.
+TEST(SearchTest, InputGateTableFollowsTheWeights) {
+  for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
+    torch::manual_seed(4);
+    auto opt = nmt::test::tiny_model();
+    opt.decoder = decoder;
+    nmt::Seq2Seq model(opt);
+    model->eval();
+    const auto ex = source_examples(5, 21);
+    const auto b = nmt::make_batch(ex, iota(5), false);
+    auto logits = [&](nmt::DecoderImpl::Path path) {
+      model->decoder->set_path(path);
+      auto enc = model->encoder->forward(b.src, b.src_len);
+      auto y = torch::tensor({7, 8, 9, 10, 11}, torch::kLong);
+      return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [5, V]
+    };
+    torch::NoGradGuard ng;
+    for (int round = 0; round < 2; ++round) {
+      const auto table = logits(nmt::DecoderImpl::Path::kOptimized);
+      const auto plain = logits(nmt::DecoderImpl::Path::kReference);
+      EXPECT_TRUE(torch::allclose(table, plain, 1e-4, 1e-5)) << "round " << round;
+      model->named_parameters()["decoder.embed.weight"].mul_(1.5);  // in place: the table must notice
+      model->named_parameters()["decoder.cell.bias_ih"].add_(0.25);
+    }
+    model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
+  }
 }
 
 }  // namespace

@@ -64,13 +64,13 @@ std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr
   c10::InferenceMode guard;
   auto model = f.m.model;
   model->eval();
-  model->decoder->set_int8_output(int8);
+  model->decoder->set_int8(int8);
   nmt::Scorer scorer({model});
   scorer.set_shortlist(list);
   nmt::SearchOptions so;
   so.beam_size = beam;
   auto out = nmt::make_search(so)->run(scorer, nmt::make_batch(f.ex, f.all, false), false);
-  model->decoder->set_int8_output(false);
+  model->decoder->set_int8(false);
   return out;
 }
 

@@ -241,7 +241,7 @@ struct TranslateOptions {
   int64_t batch_sentences = 64;
   int64_t batch_tokens = 0;
   int64_t max_input_length = 1000;
-  bool int8 = false;  // output projection in dynamic int8 on the CPU (model/quantized.h): faster, logits ~1% off
+  bool int8 = false;  // the decoder step's products in dynamic int8 on the CPU (model/quantized.h): faster, logits ~1% off
 
   // Throws nmt::Error naming the first option out of its range (search included).
   void validate() const;
@@ -252,7 +252,7 @@ struct TranslateOptions {
     v(Field{"batch-size", "Sentences per batch", g}, s.batch_sentences);
     v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}, s.batch_tokens);
     v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}, s.max_input_length);
-    v(Field{"int8", "CPU: the output projection in int8 (dynamic quantization): faster, translations may change "
+    v(Field{"int8", "CPU: the decoder step's matrix products in int8 (dynamic quantization): faster, translations may change "
                     "slightly (check BLEU on a dev set)", "Search"}, s.int8);
     ShortlistOptions::fields(s.shortlist, v);
   }

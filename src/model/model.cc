@@ -163,30 +163,41 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
                                   const DecoderMemory* mem) {
-  auto t = drop(torch::tanh(deep(torch::cat({s, c, ey}, -1))));  // [.., E]
-  const bool int8 = !torch::GradMode::is_enabled() && t.device().is_cpu();
+  const auto* q = int8_now(s);
+  auto x = torch::cat({s, c, ey}, -1);                         // [.., D + C + E]
+  auto t = drop(torch::tanh(q ? (*q->deep)(x) : deep(x)));      // [.., E]
   if (mem && mem->out_weight.defined()) {
-    if (mem->out_int8 && int8) return (*mem->out_int8)(t);  // [.., V']
+    if (q && mem->out_int8) return (*mem->out_int8)(t);      // [.., V']
     return F::linear(t, mem->out_weight, mem->out_bias);    // [.., V']
   }
-  if (out_int8_ && int8) return (*out_int8_)(t);
-  return F::linear(t, out_weight, out_bias);  // [.., V]
+  return q ? (*q->out)(t) : F::linear(t, out_weight, out_bias);  // [.., V]
 }
 
 void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const {
   mem.out_weight = out_weight.index_select(0, ids);  // [V', E]
   mem.out_bias = out_bias.index_select(0, ids);      // [V']
-  mem.out_int8 = out_int8_ ? std::make_shared<const Int8Linear>(mem.out_weight, mem.out_bias) : nullptr;
+  mem.out_int8 = int8_ ? std::make_shared<const Int8Linear>(mem.out_weight, mem.out_bias) : nullptr;
 }
 
-void DecoderImpl::set_int8_output(bool on) {
+void DecoderImpl::set_int8(bool on) {
   if (!on) {
-    out_int8_.reset();
+    int8_.reset();
     return;
   }
   if (!out_weight.device().is_cpu())
     throw Error("int8 decoding runs on the CPU only (the model is on " + out_weight.device().str() + ")");
-  out_int8_ = std::make_shared<const Int8Linear>(out_weight, out_bias);
+  torch::NoGradGuard no_grad;
+  auto w = std::make_shared<Int8Weights>();
+  if (cell2) w->hidden1 = std::make_shared<const Int8Linear>(cell->weight_hh, cell->bias_hh);
+  const auto [qw, qb] = query_projection(*attention, cell2 ? *cell2 : *cell);
+  w->query = std::make_shared<const Int8Linear>(qw, qb);
+  w->deep = std::make_shared<const Int8Linear>(deep->weight, deep->bias);
+  w->out = std::make_shared<const Int8Linear>(out_weight, out_bias);
+  int8_ = std::move(w);
+}
+
+const DecoderImpl::Int8Weights* DecoderImpl::int8_now(const torch::Tensor& x) const {
+  return int8_ && !torch::GradMode::is_enabled() && x.device().is_cpu() ? int8_.get() : nullptr;
 }
 
 bool DecoderImpl::optimized() const {
@@ -234,9 +245,11 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
                                                                                const torch::Tensor& state,
                                                                                const DecoderMemory& mem) {
   const int64_t C = mem.context_size, A = mem.query_size, G = mem.query_weight.size(0) - A;  // G = 3D
+  const auto* q = int8_now(state);
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
-  auto query = cell2 ? gru_update(gi, F::linear(state, cell->weight_hh, cell->bias_hh), state) : state;  // [B, D]
-  auto qg = F::linear(query, mem.query_weight, mem.query_bias);                      // [B, A' + 3D]
+  auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : F::linear(state, cell->weight_hh, cell->bias_hh), state)
+                     : state;                                                          // [B, D]
+  auto qg = q ? (*q->query)(query) : F::linear(query, mem.query_weight, mem.query_bias);  // [B, A' + 3D]
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
   auto scores = attention->score(A > 0 ? qg.narrow(1, 0, A) : query, mem.keys);      // [B, S]
   auto alpha = torch::softmax(scores + mem.mask_bias, /*dim=*/1);                    // [B, S]
@@ -299,12 +312,32 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
 }
 
+const torch::Tensor& DecoderImpl::input_gate_table() {
+  const auto& w = embed->weight;
+  const std::array<int64_t, 3> versions{w._version(), cell->weight_ih._version(), cell->bias_ih._version()};
+  const bool fits = w.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes;
+  if (!fits) {
+    gate_table_ = torch::Tensor();
+  } else if (!gate_table_.defined() || versions != gate_table_versions_ || gate_table_.device() != w.device() ||
+             gate_table_.scalar_type() != w.scalar_type()) {
+    torch::NoGradGuard no_grad;
+    gate_table_ = input_gates(w);  // [V, 3D]
+    gate_table_versions_ = versions;
+  }
+  return gate_table_;
+}
+
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
   DecoderStep out;
   auto ey = drop(embed(y_prev));  // [B, E]
   const bool fast = runs_optimized(mem);
-  std::tie(out.state, out.context, out.alpha) =
-      fast ? recur_fast(input_gates(ey), state, mem) : recur_reference(ey, state, mem);
+  torch::Tensor gi;  // [B, 3D] the first GRU's input gates (optimized path)
+  if (fast) {
+    // In eval mode without autograd (search) ey is the embedding itself: look its gates up.
+    const auto& table = !is_training() && !torch::GradMode::is_enabled() ? input_gate_table() : torch::Tensor();
+    gi = table.defined() ? table.index_select(0, y_prev) : input_gates(ey);
+  }
+  std::tie(out.state, out.context, out.alpha) = fast ? recur_fast(gi, state, mem) : recur_reference(ey, state, mem);
   out.logits = output(out.state, out.context, ey, &mem);  // [B, V] or [B, V']
   return out;
 }

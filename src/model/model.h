@@ -7,6 +7,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/nn.h>
 
+#include <array>
 #include <memory>
 
 #include "base/options.h"
@@ -95,7 +96,7 @@ struct DecoderMemory {
   // weight [V', E] and bias [V'], whose logits come out in the shortlist's order;
   // undefined: the whole vocabulary.
   torch::Tensor out_weight, out_bias;
-  std::shared_ptr<const Int8Linear> out_int8;  // the same rows in int8, when the decoder's output is int8
+  std::shared_ptr<const Int8Linear> out_int8;  // the same rows in int8, when the decoder's products are (set_int8())
   // The annotations h_j [B, S, C].
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
@@ -157,13 +158,15 @@ class DecoderImpl : public torch::nn::Module {
   };
   void set_path(Path p) { path_ = p; }
 
-  // With `on`, steps taken without autograd on the CPU compute the logits
-  // with an int8 copy of the output projection (quantized.h), made now from
-  // the current weights; without, with the float weights again. Throws
-  // nmt::Error when the model is not on the CPU or this LibTorch has no
-  // quantized engine.
-  void set_int8_output(bool on);
-  bool int8_output() const { return out_int8_ != nullptr; }
+  // With `on`, search steps (optimized path, no autograd, CPU) make their
+  // matrix products with int8 copies of the weights (quantized.h), made now
+  // from the current ones: the first GRU's hidden product (cgru), the
+  // attention query stacked with the context GRU's hidden product, the deep
+  // output layer and the output projection. Without, the float weights again.
+  // Throws nmt::Error when the model is not on the CPU or this LibTorch has
+  // no quantized engine.
+  void set_int8(bool on);
+  bool int8() const { return int8_ != nullptr; }
 
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V], or [.., V'] over the rows
@@ -172,6 +175,15 @@ class DecoderImpl : public torch::nn::Module {
                        const DecoderMemory* mem = nullptr);
   // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D].
   torch::Tensor input_gates(const torch::Tensor& ey);
+  // input_gates() of every target id's embedding [V, 3D], for search in eval
+  // mode: a row lookup per step instead of a product (exactly the same
+  // values). Built on first use and again when the weights have changed
+  // (their version counters) or moved; undefined when it would take more than
+  // kGateTableBytes.
+  const torch::Tensor& input_gate_table();
+  static constexpr int64_t kGateTableBytes = int64_t{128} << 20;
+  torch::Tensor gate_table_;
+  std::array<int64_t, 3> gate_table_versions_{};
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates
   // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_fast(const torch::Tensor& gi, const torch::Tensor& state,
@@ -195,7 +207,16 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]
   torch::nn::Dropout drop{nullptr};
-  std::shared_ptr<const Int8Linear> out_int8_;  // set_int8_output(): [V, E] in int8
+  // set_int8(): the int8 copies.
+  struct Int8Weights {
+    std::shared_ptr<const Int8Linear> hidden1;  // cgru's GRU1: W_hh [3D, D], b_hh (null for bahdanau)
+    std::shared_ptr<const Int8Linear> query;    // query_projection(): [A' + 3D, D]
+    std::shared_ptr<const Int8Linear> deep;     // [E, D + C + E]
+    std::shared_ptr<const Int8Linear> out;      // [V, E]
+  };
+  std::shared_ptr<const Int8Weights> int8_;
+  // int8_ when this step may use it (no autograd, on the CPU), else null.
+  const Int8Weights* int8_now(const torch::Tensor& x) const;
 };
 TORCH_MODULE(Decoder);
 

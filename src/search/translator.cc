@@ -48,7 +48,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   }
   InferenceScope scope(models_);
   for (auto& m : models_)
-    if (m->decoder->int8_output() != opt.int8) m->decoder->set_int8_output(opt.int8);
+    if (m->decoder->int8() != opt.int8) m->decoder->set_int8(opt.int8);
   Scorer scorer(models_);
   scorer.set_shortlist(shortlist_for(opt.shortlist));
   const auto device = models_.front()->parameters().front().device();
