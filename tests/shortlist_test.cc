@@ -10,7 +10,6 @@
 
 #include "base/error.h"
 #include "model/checkpoint.h"
-#include "model/quantized.h"
 #include "search/scorer.h"
 #include "search/search.h"
 #include "search/shortlist.h"
@@ -58,20 +57,16 @@ nmt::Shortlist table_listing(const std::set<int64_t>& targets, int64_t frequent,
   return nmt::Shortlist::load(opt, f.m.src_tok, f.m.tgt_tok);
 }
 
-std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr<const nmt::Shortlist>& list,
-                                                 bool int8 = false) {
+std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr<const nmt::Shortlist>& list) {
   const auto& f = fixture();
   c10::InferenceMode guard;
   auto model = f.m.model;
   model->eval();
-  model->decoder->set_int8(int8);
   nmt::Scorer scorer({model});
   scorer.set_shortlist(list);
   nmt::SearchOptions so;
   so.beam_size = beam;
-  auto out = nmt::make_search(so)->run(scorer, nmt::make_batch(f.ex, f.all, false), false);
-  model->decoder->set_int8(false);
-  return out;
+  return nmt::make_search(so)->run(scorer, nmt::make_batch(f.ex, f.all, false), false);
 }
 
 TEST(ShortlistTest, CandidatesAreTheSpecialsTheFrequentAndTheBatchsTranslations) {
@@ -140,16 +135,12 @@ TEST(ShortlistTest, NothingOutsideTheListIsChosen) {
   const auto& f = fixture();
   const std::set<int64_t> few{5, 9, 14};  // and the specials
   auto list = std::make_shared<const nmt::Shortlist>(table_listing(few, 0, "shortlist-few"));
-  std::vector<bool> int8s{false};
-  if (nmt::Int8Linear::available()) int8s.push_back(true);
-  for (bool int8 : int8s)
-    for (int beam : {1, 3})
-      for (const auto& h : search(beam, list, int8)) {
-        ASSERT_FALSE(h.empty());
-        for (int64_t id : h[0].ids)
-          EXPECT_TRUE(few.count(id) || id <= nmt::kEosId) << "id " << id << ", beam " << beam << ", int8 " << int8;
-        EXPECT_LE(h[0].score, 0.0);
-      }
+  for (int beam : {1, 3})
+    for (const auto& h : search(beam, list)) {
+      ASSERT_FALSE(h.empty());
+      for (int64_t id : h[0].ids) EXPECT_TRUE(few.count(id) || id <= nmt::kEosId) << "id " << id << ", beam " << beam;
+      EXPECT_LE(h[0].score, 0.0);
+    }
   (void)f;
 }
 

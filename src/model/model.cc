@@ -197,7 +197,9 @@ void DecoderImpl::set_int8(bool on) {
 }
 
 const DecoderImpl::Int8Weights* DecoderImpl::int8_now(const torch::Tensor& x) const {
-  return int8_ && !torch::GradMode::is_enabled() && x.device().is_cpu() ? int8_.get() : nullptr;
+  const bool use = int8_ && !torch::GradMode::is_enabled() && x.device().is_cpu() && x.dim() > 0 &&
+                   x.numel() / x.size(-1) >= kInt8MinRows;  // rows, however many leading dimensions
+  return use ? int8_.get() : nullptr;
 }
 
 bool DecoderImpl::optimized() const {

@@ -158,8 +158,9 @@ class DecoderImpl : public torch::nn::Module {
   };
   void set_path(Path p) { path_ = p; }
 
-  // With `on`, search steps (optimized path, no autograd, CPU) make their
-  // matrix products with int8 copies of the weights (quantized.h), made now
+  // With `on`, search steps (optimized path, no autograd, CPU, at least
+  // kInt8MinRows rows) make their matrix products with int8 copies of the
+  // weights (quantized.h), made now
   // from the current ones: the first GRU's hidden product (cgru), the
   // attention query stacked with the context GRU's hidden product, the deep
   // output layer and the output projection. Without, the float weights again.
@@ -167,6 +168,11 @@ class DecoderImpl : public torch::nn::Module {
   // no quantized engine.
   void set_int8(bool on);
   bool int8() const { return int8_ != nullptr; }
+  // Below this many rows the int8 products were slower than float on 2 AVX2
+  // cores (the input's quantization does not pay): greedy search over 64
+  // sentences lost 16%, beam 5 over the same gained 19%
+  // (bench/results/vs-pytorch-vm-42059aa.json).
+  static constexpr int64_t kInt8MinRows = 128;
 
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V], or [.., V'] over the rows
@@ -215,7 +221,8 @@ class DecoderImpl : public torch::nn::Module {
     std::shared_ptr<const Int8Linear> out;      // [V, E]
   };
   std::shared_ptr<const Int8Weights> int8_;
-  // int8_ when this step may use it (no autograd, on the CPU), else null.
+  // int8_ when a step on rows x [R, ..] may use it (no autograd, on the CPU,
+  // R >= kInt8MinRows), else null.
   const Int8Weights* int8_now(const torch::Tensor& x) const;
 };
 TORCH_MODULE(Decoder);
