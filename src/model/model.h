@@ -131,7 +131,9 @@ class DecoderImpl : public torch::nn::Module {
   DecoderStep step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem);
   // Makes step() score only the target ids `ids` [V'] (int64, any order, on
   // the model's device): logits column i is id ids[i]. For search with a
-  // shortlist (search/shortlist.h); teacher forcing is unaffected.
+  // shortlist (search/shortlist.h); teacher forcing is unaffected. With
+  // set_int8() and at least kInt8MinRows rows in `mem`, the rows are also
+  // packed in int8.
   void restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const;
   Attention attention{nullptr};
 
