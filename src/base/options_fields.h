@@ -106,7 +106,8 @@ template <class S, class V>
 void AlignRunOptions::fields(S& s, V&& v) {
   const char* in = "Input";
   v(Field{"model", "Checkpoint (.ckpt) written by nmt-train", in, "-m"}, s.model_path);
-  v(Field{"aligner", "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model)", in}, s.aligner);
+  v(Field{"aligner", "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model, except for --format lex)", in},
+    s.aligner);
   v(Field{"src", "Source sentences, one per line", in}, s.src);
   v(Field{"tgt", "Target sentences (forced mode); without it the model translates (free mode)", in}, s.tgt);
   v(Field{"tsv", "Pairs as source<TAB>target lines ('-': stdin)", in}, s.tsv);
