@@ -154,6 +154,41 @@ TEST(BeamTest, TranslatorKeepsOrderAndEmptyLines) {
   for (size_t i : {0u, 2u, 3u, 5u}) EXPECT_EQ(out[i], tr.translate_text({lines[i]}, opt)[0]) << "line " << i;
 }
 
+TEST(BeamTest, BatchesTranslatedInParallelGiveTheSameHypotheses) {
+  const auto& f = fixture();
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  nmt::Translator tr(f.m);
+  std::vector<std::string> lines = f.src;
+  lines.insert(lines.begin() + 1, "");
+  for (int64_t beam : {1, 3}) {
+    nmt::TranslateOptions opt;
+    opt.search.beam_size = beam;
+    opt.search.n_best = beam;
+    opt.batch_sentences = 1;  // a batch per line
+    opt.parallel_batches = 1;
+    EXPECT_EQ(nmt::Translator::batch_workers(opt, 5, torch::kCPU), 1);
+    const auto one = tr.translate(lines, opt, /*with_attention=*/true);
+    opt.parallel_batches = 0;
+    EXPECT_EQ(nmt::Translator::batch_workers(opt, 5, torch::kCPU), 2);
+    EXPECT_EQ(nmt::Translator::batch_workers(opt, 1, torch::kCPU), 1);
+    const auto two = tr.translate(lines, opt, /*with_attention=*/true);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_EQ(one[i].size(), two[i].size()) << "line " << i;
+      for (size_t r = 0; r < one[i].size(); ++r) {
+        EXPECT_EQ(one[i][r].ids, two[i][r].ids) << "line " << i << " beam " << beam;
+        EXPECT_NEAR(one[i][r].score, two[i][r].score, 1e-5) << "line " << i;
+        ASSERT_EQ(one[i][r].attention.defined(), two[i][r].attention.defined());
+        if (one[i][r].attention.defined()) {
+          EXPECT_TRUE(torch::allclose(one[i][r].attention, two[i][r].attention, 1e-5, 1e-6)) << "line " << i;
+        }
+      }
+    }
+  }
+  at::set_num_threads(threads);
+}
+
 TEST(BeamTest, ForcedScoresMatchSearchScores) {
   const auto& f = fixture();
   nmt::Translator tr(f.m);

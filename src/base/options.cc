@@ -113,6 +113,7 @@ void TranslateOptions::validate() const {
   check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
   check::in_range("--batch-tokens", batch_tokens, 0);
   check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
+  check::in_range("--parallel-batches", parallel_batches, 0, 1024);
   search.validate();
   shortlist.validate();
 }

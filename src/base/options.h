@@ -242,6 +242,11 @@ struct TranslateOptions {
   int64_t batch_tokens = 0;
   int64_t max_input_length = 1000;
   bool int8 = false;  // the decoder step's products in dynamic int8 on the CPU (model/quantized.h): faster, logits ~1% off
+  // CPU: batches translated at once, each on one thread (0: as many as there
+  // are intra-op threads; 1: one batch at a time over all threads). Small
+  // batches' products use one core well and two poorly, so the cores go to
+  // separate batches when there are several (Marian's --cpu-threads).
+  int64_t parallel_batches = 0;
 
   // Throws nmt::Error naming the first option out of its range (search included).
   void validate() const;
@@ -252,6 +257,8 @@ struct TranslateOptions {
     v(Field{"batch-size", "Sentences per batch", g}, s.batch_sentences);
     v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}, s.batch_tokens);
     v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}, s.max_input_length);
+    v(Field{"parallel-batches", "CPU: translate this many batches at once, one thread each (0: one per thread; "
+                                "1: a batch at a time over all threads)", g}, s.parallel_batches);
     v(Field{"int8", "CPU: the decoder step's matrix products in int8 (dynamic quantization): faster, translations may change "
                     "slightly (check BLEU on a dev set)", "Search"}, s.int8);
     ShortlistOptions::fields(s.shortlist, v);

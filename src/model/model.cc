@@ -317,7 +317,8 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
 }
 
-const torch::Tensor& DecoderImpl::input_gate_table() {
+torch::Tensor DecoderImpl::input_gate_table() {
+  const std::lock_guard<std::mutex> lock(gate_table_mutex_);
   const auto& w = embed->weight;
   const std::array<int64_t, 3> versions{w._version(), cell->weight_ih._version(), cell->bias_ih._version()};
   const bool fits = w.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes;
@@ -339,7 +340,7 @@ DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& 
   torch::Tensor gi;  // [B, 3D] the first GRU's input gates (optimized path)
   if (fast) {
     // In eval mode without autograd (search) ey is the embedding itself: look its gates up.
-    const auto& table = !is_training() && !torch::GradMode::is_enabled() ? input_gate_table() : torch::Tensor();
+    const auto table = !is_training() && !torch::GradMode::is_enabled() ? input_gate_table() : torch::Tensor();
     gi = table.defined() ? table.index_select(0, y_prev) : input_gates(ey);
   }
   std::tie(out.state, out.context, out.alpha) = fast ? recur_fast(gi, state, mem) : recur_reference(ey, state, mem);

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 
 #include "base/options.h"
 
@@ -187,9 +188,11 @@ class DecoderImpl : public torch::nn::Module {
   // mode: a row lookup per step instead of a product (exactly the same
   // values). Built on first use and again when the weights have changed
   // (their version counters) or moved; undefined when it would take more than
-  // kGateTableBytes.
-  const torch::Tensor& input_gate_table();
+  // kGateTableBytes. Safe to call from several threads at once (searches
+  // of batches in parallel: Translator).
+  torch::Tensor input_gate_table();
   static constexpr int64_t kGateTableBytes = int64_t{128} << 20;
+  std::mutex gate_table_mutex_;
   torch::Tensor gate_table_;
   std::array<int64_t, 3> gate_table_versions_{};
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates

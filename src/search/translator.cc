@@ -1,9 +1,11 @@
 // Batched translation with input order restored.
 #include "search/translator.h"
 
-#include <algorithm>
-#include <numeric>
+#include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <atomic>
+#include <numeric>
 
 #include "base/error.h"
 #include "base/validate.h"
@@ -49,8 +51,9 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   InferenceScope scope(models_);
   for (auto& m : models_)
     if (m->decoder->int8() != opt.int8) m->decoder->set_int8(opt.int8);
+  const auto shortlist = shortlist_for(opt.shortlist);
   Scorer scorer(models_);
-  scorer.set_shortlist(shortlist_for(opt.shortlist));
+  scorer.set_shortlist(shortlist);
   const auto device = models_.front()->parameters().front().device();
 
   std::vector<Example> examples(lines.size());
@@ -73,12 +76,41 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     if (lines[i].empty()) out[i].push_back(Hypothesis{});
   // Longest first: the first sentence of a batch fixes its padded length.
   const BatchLimits limits{opt.batch_sentences, opt.batch_tokens, kSearchStateBytes, state_bytes * opt.search.beam_size, 0};
-  for (const auto& idx : cut_batches(examples, order, limits)) {
+  const auto batches = cut_batches(examples, order, limits);
+  auto run_batch = [&](Search& s, Scorer& sc, size_t i) {
+    const auto& idx = batches[i];
     auto batch = make_batch(examples, idx, /*with_target=*/false).to(device);
-    auto hyps = search->run(scorer, batch, with_attention);
+    auto hyps = s.run(sc, batch, with_attention);
     for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = std::move(hyps[k]);
+  };
+  const int64_t workers = batch_workers(opt, static_cast<int64_t>(batches.size()), device);
+  if (workers <= 1) {
+    for (size_t i = 0; i < batches.size(); ++i) run_batch(*search, scorer, i);
+    return out;
   }
+  // Each worker takes the next batch until none is left, on one thread:
+  // inside at::parallel_for's region LibTorch's own loops and OpenBLAS run
+  // single-threaded. Each has its own search and scorer (their per-batch
+  // state); the models are only read. An exception in a worker is rethrown
+  // here once the others have stopped.
+  std::atomic<size_t> next{0};
+  at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
+    c10::InferenceMode mode;  // thread-local: the workers do not inherit the caller's
+    for (int64_t w = begin; w < end; ++w) {
+      auto own_search = make_search(opt.search);
+      Scorer own_scorer(models_);
+      own_scorer.set_shortlist(shortlist);
+      for (size_t i; (i = next.fetch_add(1)) < batches.size();) run_batch(*own_search, own_scorer, i);
+    }
+  });
   return out;
+}
+
+int64_t Translator::batch_workers(const TranslateOptions& opt, int64_t batches, const torch::Device& device) {
+  if (!device.is_cpu() || batches < 2) return 1;
+  const int64_t threads = at::get_num_threads();
+  const int64_t want = opt.parallel_batches > 0 ? opt.parallel_batches : threads;
+  return std::min({want, threads, batches});
 }
 
 std::shared_ptr<const Shortlist> Translator::shortlist_for(const ShortlistOptions& opt) {

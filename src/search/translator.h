@@ -49,6 +49,10 @@ class Translator {
   std::vector<int64_t> encode_source(const std::string& line) const;
   // Inputs cropped to max_input_length so far.
   int64_t cropped_inputs() const { return cropped_; }
+  // How many batches translate() runs at once, one thread each: 1 off the
+  // CPU or for a single batch, else opt.parallel_batches (0: the intra-op
+  // threads), at most the threads and the batches.
+  static int64_t batch_workers(const TranslateOptions& opt, int64_t batches, const torch::Device& device);
   const Tokenizer& src_tokenizer() const { return src_tok_; }
   const Tokenizer& tgt_tokenizer() const { return tgt_tok_; }
   // The (first) model: what alignment reads attention from.
