@@ -222,6 +222,7 @@ struct ShortlistOptions {
   int64_t best = 50;       // translations kept per source piece
   int64_t frequent = 100;  // the vocabulary's first (most frequent) pieces, always candidates
 
+  bool operator==(const ShortlistOptions& o) const { return path == o.path && best == o.best && frequent == o.frequent; }
   // Throws nmt::UsageError naming the first option out of its range.
   void validate() const;
   template <class S, class V>

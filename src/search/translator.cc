@@ -115,8 +115,7 @@ int64_t Translator::batch_workers(const TranslateOptions& opt, int64_t batches, 
 
 std::shared_ptr<const Shortlist> Translator::shortlist_for(const ShortlistOptions& opt) {
   if (opt.path.empty()) return nullptr;
-  const auto& had = shortlist_ ? shortlist_->options() : ShortlistOptions{};
-  if (!shortlist_ || had.path != opt.path || had.best != opt.best || had.frequent != opt.frequent)
+  if (!shortlist_ || !(shortlist_->options() == opt))
     shortlist_ = std::make_shared<const Shortlist>(Shortlist::load(opt, src_tok_, tgt_tok_));
   return shortlist_;
 }

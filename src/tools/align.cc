@@ -143,6 +143,17 @@ struct PairAlignment {
   std::string translation;
 };
 
+// What ibm2 learns from: `pairs`, then --ibm-train-src/-tgt's pairs when
+// given. Throws nmt::Error (file and line) when those cannot be read.
+Pairs ibm_training_pairs(const AlignRunOptions& opt, const Pairs& pairs) {
+  Pairs all = pairs;
+  if (opt.ibm_train_src.empty() && opt.ibm_train_tgt.empty()) return all;
+  auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
+  all.src.insert(all.src.end(), std::make_move_iterator(extra.src.begin()), std::make_move_iterator(extra.src.end()));
+  all.tgt.insert(all.tgt.end(), std::make_move_iterator(extra.tgt.begin()), std::make_move_iterator(extra.tgt.end()));
+  return all;
+}
+
 // What aligns one pair; `tgt` is empty in free mode.
 class PairAligner {
  public:
@@ -155,15 +166,10 @@ class PairAligner {
 class IbmPairAligner : public PairAligner {
  public:
   IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
-    std::vector<std::string> all_src = pairs.src, all_tgt = pairs.tgt;
-    if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
-      auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
-      all_src.insert(all_src.end(), extra.src.begin(), extra.src.end());
-      all_tgt.insert(all_tgt.end(), extra.tgt.begin(), extra.tgt.end());
-    }
-    spdlog::info("ibm2: learning from {} pairs, {} iterations", all_src.size(), opt.ibm.iterations);
-    fwd_ = std::make_unique<WordAligner>(WordAligner::train(all_src, all_tgt, opt.ibm));
-    if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all_tgt, all_src, opt.ibm));
+    const Pairs all = ibm_training_pairs(opt, pairs);
+    spdlog::info("ibm2: learning from {} pairs, {} iterations", all.src.size(), opt.ibm.iterations);
+    fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
+    if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
   }
   PairAlignment align(const std::string& src, const std::string& tgt) override {
     PairAlignment a;
@@ -298,22 +304,16 @@ class AlignmentSink {
 // --lex-best most probable targets first (what nmt-translate --shortlist reads).
 void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
   const LoadedModel m = load_checkpoint(opt.model_path, torch::kCPU);
-  std::vector<std::string> src, tgt;
-  auto add = [&](const std::vector<std::string>& s, const std::vector<std::string>& t) {
-    auto joined = [](const std::vector<std::string>& pieces) {
-      std::string out;
-      for (const auto& p : pieces) out += (out.empty() ? "" : " ") + p;
-      return out;
-    };
-    for (size_t k = 0; k < s.size(); ++k) {
-      src.push_back(joined(m.src_tok.pieces(s[k])));
-      tgt.push_back(joined(m.tgt_tok.pieces(t[k])));
-    }
+  const Pairs all = ibm_training_pairs(opt, pairs);
+  auto joined = [](const std::vector<std::string>& pieces) {
+    std::string out;
+    for (const auto& p : pieces) out += (out.empty() ? "" : " ") + p;
+    return out;
   };
-  add(pairs.src, pairs.tgt);
-  if (!opt.ibm_train_src.empty() || !opt.ibm_train_tgt.empty()) {
-    const auto extra = read_parallel(opt.ibm_train_src, opt.ibm_train_tgt, CorpusLimits{kAlignMaxLineBytes, false});
-    add(extra.src, extra.tgt);
+  std::vector<std::string> src, tgt;
+  for (size_t k = 0; k < all.src.size(); ++k) {
+    src.push_back(joined(m.src_tok.pieces(all.src[k])));
+    tgt.push_back(joined(m.tgt_tok.pieces(all.tgt[k])));
   }
   spdlog::info("ibm2: learning a lexical table from {} pairs of pieces, {} iterations", src.size(), opt.ibm.iterations);
   const auto table = WordAligner::train(src, tgt, opt.ibm).lexical_table(static_cast<size_t>(opt.lex_best), 0.0);
