@@ -8,7 +8,9 @@
 // Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
 // synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference|recurrence
 // picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
-// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_HEAP=default
+// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_PARTS=N trains
+// each batch as N parts side by side (nmt-train --batch-parts; default 0, one
+// per thread, as nmt-train); NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called).
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -26,6 +28,7 @@
 #include "model/model.h"
 #include "search/search.h"
 #include "text/tokenizer.h"
+#include "train/batch_parts.h"
 
 namespace {
 
@@ -89,17 +92,28 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
     if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
       params.push_back(p);
   torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-3));
-  auto step = [&] {
+  const char* want = std::getenv("NMT_BENCH_PARTS");
+  const int64_t parts = nmt::batch_parts(want ? std::stoll(want) : 0, torch::get_num_threads(), B, device());
+  const auto ranges = nmt::part_ranges(B, parts);
+  uint64_t seed = 0;
+  auto step = [&] {  // what nmt-train's Trainer::forward_backward does, without guided alignment
     auto src = random_tokens(B, S, opt.src_vocab);
     auto tgt = random_tokens(B, T, opt.tgt_vocab);
     auto tgt_in = torch::cat({torch::full({B, 1}, nmt::kBosId, tgt.options()), tgt.narrow(1, 0, T - 1)}, 1);
-    auto src_len = torch::full({B}, S, torch::kInt64);
-    auto logits = model->forward(src, src_len, tgt_in);
-    auto loss = nmt::sequence_loss(logits, tgt, 0.1);
+    std::vector<torch::Tensor> losses(parts);
+    auto part_loss = [&](int64_t p) {
+      const auto [b0, b1] = ranges[p];
+      auto src_len = torch::full({b1 - b0}, S, torch::kInt64);
+      auto logits = model->forward(src.slice(0, b0, b1), src_len, tgt_in.slice(0, b0, b1));
+      losses[p] = nmt::sequence_loss(logits, tgt.slice(0, b0, b1), 0.1);
+      (void)losses[p].item<double>();  // the trainer reads the loss before the update
+    };
+    if (parts == 1) part_loss(0);
+    else nmt::run_parts(parts, ++seed, part_loss);
     const double n = static_cast<double>(B * T);
-    (void)loss.item<double>();  // the trainer reads the loss before the update
     adam.zero_grad();
-    (loss / n).backward();
+    if (parts == 1) (losses[0] / n).backward();
+    else nmt::backward_parts(losses, 1.0 / n, params);
     torch::nn::utils::clip_grad_norm_(params, 1.0);
     adam.step();
   };
@@ -107,9 +121,9 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
   const auto t0 = now();
   for (int64_t i = 0; i < steps; ++i) step();
   const double s = since(t0);
-  std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"steps\":%lld,\"seconds\":%.4f,\"tgt_tokens_per_s\":%.1f,"
+  std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"parts\":%lld,\"steps\":%lld,\"seconds\":%.4f,\"tgt_tokens_per_s\":%.1f,"
               "\"ms_per_step\":%.3f%s\n",
-              torch::get_num_threads(), static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
+              torch::get_num_threads(), static_cast<long long>(parts), static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
               1000 * s / static_cast<double>(steps), tail_fields().c_str());
   return 0;
 }

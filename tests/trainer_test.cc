@@ -165,7 +165,9 @@ TEST(TrainerTest, TrainingLowersValidationLossAndWritesRunFiles) {
 // Run A trains N steps straight; run B trains N/2, then resumes to N. Both
 // must end with bit-identical weights: data order, optimizer moments,
 // learning rate and the dropout RNG all have to be restored.
-void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control) {
+// With `parts` > 1 both train on that many threads, each batch as parts
+// (--batch-parts), whose dropout masks come from per-step generators.
+void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, int parts = 1) {
   Quiet q;
   const auto dir = nmt::test::temp_dir("train_resume");
   const auto files = nmt::test::write_toy_corpus(dir, 400, 40);
@@ -174,12 +176,18 @@ void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control) 
   auto a = base_options(files, dir + "/A");
   a.max_steps = n;
   a.valid_every = valid_every;
+  a.runtime.threads = parts;
+  a.batch_parts = parts;
+  a.fixed_threads = true;
   const auto ra = nmt::train(a, toy_tok(), arch);
   ASSERT_EQ(ra.steps, n);
 
   auto b = base_options(files, dir + "/B");
   b.max_steps = n / 2;
   b.valid_every = valid_every;
+  b.runtime.threads = parts;
+  b.batch_parts = parts;
+  b.fixed_threads = true;
   const auto rb1 = nmt::train(b, toy_tok(), arch);
   ASSERT_EQ(rb1.steps, n / 2);
   // Control run C: B's half-way folder with the saved dropout RNG state
@@ -245,6 +253,11 @@ TEST(TrainerTest, ResumeIsExactWhenValidationDividesTheSplit) {
 TEST(TrainerTest, ResumeIsExactWhenValidationIsRare) {
   nmt::set_threads(1);
   check_exact_resume(40, 1000, /*check_rng_control=*/false);
+}
+
+TEST(TrainerTest, ResumeIsExactWithBatchParts) {
+  check_exact_resume(20, 10, /*check_rng_control=*/false, /*parts=*/2);
+  nmt::set_threads(1);
 }
 
 TEST(TrainerTest, RefusesAFolderWithARun) {

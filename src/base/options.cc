@@ -65,6 +65,7 @@ void TrainOptions::validate() const {
     throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
   in_range("--batch-tokens", batch_tokens, 1);
   in_range("--max-batch-sentences", max_batch_sentences, 1);
+  in_range("--batch-parts", batch_parts, 0, kMaxThreads);
   in_range("--learning-rate", learning_rate, 0.0, kNoLimit, End::kOpen);
   in_range("--adam-beta1", adam_beta1, 0.0, 1.0, End::kClosed, End::kOpen);
   in_range("--adam-beta2", adam_beta2, 0.0, 1.0, End::kClosed, End::kOpen);

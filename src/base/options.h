@@ -170,6 +170,10 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool resume = false;
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
+  // CPU: each batch is trained as this many parts side by side, one thread
+  // each, their gradients summed in a fixed order (train/batch_parts.h).
+  // 0: one part per --threads; 1: the whole batch over all threads.
+  int64_t batch_parts = 0;
 
   int64_t log_every = 100;
   int64_t valid_every = 1000;

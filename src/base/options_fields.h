@@ -53,6 +53,9 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"fixed-threads", "On the CPU, keep --threads even while other processes keep cores busy "
                            "(by default training then runs on the cores they leave free)", "Hardware"},
     s.fixed_threads);
+  v(Field{"batch-parts", "On the CPU, train each batch as N parts side by side, one thread each, gradients summed "
+                         "(0: one part per thread; 1: the whole batch over all threads)", "Hardware"},
+    s.batch_parts);
 
   const char* bk = "Logging and checkpoints";
   v(Field{"log-every", "Progress line every N steps", bk}, s.log_every);

@@ -1,6 +1,8 @@
 // Bahdanau attention model: encoder, attention variants, decoder, loss.
 #include "model/model.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 
 #include "base/error.h"
@@ -22,7 +24,7 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
                                                   .batch_first(true)
                                                   .dropout(opt.enc_layers > 1 ? opt.dropout : 0.0)));
   init = register_module("init", torch::nn::Linear(opt.enc_hidden, opt.dec_hidden));
-  drop = register_module("drop", torch::nn::Dropout(opt.dropout));
+  drop = register_module("drop", Dropout(opt.dropout));
 }
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len) {
@@ -101,6 +103,25 @@ torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const
 }
 
 namespace {
+thread_local at::Generator* t_dropout_generator = nullptr;  // the newest DropoutRng on this thread
+}  // namespace
+
+DropoutRng::DropoutRng(uint64_t seed)
+    : gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), outer_(t_dropout_generator) {
+  t_dropout_generator = &gen_;
+}
+
+DropoutRng::~DropoutRng() { t_dropout_generator = outer_; }
+
+torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
+  if (!is_training() || p_ == 0) return x;
+  if (t_dropout_generator == nullptr || !x.device().is_cpu()) return torch::dropout(x, p_, /*train=*/true);
+  // What torch::dropout does on the CPU, with this thread's generator.
+  auto noise = torch::empty_like(x).bernoulli_(1 - p_, *t_dropout_generator).div_(1 - p_);
+  return x * noise;
+}
+
+namespace {
 
 // The attention's query projection W [A, D] stacked over the hidden projection
 // of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
@@ -158,7 +179,7 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
     torch::nn::init::normal_(out_weight, 0.0, 1.0 / std::sqrt(static_cast<double>(opt.emb_dim)));
   }
   out_bias = register_parameter("out_bias", torch::zeros({opt.tgt_vocab}));
-  drop = register_module("drop", torch::nn::Dropout(opt.dropout));
+  drop = register_module("drop", Dropout(opt.dropout));
 }
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,

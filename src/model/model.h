@@ -23,6 +23,37 @@ class Int8Linear;  // model/quantized.h
 // z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r * gh_n).
 torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h);
 
+// Gives the calling thread its own dropout generator while alive, seeded
+// with `seed`: threads that train parts of one batch side by side
+// (train/batch_parts.h) then draw the same masks whatever the scheduling.
+// Scopes nest; each thread sees its newest.
+class DropoutRng {
+ public:
+  explicit DropoutRng(uint64_t seed);
+  ~DropoutRng();
+  DropoutRng(const DropoutRng&) = delete;
+  DropoutRng& operator=(const DropoutRng&) = delete;
+
+ private:
+  at::Generator gen_;
+  at::Generator* outer_;
+};
+
+// Inverted dropout, as torch::dropout: in training, each element is zeroed
+// with probability p and the rest scaled by 1 / (1 - p); otherwise x. The
+// masks come from the calling thread's DropoutRng on the CPU when one is
+// alive, else from LibTorch's default generator (then they are
+// torch::dropout's own). Never throws for p in [0, 1).
+class DropoutImpl : public torch::nn::Module {
+ public:
+  explicit DropoutImpl(double p) : p_(p) {}
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  double p_;
+};
+TORCH_MODULE(Dropout);
+
 struct EncoderOutput {
   torch::Tensor annotations;  // [B, S, C] h_j; zero on padding
   torch::Tensor mask;         // [B, S] bool, true on real positions
@@ -43,7 +74,7 @@ class EncoderImpl : public torch::nn::Module {
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRU rnn{nullptr};
   torch::nn::Linear init{nullptr};  // H -> D
-  torch::nn::Dropout drop{nullptr};
+  Dropout drop{nullptr};
 };
 TORCH_MODULE(Encoder);
 
@@ -217,7 +248,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::nn::Linear deep{nullptr};  // D + C + E -> E
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]
-  torch::nn::Dropout drop{nullptr};
+  Dropout drop{nullptr};
   // set_int8(): the int8 copies.
   struct Int8Weights {
     std::shared_ptr<const Int8Linear> hidden1;  // cgru's GRU1: W_hh [3D, D], b_hh (null for bahdanau)

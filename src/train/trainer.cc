@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "train/batch_parts.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -93,31 +94,57 @@ std::optional<StopReason> Trainer::stop_before_step() {
   return std::nullopt;
 }
 
+// The loss of `batch` (summed over its target tokens, plus the guided
+// alignment term); its value without that term goes to `loss_sum`, or the
+// term's when that is not finite.
+torch::Tensor Trainer::batch_loss(const Batch& batch, double* loss_sum) {
+  torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
+  auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
+  auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
+  *loss_sum = loss.item<double>();
+  if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
+    auto guided = guided_alignment_loss(alpha, batch.guide);
+    loss = loss + opt_.guided_alignment_weight * guided;
+    const double guided_sum = guided.item<double>();
+    if (!std::isfinite(guided_sum)) *loss_sum = guided_sum;
+  }
+  return loss;
+}
+
 // The loss is summed over every rank's batch and divided by their target
-// tokens, so a step equals one step on the N batches joined.
+// tokens, so a step equals one step on the N batches joined. On the CPU the
+// batch runs as parts side by side (batch_parts.h), with the same sums.
 StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
   StepStats stats;
-  torch::Tensor loss;
+  std::vector<torch::Tensor> losses;  // one per part
   if (indices != nullptr) {
-    const Batch batch = make_training_batch(*indices).to(device_);
-    torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
-    auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
-    loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
-    stats.loss_sum = loss.item<double>();
-    if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
-      auto guided = guided_alignment_loss(alpha, batch.guide);
-      loss = loss + opt_.guided_alignment_weight * guided;
-      const double guided_sum = guided.item<double>();
-      if (!std::isfinite(guided_sum)) stats.loss_sum = guided_sum;
+    const int64_t n = static_cast<int64_t>(indices->size());
+    const int64_t parts = batch_parts(parts_wanted_, threads_, n, device_);
+    std::vector<Batch> batches;
+    for (const auto& [begin, end] : part_ranges(n, parts))
+      batches.push_back(make_training_batch({indices->begin() + begin, indices->begin() + end}).to(device_));
+    losses.resize(batches.size());
+    std::vector<double> sums(batches.size());
+    if (parts == 1) {
+      losses[0] = batch_loss(batches[0], &sums[0]);
+    } else {
+      // Dropout per (seed, step, rank, part): the same masks on every run.
+      const uint64_t seed = mix_seed(mix_seed(state_.seed, static_cast<uint64_t>(state_.step)), rank());
+      run_parts(parts, seed, [&](int64_t p) { losses[p] = batch_loss(batches[p], &sums[p]); });
     }
-    stats.tokens = batch.tgt_tokens;
-    stats.sentences = batch.size();
+    for (size_t p = 0; p < batches.size(); ++p) {
+      stats.loss_sum += sums[p];
+      stats.tokens += batches[p].tgt_tokens;
+      stats.sentences += batches[p].size();
+    }
   }
   optimizer_->zero_grad();
   stats.finite = std::isfinite(stats.loss_sum);
   stats.all_reduce(comm_.get());  // every rank's tokens, loss, sentences and verdict
   if (!stats.finite) return stats;
-  if (loss.defined()) (loss / static_cast<double>(stats.tokens)).backward();
+  const double scale = 1.0 / static_cast<double>(stats.tokens);
+  if (losses.size() == 1) (losses[0] * scale).backward();
+  else if (!losses.empty()) backward_parts(losses, scale, params);
   if (comm_) {
     std::vector<torch::Tensor> grads;
     for (auto& p : params) {

@@ -62,6 +62,8 @@ class Trainer {
   // gradients summed over ranks and clipped. The step's figures say whether
   // loss and gradient were finite, i.e. whether optimizer_->step() may run.
   StepStats forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
+  // The summed loss of one batch (or part), its value to `loss_sum`.
+  torch::Tensor batch_loss(const Batch& batch, double* loss_sum);
   // The tensors of training batch `indices` (segmentations sampled anew with --spm-alpha).
   Batch make_training_batch(const std::vector<int64_t>& indices) const;
   void skip_bad_step(TrainResult* result);
@@ -90,6 +92,7 @@ class Trainer {
   const std::atomic<bool>* stop_;
 
   int threads_ = 1;
+  int64_t parts_wanted_ = 0;  // --batch-parts, or 1 where parts would not be reproducible (prepare())
   torch::Device device_{torch::kCPU};
   std::unique_ptr<ThreadGovernor> governor_;  // CPU training without --fixed-threads
   std::unique_ptr<Communicator> comm_;  // null when training as one process

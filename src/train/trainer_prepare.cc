@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "io/io.h"
 #include "model/device.h"
+#include "train/batch_parts.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -55,6 +56,11 @@ void Trainer::prepare() {
   init_data(std::move(train), std::move(valid));
   spdlog::debug("encoded and batched the data in {:.2f}s", seconds_since(t0));
   init_optimizer(resuming);
+  // The encoder GRU's dropout between layers draws from the default generator,
+  // whose order across threads would vary: such models train whole batches.
+  parts_wanted_ = model_opt_.enc_layers > 1 && model_opt_.dropout > 0 ? 1 : opt_.batch_parts;
+  if (parts_wanted_ == 1 && opt_.batch_parts > 1 && is_main())
+    spdlog::warn("--batch-parts {} ignored: with --enc-layers > 1 and dropout each batch trains whole", opt_.batch_parts);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
     torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(rank()));
@@ -67,9 +73,9 @@ void Trainer::prepare() {
   const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
   write_file_atomic(folder_.path("config.toml"), config);
   spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
-  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch",
+  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {} parts each",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
-               batches_.size());
+               batches_.size(), batch_parts(parts_wanted_, threads_, opt_.max_batch_sentences, device_));
 }
 
 void Trainer::validate_options() {

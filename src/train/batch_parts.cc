@@ -1,0 +1,64 @@
+// Training a batch as parts side by side: see batch_parts.h.
+#include "train/batch_parts.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#include "model/model.h"
+
+namespace nmt {
+
+int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device) {
+  if (!device.is_cpu()) return 1;
+  const int64_t n = want > 0 ? want : std::max(1, threads);
+  return std::max<int64_t>(1, std::min(n, sentences));
+}
+
+std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t p = 0; p < parts; ++p) ranges.emplace_back(sentences * p / parts, sentences * (p + 1) / parts);
+  return ranges;
+}
+
+uint64_t mix_seed(uint64_t a, uint64_t b) {  // splitmix64 of a, then of that xor b
+  auto split = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return split(split(a) ^ b);
+}
+
+void run_parts(int64_t parts, uint64_t seed, const std::function<void(int64_t)>& forward) {
+  at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      DropoutRng rng(mix_seed(seed, static_cast<uint64_t>(p)));
+      forward(p);
+    }
+  });
+}
+
+void backward_parts(const std::vector<torch::Tensor>& losses, double scale, const std::vector<torch::Tensor>& params) {
+  const int64_t parts = static_cast<int64_t>(losses.size());
+  std::vector<std::vector<torch::Tensor>> grads(losses.size());
+  at::parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p)
+      grads[p] = torch::autograd::grad({losses[p] * scale}, params, /*grad_outputs=*/{}, /*retain_graph=*/false,
+                                       /*create_graph=*/false, /*allow_unused=*/true);
+  });
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor sum;
+    for (const auto& g : grads) {
+      if (!g[i].defined()) continue;
+      if (!sum.defined()) sum = g[i].clone();
+      else sum.add_(g[i]);
+    }
+    auto& grad = const_cast<torch::Tensor&>(params[i]).mutable_grad();
+    grad = sum.defined() ? sum : torch::zeros_like(params[i]);
+  }
+}
+
+}  // namespace nmt

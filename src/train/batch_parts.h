@@ -1,0 +1,39 @@
+// One training step's batch as parts trained side by side on the CPU. The
+// small matrix products of a recurrent step, spread over two threads, spend
+// much of their time waiting for each other; one part per thread, each
+// single-threaded, does not. The loss is summed over the parts and the
+// gradients of the parts are summed in part order, so the step is the
+// whole batch's step (to float rounding), the same on every run.
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+namespace nmt {
+
+// How many parts to cut a batch of `sentences` into: `want` (0: one per
+// intra-op thread, i.e. `threads`), at most one per sentence; 1 off the
+// CPU, where a batch is one launch sequence anyway.
+int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device);
+
+// Sentence ranges [begin, end) of `parts` near-equal slices of `sentences`.
+std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts);
+
+// Runs forward(p) for every p in [0, parts) side by side (inside
+// at::parallel_for, so LibTorch's loops and BLAS run single-threaded within
+// a part; with one intra-op thread the parts run in turn), part p's dropout
+// drawn from a generator seeded with mix(seed, p). The first exception of any
+// part is rethrown once all have ended.
+void run_parts(int64_t parts, uint64_t seed, const std::function<void(int64_t)>& forward);
+
+// Backward of sum_p losses[p] * scale: each part's graph is differentiated
+// on its own thread (as run_parts), and each parameter's .grad is set to the
+// sum of the parts' gradients in part order (zeros where none reached it).
+// Every graph is freed. Throws what autograd throws.
+void backward_parts(const std::vector<torch::Tensor>& losses, double scale, const std::vector<torch::Tensor>& params);
+
+// A 64-bit mix of (a, b), for seeding per step and part.
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+}  // namespace nmt

@@ -1,0 +1,167 @@
+// Training a batch as parts side by side (train/batch_parts.h): the parts'
+// summed gradients equal the whole batch's, dropout masks repeat with the
+// seed whatever the threads, and the model's dropout without a DropoutRng
+// is LibTorch's own.
+#include "train/batch_parts.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/device.h"
+#include "model/model.h"
+#include "test_util.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+// Six pairs of different lengths, so every part is padded differently.
+std::vector<nmt::Example> examples() {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"red cat", "cato redo"},
+      {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
+      {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
+      {"blue", "blueo"},
+      {"green tree", "treeo greeno"},
+      {"small fish sees big cat", "cato bigo seeso fisho smallo"},
+  };
+  const auto& tok = nmt::test::toy_tokenizer();
+  std::vector<nmt::Example> ex;
+  for (const auto& [s, t] : pairs) {
+    nmt::Example e;
+    e.src = tok.encode(s);
+    e.src.push_back(nmt::kEosId);
+    e.tgt = tok.encode(t);
+    ex.push_back(e);
+  }
+  return ex;
+}
+
+std::vector<torch::Tensor> distinct(const nmt::Seq2Seq& m) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : m->parameters())
+    if (std::none_of(out.begin(), out.end(), [&](const torch::Tensor& q) { return q.is_same(p); })) out.push_back(p);
+  return out;
+}
+
+// The gradients of one step over the six examples cut into `parts` (1: the
+// whole batch, plain backward), as the trainer takes them.
+std::vector<torch::Tensor> step_gradients(nmt::Seq2Seq& model, int64_t parts, uint64_t seed) {
+  const auto ex = examples();
+  const int64_t n = static_cast<int64_t>(ex.size());
+  auto params = distinct(model);
+  for (auto& p : params) p.mutable_grad() = torch::Tensor();
+  std::vector<nmt::Batch> batches;
+  for (const auto& [b, e] : nmt::part_ranges(n, parts)) {
+    std::vector<int64_t> idx;
+    for (int64_t i = b; i < e; ++i) idx.push_back(i);
+    batches.push_back(nmt::make_batch(ex, idx));
+  }
+  std::vector<torch::Tensor> losses(batches.size());
+  int64_t tokens = 0;
+  for (const auto& b : batches) tokens += b.tgt_tokens;
+  auto loss_of = [&](int64_t p) {
+    const auto& b = batches[p];
+    losses[p] = nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
+  };
+  if (parts == 1) {
+    loss_of(0);
+    (losses[0] / static_cast<double>(tokens)).backward();
+  } else {
+    nmt::run_parts(parts, seed, loss_of);
+    nmt::backward_parts(losses, 1.0 / static_cast<double>(tokens), params);
+  }
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return grads;
+}
+
+nmt::Seq2Seq make_model(nmt::DecoderType decoder, double dropout) {
+  auto opt = nmt::test::tiny_model();
+  opt.decoder = decoder;
+  opt.dropout = dropout;
+  opt.tie_embeddings = true;  // one parameter reached from two places
+  torch::manual_seed(7);
+  nmt::Seq2Seq m(opt);
+  m->train();
+  return m;
+}
+
+class BatchPartsTest : public ::testing::TestWithParam<nmt::DecoderType> {
+ protected:
+  void SetUp() override { nmt::set_threads(2); }
+  void TearDown() override { nmt::set_threads(1); }
+};
+
+TEST_P(BatchPartsTest, PartsGiveTheWholeBatchGradient) {
+  auto model = make_model(GetParam(), 0.0);
+  const auto whole = step_gradients(model, 1, 0);
+  for (int64_t parts : {2, 3, 6}) {
+    const auto split = step_gradients(model, parts, 0);
+    ASSERT_EQ(split.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(split[i], whole[i], 1e-4, 1e-6))
+          << parts << " parts, parameter " << i << ": max abs diff " << (split[i] - whole[i]).abs().max().item<double>();
+      EXPECT_GT(whole[i].abs().sum().item<double>(), 0) << "parameter " << i << " got no gradient";
+    }
+  }
+}
+
+TEST_P(BatchPartsTest, DropoutMasksRepeatWithTheSeedWhateverTheThreads) {
+  auto model = make_model(GetParam(), 0.3);
+  const auto a = step_gradients(model, 2, 11);
+  nmt::set_threads(1);  // the parts now run in turn on one thread
+  const auto b = step_gradients(model, 2, 11);
+  nmt::set_threads(2);
+  const auto c = step_gradients(model, 2, 12);
+  bool seed_matters = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
+    seed_matters |= !torch::equal(a[i], c[i]);
+  }
+  EXPECT_TRUE(seed_matters) << "another seed gave the same gradients: dropout is not drawn per part";
+}
+
+INSTANTIATE_TEST_SUITE_P(Decoders, BatchPartsTest,
+                         ::testing::Values(nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru),
+                         [](const ::testing::TestParamInfo<nmt::DecoderType>& i) {
+                           return std::string(nmt::to_string(i.param));
+                         });
+
+TEST(BatchPartsTest, CountsAndRanges) {
+  EXPECT_EQ(nmt::batch_parts(0, 2, 64, torch::kCPU), 2);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 3, torch::kCPU), 3);  // at most one per sentence
+  EXPECT_EQ(nmt::batch_parts(1, 8, 64, torch::kCPU), 1);
+  EXPECT_EQ(nmt::batch_parts(3, 1, 64, torch::kCPU), 3);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 64, torch::Device(torch::kCUDA, 0)), 1);
+  const auto r = nmt::part_ranges(7, 3);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], std::make_pair(int64_t{0}, int64_t{2}));
+  EXPECT_EQ(r[1], std::make_pair(int64_t{2}, int64_t{4}));
+  EXPECT_EQ(r[2], std::make_pair(int64_t{4}, int64_t{7}));
+}
+
+TEST(DropoutTest, WithoutADropoutRngItIsTorchDropout) {
+  nmt::Dropout drop(0.3);
+  drop->train();
+  auto x = torch::randn({5, 7});
+  torch::manual_seed(5);
+  auto ours = drop(x);
+  torch::manual_seed(5);
+  auto theirs = torch::dropout(x, 0.3, true);
+  EXPECT_TRUE(torch::equal(ours, theirs));
+  drop->eval();
+  EXPECT_TRUE(torch::equal(drop(x), x));
+  {
+    nmt::DropoutRng rng(9);
+    drop->train();
+    auto a = drop(x);
+    nmt::DropoutRng inner(9);  // a fresh generator with the same seed: the same mask
+    EXPECT_TRUE(torch::equal(drop(x), a));
+  }
+}
+
+}  // namespace
