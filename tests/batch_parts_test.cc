@@ -28,16 +28,7 @@ std::vector<nmt::Example> examples() {
       {"green tree", "treeo greeno"},
       {"small fish sees big cat", "cato bigo seeso fisho smallo"},
   };
-  const auto& tok = nmt::test::toy_tokenizer();
-  std::vector<nmt::Example> ex;
-  for (const auto& [s, t] : pairs) {
-    nmt::Example e;
-    e.src = tok.encode(s);
-    e.src.push_back(nmt::kEosId);
-    e.tgt = tok.encode(t);
-    ex.push_back(e);
-  }
-  return ex;
+  return nmt::test::toy_examples(pairs);
 }
 
 std::vector<torch::Tensor> distinct(const nmt::Seq2Seq& m) {

@@ -32,16 +32,8 @@ const std::vector<std::pair<std::string, std::string>> kPairs = {
     {"blue", "blueo"},
 };
 
-nmt::Batch batch_of(const nmt::Tokenizer& tok, bool with_target) {
-  std::vector<nmt::Example> ex;
-  for (const auto& [s, t] : kPairs) {
-    nmt::Example e;
-    e.src = tok.encode(s);
-    e.src.push_back(nmt::kEosId);
-    e.tgt = tok.encode(t);
-    ex.push_back(e);
-  }
-  return nmt::make_batch(ex, {0, 1, 2, 3}, with_target);
+nmt::Batch batch_of(bool with_target) {
+  return nmt::make_batch(nmt::test::toy_examples(kPairs), {0, 1, 2, 3}, with_target);
 }
 
 // Largest absolute difference between `a` (any device) and `b`, on the CPU.
@@ -71,7 +63,7 @@ TEST_P(CudaTest, LogitsAttentionAndGradientsMatchTheCpu) {
   torch::manual_seed(1);
   nmt::Seq2Seq cpu(opt);
   auto gpu = cuda_copy(cpu);
-  const auto b = batch_of(nmt::test::toy_tokenizer(), true);
+  const auto b = batch_of(true);
   const auto bg = b.to(torch::kCUDA);
   torch::Tensor a_cpu, a_gpu;
   const auto l_cpu = cpu->forward(b.src, b.src_len, b.tgt_in, &a_cpu);

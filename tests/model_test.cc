@@ -41,18 +41,7 @@ const std::vector<std::pair<std::string, std::string>> kPairs = {
     {"blue", "blueo"},
 };
 
-std::vector<Example> examples() {
-  const auto& tok = nmt::test::toy_tokenizer();
-  std::vector<Example> ex;
-  for (const auto& [s, t] : kPairs) {
-    Example e;
-    e.src = tok.encode(s);
-    e.src.push_back(nmt::kEosId);
-    e.tgt = tok.encode(t);
-    ex.push_back(e);
-  }
-  return ex;
-}
+std::vector<Example> examples() { return nmt::test::toy_examples(kPairs); }
 
 std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
 

@@ -82,6 +82,19 @@ void toy_corpus(int n, uint64_t seed, std::vector<std::string>* src, std::vector
   }
 }
 
+std::vector<Example> toy_examples(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  const auto& tok = toy_tokenizer();
+  std::vector<Example> ex;
+  for (const auto& [s, t] : pairs) {
+    Example e;
+    e.src = tok.encode(s);
+    e.src.push_back(kEosId);
+    e.tgt = tok.encode(t);
+    ex.push_back(e);
+  }
+  return ex;
+}
+
 const Tokenizer& toy_tokenizer() {
   static const Tokenizer tok = [] {
     std::vector<std::string> s, t;

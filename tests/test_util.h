@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/options.h"
+#include "text/batching.h"
 #include "text/tokenizer.h"
 
 namespace nmt::test {
@@ -27,6 +28,10 @@ void toy_corpus(int n, uint64_t seed, std::vector<std::string>* src, std::vector
 
 // A tokenizer trained on the toy corpus (cached per process).
 const Tokenizer& toy_tokenizer();
+
+// `pairs` (source, target text) as examples encoded by toy_tokenizer(), each
+// source ending in EOS, as the corpus reader makes them.
+std::vector<Example> toy_examples(const std::vector<std::pair<std::string, std::string>>& pairs);
 
 // Tiny model sizes for tests, with vocabularies from toy_tokenizer().
 ModelOptions tiny_model(AttentionType attention = AttentionType::kAdditive);
