@@ -268,6 +268,9 @@ result = {
                                  if (s, "train_corpus_tok_s") in med},
     "threads": int(threads), "commit": commit, "host": host,
     "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),
+    # the vector units, which tell machines of one "model name" apart
+    "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
+                            for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
     "pytorch": torch.__version__, "python": platform.python_version(),
 }
 with open(out + ".part", "w") as f:

@@ -164,7 +164,7 @@ git diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
 host=$(hostname -s)
 mkdir -p bench/results
 result=bench/results/multi30k-$pair-$form-$host-$commit.json
-python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
+NMT_BIN=$bin python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
   "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" <<'PY'
 import json, os, platform, subprocess, sys
 (run, form, pair, config, name, beam, lp, val_score, test_seconds, threads, commit, result,
@@ -212,7 +212,12 @@ out = {
     "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
     "training": train,
     "device": "cpu", "cpu": cpu, "threads": int(threads), "host": platform.node(),
+    # the vector units, which tell machines of one "model name" apart
+    "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
+                            for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
     "commit": commit,
+    "nmt_version": subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
+                                  capture_output=True, text=True).stdout.splitlines()[0],
 }
 with open(result + ".part", "w") as f:
     json.dump(out, f, indent=2, ensure_ascii=False)
