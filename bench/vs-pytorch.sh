@@ -295,4 +295,4 @@ print(f"wrote {out}")
 PY
 }
 
-main "$@"
+main "$@"; exit  # on one line: bash reads no further, so editing the file during a run is safe

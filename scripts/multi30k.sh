@@ -227,4 +227,4 @@ print(f"wrote {result}")
 PY
 }
 
-main "$@"
+main "$@"; exit  # on one line: bash reads no further, so editing the file during a run is safe
