@@ -20,9 +20,10 @@
 # "nmt-plain", DecoderImpl::Path::kReference) and, for training, with the
 # optimized step forced (side "nmt-optimized"; by default training takes the
 # plain one), so each path's gain is measured in the same run. Training rows
-# also run with each batch whole (side "nmt-whole": nmt-train --batch-parts 1)
-# and decoding rows on text with one batch at a time (side "nmt-serial":
-# nmt-translate --parallel-batches 1), the default's gain in the same run.
+# also run with each batch as one part per thread (side "nmt-parts":
+# nmt-train --batch-parts 0) and decoding rows on text with one batch at a
+# time (side "nmt-serial": nmt-translate --parallel-batches 1), so both
+# levers are measured against the defaults in the same run.
 #
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores), NMT_PYTHON
 # (/usr/bin/python3), NMT_BENCH_DEVICE (cpu; cuda on a GPU host: every side
@@ -119,9 +120,9 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt train_peak_rss_mb "$(sed -E 's/.*peak memory ([0-9]+) MiB.*/\1/' <<<"$line")"
     rm -rf "$work/nmt-train"
     "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
-      --batch-parts 1 2>"$work/nmt-train-whole.log"
-    line=$(grep "training finished" "$work/nmt-train-whole.log")
-    record "$r" nmt-whole train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+      --batch-parts 0 2>"$work/nmt-train-parts.log"
+    line=$(grep "training finished" "$work/nmt-train-parts.log")
+    record "$r" nmt-parts train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
     j=$("$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" --tgt "$work/train.de" \
           --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
     record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
@@ -134,8 +135,8 @@ for ((r = 1; r <= rounds; r++)); do
     ((B == 64)) || row=train_fixed_b${B}_tok_s
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt "$row" "$(field "$j" tgt_tokens_per_s)"
-    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PARTS=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
-    record "$r" nmt-whole "$row" "$(field "$j" tgt_tokens_per_s)"
+    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PARTS=0 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
+    record "$r" nmt-parts "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-plain "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PATH=optimized "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
@@ -233,15 +234,15 @@ for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b
     table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
                   "nmt_plain": q, "nmt_over_plain": n / q if n and q else None,
                   "nmt_optimized": med.get(("nmt-optimized", row)),
-                  # the default's lever: batch parts (training) or parallel batches (decoding) off
-                  "nmt_whole_or_serial": med.get(("nmt-whole", row), med.get(("nmt-serial", row))),
-                  "nmt_over_whole_or_serial": (n / med.get(("nmt-whole", row), med.get(("nmt-serial", row)))
-                                               if n and (("nmt-whole", row) in med or ("nmt-serial", row) in med)
+                  # a lever against the default: batch parts on (training), parallel batches off (decoding)
+                  "nmt_parts_or_serial": med.get(("nmt-parts", row), med.get(("nmt-serial", row))),
+                  "nmt_over_parts_or_serial": (n / med.get(("nmt-parts", row), med.get(("nmt-serial", row)))
+                                               if n and (("nmt-parts", row) in med or ("nmt-serial", row) in med)
                                                else None),
-                  "whole_or_serial_ratio": (med.get(("nmt-whole", row), med.get(("nmt-serial", row))) / p
-                                            if p and (("nmt-whole", row) in med or ("nmt-serial", row) in med)
+                  "parts_or_serial_ratio": (med.get(("nmt-parts", row), med.get(("nmt-serial", row))) / p
+                                            if p and (("nmt-parts", row) in med or ("nmt-serial", row) in med)
                                             else None),
-                  "nmt_whole_or_serial_rounds": values.get(("nmt-whole", row), values.get(("nmt-serial", row))),
+                  "nmt_parts_or_serial_rounds": values.get(("nmt-parts", row), values.get(("nmt-serial", row))),
                   **{k: v for x in variants for k, v in (
                       (f"nmt_{x}", med.get((f"nmt-{x}", row))),
                       (f"{x}_ratio", med[(f"nmt-{x}", row)] / p if (f"nmt-{x}", row) in med and p else None),
@@ -279,14 +280,14 @@ with open(out + ".part", "w") as f:
 import os
 os.replace(out + ".part", out)
 print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
-      + f"{'whole|serial':>12} {'nmt/w|s':>7} "
+      + f"{'parts|serial':>12} {'nmt/p|s':>7} "
       + " ".join(f"{x:>14} {'/pt':>5}" for x in variants))
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
     rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
     print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
           f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} "
-          f"{fmt(t['nmt_whole_or_serial']):>12} {rnd(t['nmt_over_whole_or_serial'], 7)} "
+          f"{fmt(t['nmt_parts_or_serial']):>12} {rnd(t['nmt_over_parts_or_serial'], 7)} "
           + " ".join(f"{fmt(t['nmt_' + x]):>14} {rnd(t[x + '_ratio'], 5)}" for x in variants))
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "

@@ -172,8 +172,9 @@ struct TrainOptions {
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
   // CPU: each batch is trained as this many parts side by side, one thread
   // each, their gradients summed in a fixed order (train/batch_parts.h).
-  // 0: one part per --threads; 1: the whole batch over all threads.
-  int64_t batch_parts = 0;
+  // 1: the whole batch over all threads; 0: one part per --threads. Parts
+  // paid on 128-sentence batches and cost on 64-sentence ones (README).
+  int64_t batch_parts = 1;
 
   int64_t log_every = 100;
   int64_t valid_every = 1000;

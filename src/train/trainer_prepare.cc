@@ -59,7 +59,7 @@ void Trainer::prepare() {
   // The encoder GRU's dropout between layers draws from the default generator,
   // whose order across threads would vary: such models train whole batches.
   parts_wanted_ = model_opt_.enc_layers > 1 && model_opt_.dropout > 0 ? 1 : opt_.batch_parts;
-  if (parts_wanted_ == 1 && opt_.batch_parts > 1 && is_main())
+  if (parts_wanted_ == 1 && opt_.batch_parts != 1 && is_main())
     spdlog::warn("--batch-parts {} ignored: with --enc-layers > 1 and dropout each batch trains whole", opt_.batch_parts);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
