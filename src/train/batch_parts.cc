@@ -56,8 +56,7 @@ void backward_parts(const std::vector<torch::Tensor>& losses, double scale, cons
       if (!sum.defined()) sum = g[i].clone();
       else sum.add_(g[i]);
     }
-    auto& grad = const_cast<torch::Tensor&>(params[i]).mutable_grad();
-    grad = sum.defined() ? sum : torch::zeros_like(params[i]);
+    params[i].mutable_grad() = sum.defined() ? sum : torch::zeros_like(params[i]);  // a handle: const allows it
   }
 }
 
