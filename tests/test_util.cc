@@ -202,7 +202,7 @@ std::vector<std::string> temporary_files(const std::string& dir) {
   if (!fs::exists(dir, ec)) return out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().filename().string().find(".tmp.") != std::string::npos)
-      out.push_back(fs::relative(e.path(), dir).string());
+      out.push_back(e.path().lexically_relative(dir).string());  // no lookup: the file may be gone by now
   return out;
 }
 
