@@ -21,6 +21,11 @@
 #   NMT_BUILD_DIR      build folder (default build)
 #   NMT_VAL_ONLY=1     stop after the selection on val (for comparing settings;
 #                      the test set is not read)
+#   NMT_TRAIN_ONLY=K   train model K alone and stop before the selection, so seeds
+#                      can train side by side (one process each, with NMT_THREADS
+#                      splitting the cores); K > 1 needs model 1's SentencePiece
+#                      models, written in model 1's first seconds. Run the script
+#                      without it afterwards to select and test.
 #
 # A model folder that holds a finished run (its `trained` file) is not trained
 # again: delete the folder to retrain. Test data is read only in the last step.
@@ -65,10 +70,16 @@ for split in train val; do fetch "$split" "$src"; fetch "$split" "$tgt"; done
 
 # Training, one model per seed.
 models=()
+only=${NMT_TRAIN_ONLY:-}
+[[ -z $only || $only =~ ^[1-9][0-9]*$ ]] || die "NMT_TRAIN_ONLY must be a model number, got '$only'"
+((${only:-0} > seeds)) && seeds=$only
 for ((seed = 1; seed <= seeds; seed++)); do
   dir=$run/model-$seed
   models+=("$dir")
+  [[ -n $only && $seed != "$only" ]] && continue
   [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; continue; }
+  ((seed > 1)) && [[ ! -f $dir/last.ckpt && ! -f $run/model-1/tgt.spm.model ]] &&
+    die "$run/model-1/tgt.spm.model: not there yet (model $seed shares model 1's SentencePiece models; start model 1 first)"
   resume=()
   [[ -f $dir/last.ckpt ]] && resume=(--resume)
   # Every seed uses the first one's SentencePiece models, so they can ensemble.
@@ -86,6 +97,7 @@ for ((seed = 1; seed <= seeds; seed++)); do
     "${resume[@]}" "${spm[@]}" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
   python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
 done
+[[ -n $only ]] && return 0
 
 # Selection on val. The metric that selects is BLEU in the form's own terms:
 # --tokenize none on the tokenized form (multi-bleu), cased 13a on raw text.
