@@ -23,6 +23,7 @@
 #include <torch/version.h>
 
 #include "base/error.h"
+#include "nmt_commit.h"  // generated: NMT_COMMIT (cmake/commit.cmake)
 #include "text/tokenizer.h"
 
 namespace nmt {
@@ -124,12 +125,22 @@ int ThreadGovernor::tick() {
 }
 
 std::string blas_description() {
+  std::string threading;
   switch (openblas_parallel()) {
-    case 0: return "OpenBLAS (sequential)";
-    case 1: return "OpenBLAS (pthreads)";
-    case 2: return "OpenBLAS (OpenMP)";
+    case 0: threading = "sequential"; break;
+    case 1: threading = "pthreads"; break;
+    case 2: threading = "OpenMP"; break;
     default: return "BLAS";
   }
+  // The kernel family OpenBLAS runs (it picks one for the CPU unless
+  // OPENBLAS_CORETYPE names one: on AVX-512 CPUs a forced "Haswell" made
+  // training about 1.45x slower, bench/results/openblas-core-*.txt).
+  using CoreFn = char* (*)();
+  auto core_fn = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const std::string core = core_fn ? core_fn() : "";
+  if (core.empty()) return "OpenBLAS (" + threading + ")";
+  return "OpenBLAS (" + threading + ", " + core + " kernels" +
+         (std::getenv("OPENBLAS_CORETYPE") ? ", set by OPENBLAS_CORETYPE" : "") + ")";
 }
 
 std::string describe_device(const torch::Device& device) {
@@ -140,9 +151,6 @@ std::string describe_device(const torch::Device& device) {
 std::string version_string() {
 #ifndef NMT_VERSION
 #define NMT_VERSION "unknown"
-#endif
-#ifndef NMT_COMMIT
-#define NMT_COMMIT "unknown"
 #endif
   const bool cuda = torch::cuda::is_available();
   std::string spm;
