@@ -215,10 +215,10 @@ mkdir -p bench/results
 local name=vs-pytorch
 [[ $dev == cpu ]] || name=vs-pytorch-$dev
 "$py" - "$tsv" "$sgemm" "$flops" "$threads" "$commit" "$host" "$pairs" "$nvalid" "$ckpt" \
-  "bench/results/$name-$host-$commit.json" <<'PY'
-import json, platform, statistics, sys
+  "bench/results/$name-$host-$commit.json" "$("$bin/nmt-train" --version)" <<'PY'
+import json, os, platform, statistics, sys
 import torch
-tsv, sgemm, flops, threads, commit, host, pairs, nvalid, ckpt, out = sys.argv[1:]
+tsv, sgemm, flops, threads, commit, host, pairs, nvalid, ckpt, out, nmt_version = sys.argv[1:]
 rows = [l.rstrip("\n").split("\t") for l in open(tsv)][1:]
 values = {}
 for r, side, row, v in rows:
@@ -273,6 +273,10 @@ result = {
     "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
                             for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
     "pytorch": torch.__version__, "python": platform.python_version(),
+    # nmt's --version lines (its commit, and the BLAS kernels both sides ran:
+    # OPENBLAS_CORETYPE, when set, forces them for both)
+    "nmt_version": nmt_version.splitlines(),
+    "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
 }
 with open(out + ".part", "w") as f:
     json.dump(result, f, indent=2)

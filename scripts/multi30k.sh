@@ -204,6 +204,8 @@ for d in models:
     if per_epoch:
         train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+version = subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
+                         capture_output=True, text=True).stdout.splitlines()
 tok = form == "tok"
 out = {
     "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
@@ -228,8 +230,9 @@ out = {
     "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
                             for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
     "commit": commit,
-    "nmt_version": subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
-                                  capture_output=True, text=True).stdout.splitlines()[0],
+    "nmt_version": version[0],
+    # the BLAS kernels the binaries ran (OPENBLAS_CORETYPE, when set, forces them)
+    "blas": next((l.split(": ", 1)[1] for l in version if l.startswith("BLAS: ")), None),
 }
 with open(result + ".part", "w") as f:
     json.dump(out, f, indent=2, ensure_ascii=False)
