@@ -134,7 +134,7 @@ std::string blas_description() {
   }
   // The kernel family OpenBLAS runs (it picks one for the CPU unless
   // OPENBLAS_CORETYPE names one: on AVX-512 CPUs a forced "Haswell" made
-  // training about 1.45x slower, bench/results/openblas-core-*.txt).
+  // training about 1.4x slower, bench/results/openblas-core-*.txt).
   using CoreFn = char* (*)();
   auto core_fn = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   const std::string core = core_fn ? core_fn() : "";
