@@ -123,11 +123,25 @@ INSTANTIATE_TEST_SUITE_P(Decoders, BatchPartsTest,
                          });
 
 TEST(BatchPartsTest, CountsAndRanges) {
-  EXPECT_EQ(nmt::batch_parts(0, 2, 64, torch::kCPU), 2);
-  EXPECT_EQ(nmt::batch_parts(0, 4, 3, torch::kCPU), 3);  // at most one per sentence
+  // Automatic (0): one part per thread once each gets kMinPartSentences.
+  const int64_t m = nmt::kMinPartSentences;
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m, torch::kCPU), 2);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m - 1, torch::kCPU), 1);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m + 5, torch::kCPU), 4);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m - 1, torch::kCPU), 1);  // all threads' parts or none
+  EXPECT_EQ(nmt::batch_parts(0, 1, 10 * m, torch::kCPU), 1);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 10 * m, torch::Device(torch::kCUDA, 0)), 1);
+  // Asked for: that many, at most one per sentence.
+  EXPECT_EQ(nmt::batch_parts(2, 4, 3, torch::kCPU), 2);
+  EXPECT_EQ(nmt::batch_parts(4, 2, 3, torch::kCPU), 3);
   EXPECT_EQ(nmt::batch_parts(1, 8, 64, torch::kCPU), 1);
   EXPECT_EQ(nmt::batch_parts(3, 1, 64, torch::kCPU), 3);
-  EXPECT_EQ(nmt::batch_parts(0, 2, 64, torch::Device(torch::kCUDA, 0)), 1);
+  EXPECT_EQ(nmt::batch_parts(2, 2, 64, torch::Device(torch::kCUDA, 0)), 1);
+  EXPECT_EQ(nmt::describe_batch_parts(0, 2, torch::kCPU),
+            "2 parts for batches of " + std::to_string(2 * m) + " sentences or more");
+  EXPECT_EQ(nmt::describe_batch_parts(0, 1, torch::kCPU), "whole batches");
+  EXPECT_EQ(nmt::describe_batch_parts(1, 2, torch::kCPU), "whole batches");
+  EXPECT_EQ(nmt::describe_batch_parts(3, 2, torch::kCPU), "3 parts each");
   const auto r = nmt::part_ranges(7, 3);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0], std::make_pair(int64_t{0}, int64_t{2}));

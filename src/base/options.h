@@ -172,9 +172,11 @@ struct TrainOptions {
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
   // CPU: each batch is trained as this many parts side by side, one thread
   // each, their gradients summed in a fixed order (train/batch_parts.h).
-  // 1: the whole batch over all threads; 0: one part per --threads. Parts
-  // paid on 128-sentence batches and cost on 64-sentence ones (README).
-  int64_t batch_parts = 1;
+  // 0: automatic, one part per --threads for batches of at least
+  // kMinPartSentences sentences a part, else whole (parts paid on 128-sentence
+  // batches and cost on 64-sentence ones on 2 threads: README); 1: always
+  // the whole batch over all threads; N: N parts.
+  int64_t batch_parts = 0;
 
   int64_t log_every = 100;
   int64_t valid_every = 1000;

@@ -54,7 +54,7 @@ void TrainOptions::fields(S& s, V&& v) {
                            "(by default training then runs on the cores they leave free)", "Hardware"},
     s.fixed_threads);
   v(Field{"batch-parts", "On the CPU, train each batch as N parts side by side, one thread each, gradients summed "
-                         "(1: the whole batch over all threads; 0: one part per thread)", "Hardware"},
+                         "(0: one part per thread for batches large enough to gain from it, else whole; 1: always the whole batch over all threads)", "Hardware"},
     s.batch_parts);
 
   const char* bk = "Logging and checkpoints";

@@ -11,8 +11,16 @@ namespace nmt {
 
 int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device) {
   if (!device.is_cpu()) return 1;
-  const int64_t n = want > 0 ? want : std::max(1, threads);
-  return std::max<int64_t>(1, std::min(n, sentences));
+  if (want > 0) return std::max<int64_t>(1, std::min(want, sentences));
+  const int64_t n = std::max(1, threads);
+  return sentences >= n * kMinPartSentences ? n : 1;
+}
+
+std::string describe_batch_parts(int64_t want, int threads, const torch::Device& device) {
+  const int64_t n = std::max(1, threads);
+  if (!device.is_cpu() || want == 1 || (want == 0 && n == 1)) return "whole batches";
+  if (want > 1) return std::to_string(want) + " parts each";
+  return std::to_string(n) + " parts for batches of " + std::to_string(n * kMinPartSentences) + " sentences or more";
 }
 
 std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts) {

@@ -8,14 +8,25 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace nmt {
 
-// How many parts to cut a batch of `sentences` into: `want` (0: one per
-// intra-op thread, i.e. `threads`), at most one per sentence; 1 off the
-// CPU, where a batch is one launch sequence anyway.
+// Below this many sentences per part, parts side by side were slower than
+// the whole batch over all threads on Multi30k batches (2-core VM,
+// bench/results/batch-parts-*.txt: 32 and 48 a part lost, 64 won).
+constexpr int64_t kMinPartSentences = 64;
+
+// How many parts to cut a batch of `sentences` into: `want` of them (at most
+// one per sentence), or with `want` 0 (automatic) one per intra-op thread
+// (`threads`) when each gets at least kMinPartSentences sentences, else 1;
+// 1 off the CPU, where a batch is one launch sequence anyway.
 int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device);
+
+// How batches will be cut, for the log: "whole batches", "3 parts each" or
+// "2 parts for batches of 96 sentences or more".
+std::string describe_batch_parts(int64_t want, int threads, const torch::Device& device);
 
 // Sentence ranges [begin, end) of `parts` near-equal slices of `sentences`.
 std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts);

@@ -59,7 +59,7 @@ void Trainer::prepare() {
   // The encoder GRU's dropout between layers draws from the default generator,
   // whose order across threads would vary: such models train whole batches.
   parts_wanted_ = model_opt_.enc_layers > 1 && model_opt_.dropout > 0 ? 1 : opt_.batch_parts;
-  if (parts_wanted_ == 1 && opt_.batch_parts != 1 && is_main())
+  if (parts_wanted_ == 1 && opt_.batch_parts > 1 && is_main())
     spdlog::warn("--batch-parts {} ignored: with --enc-layers > 1 and dropout each batch trains whole", opt_.batch_parts);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
@@ -73,9 +73,9 @@ void Trainer::prepare() {
   const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
   write_file_atomic(folder_.path("config.toml"), config);
   spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
-  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {} parts each",
+  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {}",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
-               batches_.size(), batch_parts(parts_wanted_, threads_, opt_.max_batch_sentences, device_));
+               batches_.size(), describe_batch_parts(parts_wanted_, threads_, device_));
 }
 
 void Trainer::validate_options() {
