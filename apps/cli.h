@@ -115,6 +115,7 @@ class Tool {
     app.add_option("-c,--config", config_, "TOML file of options (keys: the long option names, - or _; tables allowed)");
     app.add_flag("--dump-config", dump_, "Print the effective options as TOML (what --config reads) and exit");
     app.add_flag("-v,--verbose", verbose, "Debug logging");
+    prefer_avx512_kernels();  // before any LibTorch kernel runs (start_runtime() would be late for some)
     app.set_version_flag("--version", version_string());
   }
   Binder& binder() { return binder_; }

@@ -9,8 +9,8 @@
 // synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference|recurrence
 // picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
 // NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_PARTS=N trains
-// each batch as N parts side by side (nmt-train --batch-parts N; default 1,
-// as nmt-train; 0: one per thread); NMT_BENCH_HEAP=default
+// each batch as N parts side by side (nmt-train --batch-parts N; default 0,
+// automatic, as nmt-train; 1: whole); NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called).
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -93,7 +93,7 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
       params.push_back(p);
   torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-3));
   const char* want = std::getenv("NMT_BENCH_PARTS");
-  const int64_t parts = nmt::batch_parts(want ? std::stoll(want) : 1, torch::get_num_threads(), B, device());
+  const int64_t parts = nmt::batch_parts(want ? std::stoll(want) : 0, torch::get_num_threads(), B, device());
   const auto ranges = nmt::part_ranges(B, parts);
   uint64_t seed = 0;
   auto step = [&] {  // what nmt-train's Trainer::forward_backward does, without guided alignment
@@ -170,9 +170,10 @@ int main(int argc, char** argv) {
                  argv[0], argv[0]);
     return 2;
   }
-  // What the tools do at start (nmt::start_runtime): the heap policy and the
-  // threads of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
+  // What the tools do at start (nmt::start_runtime): LibTorch's AVX-512
+  // kernels, the heap policy and the threads of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
   const char* heap = std::getenv("NMT_BENCH_HEAP");  // "default": glibc's policy, for comparison
+  nmt::prefer_avx512_kernels();
   if (!(heap && std::string(heap) == "default")) nmt::keep_freed_memory();
   nmt::set_threads(std::atoi(argv[2]));
   torch::manual_seed(1);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -143,9 +144,36 @@ std::string blas_description() {
          (std::getenv("OPENBLAS_CORETYPE") ? ", set by OPENBLAS_CORETYPE" : "") + ")";
 }
 
+namespace {
+bool set_aten_capability = false;  // prefer_avx512_kernels() set ATEN_CPU_CAPABILITY
+}  // namespace
+
+bool prefer_avx512_kernels() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (std::getenv("ATEN_CPU_CAPABILITY") != nullptr) return false;
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")))
+    return false;
+  set_aten_capability = setenv("ATEN_CPU_CAPABILITY", "avx512", /*overwrite=*/0) == 0;
+  return set_aten_capability;
+#else
+  return false;
+#endif
+}
+
+std::string aten_kernels_description() {
+  const char* env = std::getenv("ATEN_CPU_CAPABILITY");
+  if (env == nullptr) return "default";
+  std::string level = env;
+  for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return set_aten_capability ? level : level + ", set by ATEN_CPU_CAPABILITY";
+}
+
 std::string describe_device(const torch::Device& device) {
   if (device.is_cuda()) return "cuda:" + std::to_string(device.has_index() ? device.index() : 0);
-  return "cpu (" + blas_description() + ", LibTorch threads " + std::to_string(torch::get_num_threads()) + ")";
+  return "cpu (" + blas_description() + ", LibTorch " + aten_kernels_description() + " kernels, threads " +
+         std::to_string(torch::get_num_threads()) + ")";
 }
 
 std::string version_string() {
@@ -161,7 +189,8 @@ std::string version_string() {
   }
   return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_COMMIT + ")\nLibTorch " + TORCH_VERSION +
          "\nCUDA: " + (cuda ? "available, " + std::to_string(torch::cuda::device_count()) + " device(s)" : "not available") +
-         "\nBLAS: " + blas_description() + "\nSentencePiece module: " + spm;
+         "\nBLAS: " + blas_description() + "\nLibTorch CPU kernels: " + aten_kernels_description() +
+         "\nSentencePiece module: " + spm;
 }
 
 bool keep_freed_memory() {
@@ -175,6 +204,7 @@ bool keep_freed_memory() {
 }
 
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads) {
+  prefer_avx512_kernels();
   keep_freed_memory();
   const int n = set_threads(opt.threads);
   if (threads != nullptr) *threads = n;

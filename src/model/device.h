@@ -59,8 +59,22 @@ class ThreadGovernor {
 // malloc is not glibc's (AddressSanitizer's, whose mallopt does nothing).
 bool keep_freed_memory();
 
-// Applies `opt` for a tool: keep_freed_memory(), set_threads(opt.threads), then
-// resolve_device(opt.device). Returns the device; *threads (when given)
+// Lets LibTorch's own CPU kernels (element-wise, reductions, softmax) use
+// AVX-512 on CPUs that have it (F, BW, VL and DQ), unless the environment's
+// ATEN_CPU_CAPABILITY names a level: LibTorch 1.13 keeps them opt-in, and on
+// the AVX-512 VM they made training and decoding about 1.05x faster
+// (bench/results/aten-avx512-*.txt). Takes effect only before LibTorch's
+// first CPU kernel runs; returns whether it set the variable. Never fails.
+bool prefer_avx512_kernels();
+
+// The level of LibTorch's CPU kernels for logs: "AVX512" when
+// prefer_avx512_kernels() chose it, ATEN_CPU_CAPABILITY's value with ", set by
+// ATEN_CPU_CAPABILITY" when the environment did, else "default" (LibTorch's
+// own choice: AVX2 on such CPUs for 1.13).
+std::string aten_kernels_description();
+
+// Applies `opt` for a tool: prefer_avx512_kernels(), keep_freed_memory(),
+// set_threads(opt.threads), then resolve_device(opt.device). Returns the device; *threads (when given)
 // receives the thread count set. Throws nmt::Error as resolve_device does.
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads = nullptr);
 
