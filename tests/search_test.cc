@@ -136,6 +136,23 @@ TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
   }
 }
 
+// A reduced-precision layer alone against the float product, at a shape a
+// search meets: float out, within `tolerance` of the output's range, not exact.
+template <class Layer>
+void expect_layer_near_float(double tolerance) {
+  torch::manual_seed(3);
+  auto w = torch::randn({300, 64}) * 0.1, bias = torch::randn({300}), x = torch::tanh(torch::randn({5, 7, 64}));
+  Layer lin(w, bias);
+  c10::InferenceMode im;
+  const torch::Tensor ref = torch::nn::functional::linear(x, w, bias);
+  const torch::Tensor got = lin(x);
+  ASSERT_EQ(got.sizes(), ref.sizes());
+  EXPECT_EQ(got.scalar_type(), torch::kFloat);
+  const double err = (got - ref).abs().max().item<double>();
+  EXPECT_LE(err, tolerance * ref.abs().max().item<double>());
+  EXPECT_GT(err, 0.0) << "a reduced-precision product should not equal float exactly";
+}
+
 // --int8: the decoder step's products in int8 give logits within a few
 // percent of the float ones' range (four products, each at the
 // quantization's resolution of about 1%), only without
@@ -187,15 +204,63 @@ TEST(SearchTest, Int8DecoderProducts) {
     back = logits(R);
   }
   EXPECT_TRUE(torch::equal(back, fp));
-  // The layer alone, against a float product, at a shape a search meets.
-  torch::manual_seed(3);
-  auto w = torch::randn({300, 64}) * 0.1, bias = torch::randn({300}), x = torch::tanh(torch::randn({5, 7, 64}));
-  nmt::Int8Linear lin(w, bias);
-  c10::InferenceMode im;
-  const auto ref = torch::nn::functional::linear(x, w, bias);
-  const auto got = lin(x);
-  ASSERT_EQ(got.sizes(), ref.sizes());
-  EXPECT_LE((got - ref).abs().max().item<double>(), 0.02 * ref.abs().max().item<double>());
+  expect_layer_near_float<nmt::Int8Linear>(0.02);
+}
+
+// --bf16: the decoder step's products in bfloat16 give logits within about
+// a percent of the float ones' range on any number of rows (8 significant
+// bits per product and output), only without autograd; a shortlist's rows
+// score as the whole vocabulary's do; float again restores the logits exactly.
+TEST(SearchTest, Bf16DecoderProducts) {
+  auto model = tiny_model(9);
+  const int R = 3;
+  const auto ex = source_examples(R, 16);
+  const auto b = nmt::make_batch(ex, iota(R), false);
+  auto logits = [&] {
+    auto enc = model->encoder->forward(b.src, b.src_len);
+    auto y = torch::full({R}, nmt::kBosId, torch::kLong);
+    return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [R, V]
+  };
+  torch::Tensor fp, h, grad_on, back;
+  {
+    torch::NoGradGuard ng;
+    fp = logits();
+    model->decoder->set_precision(nmt::Precision::kBf16);
+    ASSERT_EQ(model->decoder->precision(), nmt::Precision::kBf16);
+    EXPECT_FALSE(model->decoder->int8());
+    h = logits();
+    auto enc = model->encoder->forward(b.src, b.src_len);
+    auto mem = model->decoder->memory(enc);
+    const auto ids = torch::tensor({0, 1, 2, 3, 9, 5, 12}, torch::kLong);
+    model->decoder->restrict_output(mem, ids);
+    const auto sub = model->decoder->step(torch::full({R}, nmt::kBosId, torch::kLong), enc.init_state, mem).logits;
+    // (to a bfloat16 rounding of the output: the product's kernel may differ with the rows)
+    EXPECT_TRUE(torch::allclose(sub, h.index_select(1, ids), 1e-2, 1e-3)) << "restricted bf16 logits";
+  }
+  grad_on = logits().detach();  // autograd records: the float weights
+  {
+    torch::NoGradGuard ng;
+    const double range = fp.abs().max().item<double>();
+    const double err = (h - fp).abs().max().item<double>();
+    EXPECT_LE(err, 0.03 * range) << "bf16 logits too far from float";
+    EXPECT_GT(err, 0.0) << "bf16 should not equal float exactly: is it running?";
+    EXPECT_TRUE(torch::allclose(grad_on, fp, 1e-4, 1e-5));
+    const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, b, false);
+    EXPECT_EQ(hyps.size(), static_cast<size_t>(R));
+    model->decoder->set_precision(nmt::Precision::kFloat32);
+    back = logits();
+  }
+  EXPECT_TRUE(torch::equal(back, fp));
+  expect_layer_near_float<nmt::Bf16Linear>(0.02);
+}
+
+// --int8 and --bf16 together are a usage error.
+TEST(SearchTest, OnePrecisionAtATime) {
+  nmt::TranslateOptions opt;
+  opt.int8 = opt.bf16 = true;
+  EXPECT_THROW(opt.validate(), nmt::UsageError);
+  opt.int8 = false;
+  EXPECT_NO_THROW(opt.validate());
 }
 
 TEST(SearchTest, AttentionRowsSumToOne) {

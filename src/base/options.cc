@@ -115,6 +115,7 @@ void TranslateOptions::validate() const {
   check::in_range("--batch-tokens", batch_tokens, 0);
   check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
   check::in_range("--parallel-batches", parallel_batches, 0, 1024);
+  if (int8 && bf16) throw UsageError("--int8 and --bf16 exclude each other: pick one precision for the decoder's products");
   search.validate();
   shortlist.validate();
 }

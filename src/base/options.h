@@ -250,6 +250,7 @@ struct TranslateOptions {
   int64_t batch_tokens = 0;
   int64_t max_input_length = 1000;
   bool int8 = false;  // the decoder step's products in dynamic int8 on the CPU (model/quantized.h): faster, logits ~1% off
+  bool bf16 = false;  // the decoder step's products in bfloat16 on the CPU (model/quantized.h): faster, logits ~0.5% off
   // CPU: batches translated at once, each on one thread (0: as many as there
   // are intra-op threads; 1: one batch at a time over all threads). Small
   // batches' products use one core well and two poorly, so the cores go to
@@ -269,6 +270,8 @@ struct TranslateOptions {
                                 "1: a batch at a time over all threads)", g}, s.parallel_batches);
     v(Field{"int8", "CPU: the decoder step's matrix products in int8 (dynamic quantization): faster, translations may change "
                     "slightly (check BLEU on a dev set)", "Search"}, s.int8);
+    v(Field{"bf16", "CPU: the decoder step's matrix products in bfloat16 (fast with AVX512-BF16): faster, translations may "
+                    "change slightly (check BLEU on a dev set)", "Search"}, s.bf16);
     ShortlistOptions::fields(s.shortlist, v);
   }
 };

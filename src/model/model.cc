@@ -184,11 +184,11 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
                                   const DecoderMemory* mem) {
-  const auto* q = int8_now(s);
+  const auto* q = reduced_now(s);
   auto x = torch::cat({s, c, ey}, -1);                         // [.., D + C + E]
   auto t = drop(torch::tanh(q ? (*q->deep)(x) : deep(x)));      // [.., E]
   if (mem && mem->out_weight.defined()) {
-    if (q && mem->out_int8) return (*mem->out_int8)(t);      // [.., V']
+    if (q && mem->out_reduced) return (*mem->out_reduced)(t);  // [.., V']
     return F::linear(t, mem->out_weight, mem->out_bias);    // [.., V']
   }
   return q ? (*q->out)(t) : F::linear(t, out_weight, out_bias);  // [.., V]
@@ -199,31 +199,40 @@ void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) 
   mem.out_bias = out_bias.index_select(0, ids);      // [V']
   // Packing an int8 copy per batch cost greedy search (64 rows, never int8) a fifth of its speed: only
   // for memories with rows enough to use it.
-  const bool int8_rows = mem.keys.defined() && mem.keys.size(0) >= kInt8MinRows;
-  mem.out_int8 = int8_ && int8_rows ? std::make_shared<const Int8Linear>(mem.out_weight, mem.out_bias) : nullptr;
+  const bool rows = reduced_ && mem.keys.defined() && mem.keys.size(0) >= min_rows(reduced_->precision);
+  mem.out_reduced = rows ? ReducedLinear::make(reduced_->precision, mem.out_weight, mem.out_bias) : nullptr;
 }
 
-void DecoderImpl::set_int8(bool on) {
-  if (!on) {
-    int8_.reset();
+int64_t DecoderImpl::min_rows(Precision p) { return p == Precision::kInt8 ? kInt8MinRows : 1; }
+
+Precision DecoderImpl::precision() const { return reduced_ ? reduced_->precision : Precision::kFloat32; }
+
+void DecoderImpl::set_int8(bool on) { set_precision(on ? Precision::kInt8 : Precision::kFloat32); }
+
+bool DecoderImpl::int8() const { return precision() == Precision::kInt8; }
+
+void DecoderImpl::set_precision(Precision p) {
+  if (p == Precision::kFloat32) {
+    reduced_.reset();
     return;
   }
   if (!out_weight.device().is_cpu())
-    throw Error("int8 decoding runs on the CPU only (the model is on " + out_weight.device().str() + ")");
+    throw Error(to_string(p) + " decoding runs on the CPU only (the model is on " + out_weight.device().str() + ")");
   torch::NoGradGuard no_grad;
-  auto w = std::make_shared<Int8Weights>();
-  if (cell2) w->hidden1 = std::make_shared<const Int8Linear>(cell->weight_hh, cell->bias_hh);
+  auto w = std::make_shared<ReducedWeights>();
+  w->precision = p;
+  if (cell2) w->hidden1 = ReducedLinear::make(p, cell->weight_hh, cell->bias_hh);
   const auto [qw, qb] = query_projection(*attention, cell2 ? *cell2 : *cell);
-  w->query = std::make_shared<const Int8Linear>(qw, qb);
-  w->deep = std::make_shared<const Int8Linear>(deep->weight, deep->bias);
-  w->out = std::make_shared<const Int8Linear>(out_weight, out_bias);
-  int8_ = std::move(w);
+  w->query = ReducedLinear::make(p, qw, qb);
+  w->deep = ReducedLinear::make(p, deep->weight, deep->bias);
+  w->out = ReducedLinear::make(p, out_weight, out_bias);
+  reduced_ = std::move(w);
 }
 
-const DecoderImpl::Int8Weights* DecoderImpl::int8_now(const torch::Tensor& x) const {
-  const bool use = int8_ && !torch::GradMode::is_enabled() && x.device().is_cpu() && x.dim() > 0 &&
-                   x.numel() / x.size(-1) >= kInt8MinRows;  // rows, however many leading dimensions
-  return use ? int8_.get() : nullptr;
+const DecoderImpl::ReducedWeights* DecoderImpl::reduced_now(const torch::Tensor& x) const {
+  const bool use = reduced_ && !torch::GradMode::is_enabled() && x.device().is_cpu() && x.dim() > 0 &&
+                   x.numel() / x.size(-1) >= min_rows(reduced_->precision);  // rows, however many leading dimensions
+  return use ? reduced_.get() : nullptr;
 }
 
 bool DecoderImpl::optimized() const {
@@ -271,7 +280,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
                                                                                const torch::Tensor& state,
                                                                                const DecoderMemory& mem) {
   const int64_t C = mem.context_size, A = mem.query_size, G = mem.query_weight.size(0) - A;  // G = 3D
-  const auto* q = int8_now(state);
+  const auto* q = reduced_now(state);
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
   auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : F::linear(state, cell->weight_hh, cell->bias_hh), state)
                      : state;                                                          // [B, D]

@@ -15,7 +15,8 @@
 
 namespace nmt {
 
-class Int8Linear;  // model/quantized.h
+class ReducedLinear;  // model/quantized.h
+enum class Precision;
 
 // GRU update from precomputed gate pre-activations, in GRUCell's gate order
 // (reset, update, new): gi = W_i x + b_i and gh = W_h h + b_h [B, 3D], h [B, D].
@@ -128,7 +129,7 @@ struct DecoderMemory {
   // weight [V', E] and bias [V'], whose logits come out in the shortlist's order;
   // undefined: the whole vocabulary.
   torch::Tensor out_weight, out_bias;
-  std::shared_ptr<const Int8Linear> out_int8;  // the same rows in int8, when the decoder's products are (set_int8())
+  std::shared_ptr<const ReducedLinear> out_reduced;  // the same rows in reduced precision, when the decoder's products are (set_precision())
   // The annotations h_j [B, S, C].
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
@@ -192,21 +193,24 @@ class DecoderImpl : public torch::nn::Module {
   };
   void set_path(Path p) { path_ = p; }
 
-  // With `on`, search steps (optimized path, no autograd, CPU, at least
-  // kInt8MinRows rows) make their matrix products with int8 copies of the
-  // weights (quantized.h), made now
-  // from the current ones: the first GRU's hidden product (cgru), the
-  // attention query stacked with the context GRU's hidden product, the deep
-  // output layer and the output projection. Without, the float weights again.
-  // Throws nmt::Error when the model is not on the CPU or this LibTorch has
-  // no quantized engine.
-  void set_int8(bool on);
-  bool int8() const { return int8_ != nullptr; }
+  // With kInt8 or kBf16, search steps (optimized path, no autograd, CPU, at
+  // least min_rows(p) rows) make their matrix products with copies of the
+  // weights in that precision (quantized.h), made now from the current ones:
+  // the first GRU's hidden product (cgru), the attention query stacked with
+  // the context GRU's hidden product, the deep output layer and the output
+  // projection. With kFloat32, the float weights again. Throws nmt::Error
+  // when the model is not on the CPU or this LibTorch cannot run `p`.
+  void set_precision(Precision p);
+  Precision precision() const;
+  void set_int8(bool on);  // set_precision(kInt8 or kFloat32)
+  bool int8() const;
   // Below this many rows the int8 products were slower than float on 2 AVX2
   // cores (the input's quantization does not pay): greedy search over 64
   // sentences lost 16%, beam 5 over the same gained 19%
-  // (bench/results/vs-pytorch-vm-42059aa.json).
+  // (bench/results/vs-pytorch-vm-42059aa.json). bfloat16 paid from 4 rows
+  // on (bench/results/bf16-*.txt), so it runs on any.
   static constexpr int64_t kInt8MinRows = 128;
+  static int64_t min_rows(Precision p);
 
  private:
   // [.., D], [.., C], [.., E] -> logits [.., V], or [.., V'] over the rows
@@ -249,17 +253,18 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]
   Dropout drop{nullptr};
-  // set_int8(): the int8 copies.
-  struct Int8Weights {
-    std::shared_ptr<const Int8Linear> hidden1;  // cgru's GRU1: W_hh [3D, D], b_hh (null for bahdanau)
-    std::shared_ptr<const Int8Linear> query;    // query_projection(): [A' + 3D, D]
-    std::shared_ptr<const Int8Linear> deep;     // [E, D + C + E]
-    std::shared_ptr<const Int8Linear> out;      // [V, E]
+  // set_precision(): the reduced-precision copies.
+  struct ReducedWeights {
+    Precision precision;
+    std::shared_ptr<const ReducedLinear> hidden1;  // cgru's GRU1: W_hh [3D, D], b_hh (null for bahdanau)
+    std::shared_ptr<const ReducedLinear> query;    // query_projection(): [A' + 3D, D]
+    std::shared_ptr<const ReducedLinear> deep;     // [E, D + C + E]
+    std::shared_ptr<const ReducedLinear> out;      // [V, E]
   };
-  std::shared_ptr<const Int8Weights> int8_;
-  // int8_ when a step on rows x [R, ..] may use it (no autograd, on the CPU,
-  // R >= kInt8MinRows), else null.
-  const Int8Weights* int8_now(const torch::Tensor& x) const;
+  std::shared_ptr<const ReducedWeights> reduced_;
+  // reduced_ when a step on rows x [R, ..] may use it (no autograd, on the
+  // CPU, R >= min_rows()), else null.
+  const ReducedWeights* reduced_now(const torch::Tensor& x) const;
 };
 TORCH_MODULE(Decoder);
 

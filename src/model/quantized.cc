@@ -1,4 +1,4 @@
-// Dynamic int8 linear layers through LibTorch's quantized operators.
+// Reduced-precision linear layers: int8 through LibTorch's quantized operators, bfloat16 through oneDNN.
 #include "model/quantized.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -22,6 +22,37 @@ at::QEngine pick_engine() {
 }
 
 }  // namespace
+
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::kFloat32: return "float32";
+    case Precision::kInt8: return "int8";
+    case Precision::kBf16: return "bfloat16";
+  }
+  return "?";
+}
+
+std::shared_ptr<const ReducedLinear> ReducedLinear::make(Precision p, const torch::Tensor& weight,
+                                                         const torch::Tensor& bias) {
+  switch (p) {
+    case Precision::kInt8: return std::make_shared<const Int8Linear>(weight, bias);
+    case Precision::kBf16: return std::make_shared<const Bf16Linear>(weight, bias);
+    case Precision::kFloat32: break;
+  }
+  throw Error("no reduced-precision copy for " + to_string(p));
+}
+
+bool ReducedLinear::available(Precision p) { return p != Precision::kInt8 || Int8Linear::available(); }
+
+bool ReducedLinear::native(Precision p) {
+  if (p != Precision::kBf16) return available(p);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
 
 struct Int8Linear::Packed {
   c10::intrusive_ptr<LinearPackedParamsBase> params;
@@ -59,6 +90,18 @@ torch::Tensor Int8Linear::operator()(const torch::Tensor& x) const {
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = packed_->out_features;
   return y.view(shape);
+}
+
+Bf16Linear::Bf16Linear(const torch::Tensor& weight, const torch::Tensor& bias) {
+  c10::InferenceMode guard;
+  weight_ = weight.detach().to(torch::kCPU, torch::kBFloat16).contiguous();  // [N, K]
+  bias_ = bias.detach().to(torch::kCPU, torch::kFloat).contiguous();        // [N]
+}
+
+torch::Tensor Bf16Linear::operator()(const torch::Tensor& x) const {
+  // The product in bfloat16 (fp32 accumulation inside oneDNN), the bias in float.
+  auto y = torch::nn::functional::linear(x.to(torch::kBFloat16), weight_);  // [.., N] bfloat16
+  return y.to(torch::kFloat).add_(bias_);
 }
 
 }  // namespace nmt

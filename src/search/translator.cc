@@ -7,8 +7,11 @@
 #include <atomic>
 #include <numeric>
 
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
 #include "base/validate.h"
+#include "model/quantized.h"
 #include "search/scorer.h"
 
 namespace nmt {
@@ -49,8 +52,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     state_bytes += 4 * (2 * mo.enc_hidden + 3 * mo.dec_hidden + 2 * std::max(mo.attn_dim, mo.dec_hidden));
   }
   InferenceScope scope(models_);
+  const Precision precision = opt.int8 ? Precision::kInt8 : opt.bf16 ? Precision::kBf16 : Precision::kFloat32;
+  if (precision != Precision::kFloat32 && !ReducedLinear::native(precision) && !warned_precision_) {
+    spdlog::warn("--{}: this CPU has no instructions for it, so its products are emulated and may be slower than float",
+                 opt.int8 ? "int8" : "bf16");
+    warned_precision_ = true;
+  }
   for (auto& m : models_)
-    if (m->decoder->int8() != opt.int8) m->decoder->set_int8(opt.int8);
+    if (m->decoder->precision() != precision) m->decoder->set_precision(precision);
   const auto shortlist = shortlist_for(opt.shortlist);
   Scorer scorer(models_);
   scorer.set_shortlist(shortlist);

@@ -67,6 +67,7 @@ class Translator {
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
   int64_t cropped_ = 0;
+  bool warned_precision_ = false;  // the warning of an emulated --int8/--bf16 was logged
   std::shared_ptr<const Shortlist> shortlist_;
 };
 
