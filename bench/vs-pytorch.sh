@@ -19,11 +19,13 @@
 # Fixed-shape rows also run nmt's decoder in its plain formulation (side
 # "nmt-plain", DecoderImpl::Path::kReference) and, for training, with the
 # optimized step forced (side "nmt-optimized"; by default training takes the
-# plain one), so each path's gain is measured in the same run. Training rows
-# also run with each batch as one part per thread (side "nmt-parts":
-# nmt-train --batch-parts 0) and decoding rows on text with one batch at a
-# time (side "nmt-serial": nmt-translate --parallel-batches 1), so both
-# levers are measured against the defaults in the same run.
+# plain one), so each path's gain is measured in the same run. The training
+# row on text also runs with whole batches (side "nmt-whole": nmt-train
+# --batch-parts 1; by default large batches train as one part per thread),
+# fixed-shape training rows with one part per thread (side "nmt-parts"), and
+# decoding rows on text with one batch at a time (side "nmt-serial":
+# nmt-translate --parallel-batches 1), so each lever is measured against the
+# default in the same run (the result's alt_side, nmt_alt and nmt_over_alt).
 #
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores), NMT_PYTHON
 # (/usr/bin/python3), NMT_BENCH_DEVICE (cpu; cuda on a GPU host: every side
@@ -35,10 +37,16 @@
 # ("decode": only the decoding rows and the peak; default: every row).
 # Decoding rows on text also run the approximate options, their lines
 # compared with the float ones: nmt-translate --int8 (side "nmt-int8": the
-# decoder step's products in int8, CPU only), --shortlist (side
+# decoder step's products in int8, CPU only), --bf16 (side "nmt-bf16": in
+# bfloat16, CPU only), --shortlist (side
 # "nmt-shortlist": a lexical shortlist, nmt-align's ibm2 table of the whole
 # tokenized training split over the checkpoint's pieces) and both
 # ("nmt-int8-shortlist").
+# nmt runs LibTorch's AVX-512 kernels where the CPU has them
+# (prefer_avx512_kernels(); LibTorch 1.13 keeps them opt-in), so the rows on
+# text also run the mirror with ATEN_CPU_CAPABILITY=avx512 (side
+# "pytorch-avx512"; the result's ratio_vs_pytorch_avx512): the ratio against
+# the mirror as PyTorch runs out of the box, and against it with the same kernels.
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
 # Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
@@ -120,13 +128,16 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt train_peak_rss_mb "$(sed -E 's/.*peak memory ([0-9]+) MiB.*/\1/' <<<"$line")"
     rm -rf "$work/nmt-train"
     "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
-      --batch-parts 0 2>"$work/nmt-train-parts.log"
-    line=$(grep "training finished" "$work/nmt-train-parts.log")
-    record "$r" nmt-parts train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+      --batch-parts 1 2>"$work/nmt-train-whole.log"
+    line=$(grep "training finished" "$work/nmt-train-whole.log")
+    record "$r" nmt-whole train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
     j=$("$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" --tgt "$work/train.de" \
           --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
     record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
     record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
+    j=$(ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" \
+          --tgt "$work/train.de" --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
+    record "$r" pytorch-avx512 train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
   fi
   # Training at a fixed shape (64 sentences: row train_fixed_tok_s; others train_fixed_bN_tok_s).
   local B row train_batches=$fixed_batches
@@ -135,7 +146,7 @@ for ((r = 1; r <= rounds; r++)); do
     ((B == 64)) || row=train_fixed_b${B}_tok_s
     j=$(NMT_BENCH_DEVICE=$dev "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt "$row" "$(field "$j" tgt_tokens_per_s)"
-    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PARTS=0 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
+    j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PARTS=$threads "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-parts "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-plain "$row" "$(field "$j" tgt_tokens_per_s)"
@@ -154,6 +165,10 @@ for ((r = 1; r <= rounds; r++)); do
       j=$("$py" "$ref" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
             --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/ref-b$beam.out")
       record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+      j=$(ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" decode --threads "$threads" --device "$dev" -m "$ckpt" \
+            --src-spm "$spm_dir/src.spm.model" --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" \
+            --output "$work/ref-avx512-b$beam.out")
+      record "$r" pytorch-avx512 "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
       record "$r" both "decode_b${beam}_same_lines" \
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
       "$bin/nmt-translate" -m "$ckpt" -b "$beam" --parallel-batches 1 --threads "$threads" --device "$dev" \
@@ -164,10 +179,11 @@ for ((r = 1; r <= rounds; r++)); do
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-serial-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
       # The approximate decoding options, each on its own and together (int8 on the CPU only).
       local variant flags
-      for variant in int8 shortlist int8-shortlist; do
-        [[ $variant == *int8* && $dev != cpu ]] && continue
+      for variant in int8 bf16 shortlist int8-shortlist; do
+        [[ ($variant == *int8* || $variant == bf16) && $dev != cpu ]] && continue
         flags=()
         [[ $variant == *int8* ]] && flags+=(--int8)
+        [[ $variant == bf16 ]] && flags+=(--bf16)
         [[ $variant == *shortlist* ]] && flags+=(--shortlist "$lex")
         "$bin/nmt-translate" -m "$ckpt" -b "$beam" "${flags[@]}" --threads "$threads" --device "$dev" \
           -i "$work/val.en" -o "$work/nmt-$variant-b$beam.out" 2>"$work/nmt-$variant-b$beam.log"
@@ -227,22 +243,25 @@ med = {k: statistics.median(v) for k, v in values.items()}
 sgemm, flops = json.loads(sgemm), json.loads(flops)
 table = []
 fixed_rows = sorted({row for (side, row) in values if row.startswith("train_fixed_b")})
-variants = ["int8", "shortlist", "int8-shortlist"]  # approximate decoding options (same loop above)
+variants = ["int8", "bf16", "shortlist", "int8-shortlist"]  # approximate decoding options (same loop above)
 for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b1_sent_s", "decode_b5_sent_s",
             "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
     n, p, q = med.get(("nmt", row)), med.get(("pytorch", row)), med.get(("nmt-plain", row))
+    alt = next((x for x in ("nmt-whole", "nmt-parts", "nmt-serial") if (x, row) in med), None)
+    a = med.get((alt, row))
+    pa = med.get(("pytorch-avx512", row))
     table.append({"row": row, "nmt": n, "pytorch": p, "ratio": n / p if n and p else None,
+                  # the mirror with LibTorch's AVX-512 kernels, as nmt picks them (ATEN_CPU_CAPABILITY=avx512)
+                  "pytorch_avx512": pa, "ratio_vs_pytorch_avx512": n / pa if n and pa else None,
+                  "pytorch_avx512_rounds": values.get(("pytorch-avx512", row)),
                   "nmt_plain": q, "nmt_over_plain": n / q if n and q else None,
                   "nmt_optimized": med.get(("nmt-optimized", row)),
-                  # a lever against the default: batch parts on (training), parallel batches off (decoding)
-                  "nmt_parts_or_serial": med.get(("nmt-parts", row), med.get(("nmt-serial", row))),
-                  "nmt_over_parts_or_serial": (n / med.get(("nmt-parts", row), med.get(("nmt-serial", row)))
-                                               if n and (("nmt-parts", row) in med or ("nmt-serial", row) in med)
-                                               else None),
-                  "parts_or_serial_ratio": (med.get(("nmt-parts", row), med.get(("nmt-serial", row))) / p
-                                            if p and (("nmt-parts", row) in med or ("nmt-serial", row) in med)
-                                            else None),
-                  "nmt_parts_or_serial_rounds": values.get(("nmt-parts", row), values.get(("nmt-serial", row))),
+                  # a lever against the default: whole batches (training on text), one part per thread
+                  # (fixed shapes), parallel batches off (decoding)
+                  "alt_side": alt, "nmt_alt": a,
+                  "nmt_over_alt": n / a if n and a else None,
+                  "alt_ratio": a / p if a and p else None,
+                  "nmt_alt_rounds": values.get((alt, row)),
                   **{k: v for x in variants for k, v in (
                       (f"nmt_{x}", med.get((f"nmt-{x}", row))),
                       (f"{x}_ratio", med[(f"nmt-{x}", row)] / p if (f"nmt-{x}", row) in med and p else None),
@@ -283,15 +302,16 @@ with open(out + ".part", "w") as f:
     f.write("\n")
 import os
 os.replace(out + ".part", out)
-print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
-      + f"{'parts|serial':>12} {'nmt/p|s':>7} "
+print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'pt-avx512':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
+      + f"{'alternative':>24} {'nmt/alt':>7} "
       + " ".join(f"{x:>14} {'/pt':>5}" for x in variants))
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
     rnd = lambda x, w: f"{'-':>{w}}" if x is None else f"{x:{w}.2f}"
-    print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['nmt_plain'])} "
+    print(f"{t['row']:<24} {fmt(t['nmt'])} {fmt(t['pytorch'])} {rnd(t['ratio'], 7)} {fmt(t['pytorch_avx512'])} "
+          f"{rnd(t['ratio_vs_pytorch_avx512'], 7)} {fmt(t['nmt_plain'])} "
           f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} "
-          f"{fmt(t['nmt_parts_or_serial']):>12} {rnd(t['nmt_over_parts_or_serial'], 7)} "
+          f"{(t['alt_side'] or '-'):>13} {fmt(t['nmt_alt'])} {rnd(t['nmt_over_alt'], 7)} "
           + " ".join(f"{fmt(t['nmt_' + x]):>14} {rnd(t[x + '_ratio'], 5)}" for x in variants))
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
