@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // What the tools do at start (nmt::start_runtime): LibTorch's AVX-512
-  // kernels, the heap policy and the threads of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
+  // kernels, the heap policy and the threads of LibTorch and OpenBLAS; the
+  // device comes from NMT_BENCH_DEVICE.
   const char* heap = std::getenv("NMT_BENCH_HEAP");  // "default": glibc's policy, for comparison
   nmt::prefer_avx512_kernels();
   if (!(heap && std::string(heap) == "default")) nmt::keep_freed_memory();

@@ -80,6 +80,11 @@ mkdir -p "$work"
 local tsv=$work/measurements.tsv
 printf 'round\tside\trow\tvalue\n' >"$tsv"
 record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
+# The mirror as PyTorch runs by default (side "pytorch") or with LibTorch's
+# AVX-512 kernels ("pytorch-avx512"): mirror SIDE ARGS...
+mirror() {
+  if [[ $1 == pytorch-avx512 ]]; then ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" "${@:2}"; else "$py" "$ref" "${@:2}"; fi
+}
 field() { "$py" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 
 # Data: the subset for training, val sentences for decoding.
@@ -117,7 +122,7 @@ fi
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r of $rounds" >&2
   # Training on Multi30k batches, one epoch of the subset.
-  local j
+  local j side
   if ((text_rows && train_rows)); then
     rm -rf "$work/nmt-train"
     "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
@@ -131,13 +136,12 @@ for ((r = 1; r <= rounds; r++)); do
       --batch-parts 1 2>"$work/nmt-train-whole.log"
     line=$(grep "training finished" "$work/nmt-train-whole.log")
     record "$r" nmt-whole train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
-    j=$("$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" --tgt "$work/train.de" \
-          --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
-    record "$r" pytorch train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
+    for side in pytorch pytorch-avx512; do
+      j=$(mirror "$side" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" \
+            --tgt "$work/train.de" --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
+      record "$r" "$side" train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
+    done
     record "$r" pytorch train_peak_rss_mb "$(field "$j" peak_rss_mb)"
-    j=$(ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" \
-          --tgt "$work/train.de" --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
-    record "$r" pytorch-avx512 train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
   fi
   # Training at a fixed shape (64 sentences: row train_fixed_tok_s; others train_fixed_bN_tok_s).
   local B row train_batches=$fixed_batches
@@ -162,15 +166,13 @@ for ((r = 1; r <= rounds; r++)); do
         2>"$work/nmt-b$beam.log"
       record "$r" nmt "decode_b${beam}_sent_s" \
         "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
-      j=$("$py" "$ref" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
-            --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/ref-b$beam.out")
-      record "$r" pytorch "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
-      j=$(ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" decode --threads "$threads" --device "$dev" -m "$ckpt" \
-            --src-spm "$spm_dir/src.spm.model" --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" \
-            --output "$work/ref-avx512-b$beam.out")
-      record "$r" pytorch-avx512 "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+      for side in pytorch pytorch-avx512; do
+        j=$(mirror "$side" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
+              --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/$side-b$beam.out")
+        record "$r" "$side" "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+      done
       record "$r" both "decode_b${beam}_same_lines" \
-        "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/ref-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
+        "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/pytorch-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
       "$bin/nmt-translate" -m "$ckpt" -b "$beam" --parallel-batches 1 --threads "$threads" --device "$dev" \
         -i "$work/val.en" -o "$work/nmt-serial-b$beam.out" 2>"$work/nmt-serial-b$beam.log"
       record "$r" nmt-serial "decode_b${beam}_sent_s" \

@@ -74,7 +74,8 @@ bool prefer_avx512_kernels();
 std::string aten_kernels_description();
 
 // Applies `opt` for a tool: prefer_avx512_kernels(), keep_freed_memory(),
-// set_threads(opt.threads), then resolve_device(opt.device). Returns the device; *threads (when given)
+// set_threads(opt.threads), then resolve_device(opt.device). Returns the
+// device; *threads (when given)
 // receives the thread count set. Throws nmt::Error as resolve_device does.
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads = nullptr);
 

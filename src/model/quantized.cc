@@ -42,10 +42,9 @@ std::shared_ptr<const ReducedLinear> ReducedLinear::make(Precision p, const torc
   throw Error("no reduced-precision copy for " + to_string(p));
 }
 
-bool ReducedLinear::available(Precision p) { return p != Precision::kInt8 || Int8Linear::available(); }
-
 bool ReducedLinear::native(Precision p) {
-  if (p != Precision::kBf16) return available(p);
+  if (p == Precision::kFloat32) return true;
+  if (p == Precision::kInt8) return Int8Linear::available();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bf16");

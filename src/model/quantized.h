@@ -32,10 +32,9 @@ class ReducedLinear {
   // The copy of weight [N, K] and bias [N] (float, CPU) in `p` (kInt8 or
   // kBf16). Throws nmt::Error for kFloat32 or where this LibTorch cannot run `p`.
   static std::shared_ptr<const ReducedLinear> make(Precision p, const torch::Tensor& weight, const torch::Tensor& bias);
-  // Whether this LibTorch can run `p` on the CPU (kFloat32: always).
-  static bool available(Precision p);
-  // Whether this CPU runs `p` in hardware (int8: any CPU the engine runs on;
-  // bfloat16: AVX512-BF16). Without, bfloat16 is emulated and slower than float.
+  // Whether this CPU runs `p` in hardware (float32: always; int8: wherever
+  // this LibTorch has a quantized engine; bfloat16: AVX512-BF16). Without,
+  // bfloat16 is emulated and slower than float.
   static bool native(Precision p);
 };
 

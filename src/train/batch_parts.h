@@ -25,7 +25,7 @@ constexpr int64_t kMinPartSentences = 64;
 int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device);
 
 // How batches will be cut, for the log: "whole batches", "3 parts each" or
-// "2 parts for batches of 96 sentences or more".
+// "2 parts for batches of 128 sentences or more".
 std::string describe_batch_parts(int64_t want, int threads, const torch::Device& device);
 
 // Sentence ranges [begin, end) of `parts` near-equal slices of `sentences`.
