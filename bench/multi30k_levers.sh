@@ -26,13 +26,15 @@ main() {
     [cgru]="--decoder cgru"
     [cgru-spm-alpha]="--decoder cgru --spm-alpha 0.1"
     [cgru-shared-vocab]="--decoder cgru --shared-vocab --vocab-size 10000"
+    [cgru-vocab-4000]="--decoder cgru --vocab-size 4000"
+    [cgru-label-smoothing-0.2]="--decoder cgru --label-smoothing 0.2"
     [cgru-dropout-0.5]="--decoder cgru --dropout 0.5"
     [cgru-no-label-smoothing]="--decoder cgru --label-smoothing 0"
     [cgru-batch-2048]="--decoder cgru --batch-tokens 2048"
     [cgru-lr-0.0005]="--decoder cgru --learning-rate 0.0005"
   )
-  local order=(bahdanau cgru cgru-spm-alpha cgru-shared-vocab cgru-dropout-0.5 cgru-no-label-smoothing
-               cgru-batch-2048 cgru-lr-0.0005)
+  local order=(bahdanau cgru cgru-spm-alpha cgru-shared-vocab cgru-vocab-4000 cgru-dropout-0.5
+               cgru-no-label-smoothing cgru-label-smoothing-0.2 cgru-batch-2048 cgru-lr-0.0005)
   (($#)) && order=("$@")
   local commit host out
   commit=$(git rev-parse --short HEAD)
