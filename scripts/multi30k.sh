@@ -12,7 +12,8 @@
 #
 # Environment:
 #   NMT_SEEDS=N        train N models with seeds 1..N (default 1); with N > 1 the
-#                      ensemble of all N is compared with the best single one on val
+#                      ensemble of all N is compared with the best single one on val,
+#                      and both are scored on test (the result's single_model)
 #   NMT_TRAIN_FLAGS    extra nmt-train flags (e.g. "--max-epochs 12"), recorded
 #                      in model-N.flags when model N starts, so models trained
 #                      with different flags in one run folder stay told apart
@@ -117,16 +118,35 @@ better() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.
 
 log=$sel/selection.tsv
 printf 'candidate\tbeam\tlength_penalty\tval_%s\n' "$key" >"$log"
-best_score=-1 best_models=() best_name=""
+# Each model's best and average checkpoints at beam 5, lp 1.0: the best of them is the single model.
+single_score=-1 single_models=() single_name=""
 for dir in "${models[@]}"; do
   for ckpt in best average; do
     [[ -f $dir/$ckpt.ckpt ]] || continue
     name=$(basename "$dir")-$ckpt
     s=$(translate "$name-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "$dir/$ckpt.ckpt")
     printf '%s\t5\t1.0\t%s\n' "$name" "$s" >>"$log"
-    if better "$s" "$best_score"; then best_score=$s best_models=("$dir/$ckpt.ckpt") best_name=$name; fi
+    if better "$s" "$single_score"; then single_score=$s single_models=("$dir/$ckpt.ckpt") single_name=$name; fi
   done
 done
+# tune NAME MODEL...: beam 5 and 10 by length penalty 0.6, 1.0 and 1.4 on val (beam 5,
+# lp 1.0 is in the log already) -> tuned_beam, tuned_lp, tuned_score.
+tune() {
+  local name=$1 beam lp s; shift
+  tuned_beam=5 tuned_lp=1.0
+  tuned_score=$(awk -F'\t' -v n="$name" '$1==n && $2==5 && $3=="1.0" {print $4}' "$log")
+  for beam in 5 10; do
+    for lp in 0.6 1.0 1.4; do
+      [[ $beam == 5 && $lp == 1.0 ]] && continue
+      s=$(translate "$name-b$beam-lp$lp" "$run/data/val.$src" "$run/data/val.$tgt" "$beam" "$lp" "$@")
+      printf '%s\t%s\t%s\t%s\n' "$name" "$beam" "$lp" "$s" >>"$log"
+      if better "$s" "$tuned_score"; then tuned_score=$s tuned_beam=$beam tuned_lp=$lp; fi
+    done
+  done
+}
+tune "$single_name" "${single_models[@]}"
+single_beam=$tuned_beam single_lp=$tuned_lp single_score=$tuned_score
+best_name=$single_name best_models=("${single_models[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
 if ((seeds > 1)); then
   # The ensemble of every seed's better checkpoint (best or average, on val).
   members=()
@@ -137,19 +157,13 @@ if ((seeds > 1)); then
     [[ -n $a ]] && better "$a" "$b" && pick=$dir/average.ckpt
     members+=("$pick")
   done
-  s=$(translate "ensemble-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "${members[@]}")
+  s=$(translate "ensemble-$seeds-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "${members[@]}")
   printf 'ensemble-%s\t5\t1.0\t%s\n' "$seeds" "$s" >>"$log"
-  if better "$s" "$best_score"; then best_score=$s best_models=("${members[@]}") best_name=ensemble-$seeds; fi
+  tune "ensemble-$seeds" "${members[@]}"
+  if better "$tuned_score" "$best_score"; then
+    best_name=ensemble-$seeds best_models=("${members[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
+  fi
 fi
-best_beam=5 best_lp=1.0
-for beam in 5 10; do
-  for lp in 0.6 1.0 1.4; do
-    [[ $beam == 5 && $lp == 1.0 ]] && continue
-    s=$(translate "$best_name-b$beam-lp$lp" "$run/data/val.$src" "$run/data/val.$tgt" "$beam" "$lp" "${best_models[@]}")
-    printf '%s\t%s\t%s\t%s\n' "$best_name" "$beam" "$lp" "$s" >>"$log"
-    if better "$s" "$best_score"; then best_score=$s best_beam=$beam best_lp=$lp; fi
-  done
-done
 echo "selected on val: $best_name, beam $best_beam, length penalty $best_lp ($key $best_score)"
 printf '%s\t%s\t%s\t%s\n' "$best_name" "$best_beam" "$best_lp" "$best_score" >"$sel/selected.tsv"
 [[ ${NMT_VAL_ONLY:-0} == 1 ]] && return 0
@@ -162,26 +176,51 @@ else
   cp "$data/test_2016_flickr.lc.norm.tok.$src" "$run/data/test.$src"
   cp "$data/test_2016_flickr.lc.norm.tok.$tgt" "$run/data/test.$tgt"
 fi
-margs=()
-for m in "${best_models[@]}"; do margs+=(-m "$m"); done
-t0=$(date +%s.%N)
-"$bin/nmt-translate" "${margs[@]}" -b "$best_beam" --length-penalty "$best_lp" --threads "$threads" \
-  -i "$run/data/test.$src" -o "$run/test.hyp" --reference "$run/data/test.$tgt" \
-  --scores-json "$run/test.scores.json" 2>"$run/test.log"
-test_seconds=$(python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0")
+# test_translate OUT BEAM LP MODEL...: translates and scores the test set into
+# $run/OUT.{hyp,scores.json,log}; prints the seconds it took.
+test_translate() {
+  local out=$1 beam=$2 lp=$3 margs=() m t0; shift 3
+  for m in "$@"; do margs+=(-m "$m"); done
+  t0=$(date +%s.%N)
+  "$bin/nmt-translate" "${margs[@]}" -b "$beam" --length-penalty "$lp" --threads "$threads" \
+    -i "$run/data/test.$src" -o "$run/$out.hyp" --reference "$run/data/test.$tgt" \
+    --scores-json "$run/$out.scores.json" 2>"$run/$out.log"
+  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0"
+}
+test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
 cat "$run/test.log"
+# With several seeds the single model chosen on val is scored too (its own
+# output, once), so the result gives the single-model and the ensemble figure.
+single_test_seconds=0
+if ((seeds > 1)) && [[ $best_name != "$single_name" ]]; then
+  single_test_seconds=$(test_translate test-single "$single_beam" "$single_lp" "${single_models[@]}")
+else
+  cp "$run/test.scores.json" "$run/test-single.scores.json"
+  single_test_seconds=$test_seconds
+fi
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
 host=$(hostname -s)
 mkdir -p bench/results
 result=bench/results/multi30k-$pair-$form-$host-$commit.json
-NMT_BIN=$bin python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
+NMT_BIN=$bin NMT_SINGLE="$single_name $single_beam $single_lp $single_score $single_test_seconds" \
+  python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
   "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" <<'PY'
 import json, os, platform, subprocess, sys
 (run, form, pair, config, name, beam, lp, val_score, test_seconds, threads, commit, result,
  extra), models = sys.argv[1:14], sys.argv[14:]
 scores = json.load(open(f"{run}/test.scores.json"))
+tok = form == "tok"
+def figures(scores):
+    # Raw form: scored against the raw references. Tokenized form: the output is
+    # lowercased Moses-tokenized text, so only --tokenize none against the
+    # lc.norm.tok references is like-for-like (the papers' multi-bleu figure).
+    return {"bleu": None if tok else scores["bleu"],
+            "bleu_lc": None if tok else scores["bleu_lc"],
+            "bleu_lc_tok": scores["bleu_none"] if tok else None,
+            "chrf": scores["chrf"]}
+s_name, s_beam, s_lp, s_val, s_seconds = os.environ["NMT_SINGLE"].split()
 def metrics(d):
     return [json.loads(l) for l in open(f"{d}/metrics.jsonl") if l.strip()]
 train = []
@@ -206,7 +245,6 @@ for d in models:
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
 version = subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
                          capture_output=True, text=True).stdout.splitlines()
-tok = form == "tok"
 out = {
     "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
     "extra_train_flags": extra,
@@ -214,13 +252,12 @@ out = {
                          for l in list(open(f"{run}/select/selection.tsv"))[1:]],
     "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
                  "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
-    # Raw form: scored against the raw references. Tokenized form: the output is
-    # lowercased Moses-tokenized text, so only --tokenize none against the
-    # lc.norm.tok references is like-for-like (the papers' multi-bleu figure).
-    "bleu": None if tok else scores["bleu"],
-    "bleu_lc": None if tok else scores["bleu_lc"],
-    "bleu_lc_tok": scores["bleu_none"] if tok else None,
-    "chrf": scores["chrf"],
+    **figures(scores),
+    # The best single checkpoint on val, with its own beam and length penalty
+    # (the selected system itself when that is a single model).
+    "single_model": {"models": s_name, "beam": int(s_beam), "length_penalty": float(s_lp),
+                     "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single.scores.json"))),
+                     "test_translate_seconds": float(s_seconds)},
     "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
     "test_scores": scores,
     "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
