@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,31 @@ TEST(DropoutTest, WithoutADropoutRngItIsTorchDropout) {
     nmt::DropoutRng inner(9);  // a fresh generator with the same seed: the same mask
     EXPECT_TRUE(torch::equal(drop(x), a));
   }
+}
+
+TEST(DropoutTest, WholeVectorsZeroOrScaleEachEmbeddingWhole) {
+  // Word dropout: each [.., E] vector is zeroed whole (probability p) or scaled
+  // whole by 1 / (1 - p), with this thread's DropoutRng and without one.
+  nmt::Dropout drop(0.25, /*whole_vectors=*/true);
+  drop->train();
+  const auto x = torch::ones({8, 50, 6});  // 400 vectors
+  for (const bool own_generator : {true, false}) {
+    SCOPED_TRACE(own_generator ? "DropoutRng" : "default generator");
+    std::optional<nmt::DropoutRng> rng;
+    if (own_generator) rng.emplace(3);
+    torch::manual_seed(3);
+    const auto y = drop(x);
+    const auto first = y.narrow(2, 0, 1);  // [8, 50, 1]
+    EXPECT_TRUE(torch::equal(y, first.expand_as(y)));
+    EXPECT_TRUE((first.eq(0) | first.eq(1 / 0.75f)).all().item<bool>());
+    // 400 draws of p = 0.25: the share dropped has a standard deviation of about 0.022.
+    EXPECT_NEAR(first.eq(0).to(torch::kFloat).mean().item<double>(), 0.25, 0.09);
+  }
+  drop->eval();
+  EXPECT_TRUE(torch::equal(drop(x), x));
+  nmt::Dropout off(0.0, /*whole_vectors=*/true);
+  off->train();
+  EXPECT_TRUE(torch::equal(off(x), x));
 }
 
 }  // namespace

@@ -184,6 +184,7 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
   using Path = nmt::DecoderImpl::Path;
   auto opt = options();
   opt.dropout = 0.2;
+  opt.word_dropout = 0.25;
   if (attention() != AttentionType::kDot) opt.dec_hidden = 20;  // D != C = 24 (dot needs them equal)
   auto model = make_model(opt);
   model->train();
@@ -339,6 +340,9 @@ TEST(ModelOptionsTest, ValidateRejectsBadOptions) {
   bad.dropout = 1.0;
   EXPECT_THROW(bad.validate(), nmt::Error);
   bad = nmt::test::tiny_model();
+  bad.word_dropout = -0.1;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+  bad = nmt::test::tiny_model();
   bad.src_vocab = 0;
   EXPECT_THROW(bad.validate(), nmt::Error);
 }
@@ -347,6 +351,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   auto opt = nmt::test::tiny_model(AttentionType::kConcat);
   opt.enc_layers = 2;
   opt.dropout = 0.35;
+  opt.word_dropout = 0.15;
   opt.tie_embeddings = true;
   opt.attn_dim = 17;
   const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
@@ -359,6 +364,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   EXPECT_EQ(back.attn_dim, opt.attn_dim);
   EXPECT_EQ(back.attention, opt.attention);
   EXPECT_DOUBLE_EQ(back.dropout, opt.dropout);
+  EXPECT_DOUBLE_EQ(back.word_dropout, opt.word_dropout);
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,

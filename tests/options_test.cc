@@ -189,7 +189,7 @@ TEST(OptionsFieldsTest, EachToolListsEveryOptionOnce) {
   expect_well_formed(train);
   expect_well_formed(field_names<nmt::StreamOptions>());
   expect_well_formed(field_names<nmt::AlignRunOptions>());
-  EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 11u);  // one per member of ModelOptions
+  EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 12u);  // one per member of ModelOptions
 }
 
 TEST(OptionsFieldsTest, ModelOptionsRoundTripThroughTheirText) {

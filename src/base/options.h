@@ -70,6 +70,7 @@ struct ModelOptions {
   AttentionType attention = AttentionType::kAdditive;
   DecoderType decoder = DecoderType::kBahdanau;
   double dropout = 0.2;
+  double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
   bool tie_embeddings = false;
 
   // Throws nmt::Error naming the first field out of its range or
@@ -96,6 +97,9 @@ struct ModelOptions {
     v(Field{"decoder", "Recurrence: bahdanau, or cgru (conditional GRU, as Nematus)", g, nullptr, kMayBeAbsent},
       s.decoder);
     v(Field{"dropout", "Dropout on embeddings, annotations and the deep output", g}, s.dropout);
+    v(Field{"word-dropout", "Dropout of whole words: each source and target input embedding zeroed with this probability",
+            g, nullptr, kMayBeAbsent},
+      s.word_dropout);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
   }
 };

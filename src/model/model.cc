@@ -25,11 +25,12 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
                                                   .dropout(opt.enc_layers > 1 ? opt.dropout : 0.0)));
   init = register_module("init", torch::nn::Linear(opt.enc_hidden, opt.dec_hidden));
   drop = register_module("drop", Dropout(opt.dropout));
+  word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
 }
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len) {
   const int64_t S = src.size(1);
-  auto x = drop(embed(src));  // [B, S, E]
+  auto x = drop(word_drop(embed(src)));  // [B, S, E]
   auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
   auto out = std::get<0>(rnn->forward_with_packed_input(packed));
   auto padded = rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S);
@@ -115,10 +116,20 @@ DropoutRng::~DropoutRng() { t_dropout_generator = outer_; }
 
 torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
   if (!is_training() || p_ == 0) return x;
-  if (t_dropout_generator == nullptr || !x.device().is_cpu()) return torch::dropout(x, p_, /*train=*/true);
-  // What torch::dropout does on the CPU, with this thread's generator.
-  auto noise = torch::empty_like(x).bernoulli_(1 - p_, *t_dropout_generator).div_(1 - p_);
-  return x * noise;
+  if (!whole_vectors_ && (t_dropout_generator == nullptr || !x.device().is_cpu()))
+    return torch::dropout(x, p_, /*train=*/true);
+  auto noise = torch::empty_like(x);
+  if (whole_vectors_) {  // one draw per vector, broadcast over its elements
+    auto shape = x.sizes().vec();
+    shape.back() = 1;
+    noise = torch::empty(shape, x.options());
+  }
+  // For elements, what torch::dropout does on the CPU, with this thread's generator.
+  if (t_dropout_generator != nullptr && x.device().is_cpu())
+    noise.bernoulli_(1 - p_, *t_dropout_generator);
+  else
+    noise.bernoulli_(1 - p_);
+  return x * noise.div_(1 - p_);
 }
 
 namespace {
@@ -180,6 +191,7 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   }
   out_bias = register_parameter("out_bias", torch::zeros({opt.tgt_vocab}));
   drop = register_module("drop", Dropout(opt.dropout));
+  word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
 }
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
@@ -310,7 +322,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_refer
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out) {
   const int64_t T = tgt_in.size(1);
   const auto mem = memory(enc);
-  auto ey = drop(embed(tgt_in));  // [B, T, E]
+  auto ey = drop(word_drop(embed(tgt_in)));  // [B, T, E]
   if (runs_recurrence()) {
     RecurrenceWeights w;
     w.cgru = static_cast<bool>(cell2);
@@ -365,7 +377,7 @@ torch::Tensor DecoderImpl::input_gate_table() {
 
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
   DecoderStep out;
-  auto ey = drop(embed(y_prev));  // [B, E]
+  auto ey = drop(word_drop(embed(y_prev)));  // [B, E]
   const bool fast = runs_optimized(mem);
   torch::Tensor gi;  // [B, 3D] the first GRU's input gates (optimized path)
   if (fast) {

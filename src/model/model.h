@@ -41,17 +41,20 @@ class DropoutRng {
 };
 
 // Inverted dropout, as torch::dropout: in training, each element is zeroed
-// with probability p and the rest scaled by 1 / (1 - p); otherwise x. The
-// masks come from the calling thread's DropoutRng on the CPU when one is
-// alive, else from LibTorch's default generator (then they are
-// torch::dropout's own). Never throws for p in [0, 1).
+// with probability p and the rest scaled by 1 / (1 - p); otherwise x. With
+// `whole_vectors` the unit is a vector along the last dimension instead (word
+// dropout: an embedding [.., E] is zeroed whole or scaled whole). The masks
+// come from the calling thread's DropoutRng on the CPU when one is alive,
+// else from LibTorch's default generator (then, for elements, they are
+// torch::dropout's own). Draws nothing when p is 0. Never throws for p in [0, 1).
 class DropoutImpl : public torch::nn::Module {
  public:
-  explicit DropoutImpl(double p) : p_(p) {}
+  explicit DropoutImpl(double p, bool whole_vectors = false) : p_(p), whole_vectors_(whole_vectors) {}
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
   double p_;
+  bool whole_vectors_;
 };
 TORCH_MODULE(Dropout);
 
@@ -76,6 +79,7 @@ class EncoderImpl : public torch::nn::Module {
   torch::nn::GRU rnn{nullptr};
   torch::nn::Linear init{nullptr};  // H -> D
   Dropout drop{nullptr};
+  Dropout word_drop{nullptr};  // whole input embeddings (ModelOptions::word_dropout)
 };
 TORCH_MODULE(Encoder);
 
@@ -253,6 +257,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor out_weight;          // [V, E], or the embedding when tied
   torch::Tensor out_bias;            // [V]
   Dropout drop{nullptr};
+  Dropout word_drop{nullptr};  // whole input embeddings (ModelOptions::word_dropout)
   // set_precision(): the reduced-precision copies.
   struct ReducedWeights {
     Precision precision;
