@@ -32,8 +32,8 @@ TEST(DeviceTest, FittedThreadsAreTheCoresOthersLeaveFree) {
 TEST(DeviceTest, TheGovernorKeepsItsThreadsWithinBoundsAndWaitsForItsInterval) {
   nmt::set_threads(2);
   {
-    // A long interval: no tick changes anything.
-    nmt::ThreadGovernor slow(2, 3600.0);
+    // Long intervals: no tick changes anything.
+    nmt::ThreadGovernor slow(2, 3600.0, 3600.0);
     for (int i = 0; i < 100; ++i) EXPECT_EQ(slow.tick(), 2);
   }
   // A zero interval re-estimates at every tick: whatever the machine's load,

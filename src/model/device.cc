@@ -81,11 +81,12 @@ int fitted_threads(int max_threads, int cores, double others) {
   return std::max(1, std::min(max_threads, free_cores));
 }
 
-ThreadGovernor::ThreadGovernor(int max_threads, double interval_seconds)
+ThreadGovernor::ThreadGovernor(int max_threads, double interval_seconds, double first_interval_seconds)
     : max_threads_(std::max(1, max_threads)),
       threads_(std::max(1, max_threads)),
       cores_(static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)))),
       interval_(interval_seconds),
+      first_interval_(std::min(first_interval_seconds, interval_seconds)),
       last_(sample()) {}
 
 ThreadGovernor::Sample ThreadGovernor::sample() {
@@ -108,7 +109,8 @@ ThreadGovernor::Sample ThreadGovernor::sample() {
 int ThreadGovernor::tick() {
   if (max_threads_ == 1) return threads_;
   const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  if (now - last_.wall < interval_) return threads_;
+  if (now - last_.wall < (looked_ ? interval_ : first_interval_)) return threads_;
+  looked_ = true;
   const Sample s = sample();
   if (!s.ok || !last_.ok) {
     last_ = s;

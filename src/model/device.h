@@ -25,14 +25,17 @@ int fitted_threads(int max_threads, int cores, double others);
 // Fits the CPU thread count to the cores that other processes leave free.
 // With as many threads as cores, every parallel region waits for the thread
 // whose core another busy process shares, so the run slows to a fraction of
-// its fair share; on the free cores alone it keeps them. Every `interval`
-// seconds, tick() compares the machine's busy time (/proc/stat, steal
+// its fair share; on the free cores alone it keeps them. The first look
+// comes `first_interval` seconds after construction (a run started beside
+// busy work fits itself within its first steps), then one every `interval`
+// seconds (longer windows, so that short bursts of other work do not move
+// the count): tick() compares the machine's busy time (/proc/stat, steal
 // included) with this process's CPU time (getrusage) and calls set_threads()
 // when fitted_threads() changes. Where /proc/stat cannot be read it never
 // changes anything. Not thread-safe: call from the thread that runs the steps.
 class ThreadGovernor {
  public:
-  ThreadGovernor(int max_threads, double interval_seconds = 5.0);
+  ThreadGovernor(int max_threads, double interval_seconds = 5.0, double first_interval_seconds = 1.0);
   // Call between steps; returns the thread count in use. Logs each change.
   int tick();
   int threads() const { return threads_; }
@@ -44,7 +47,8 @@ class ThreadGovernor {
   };
   static Sample sample();
   int max_threads_, threads_, cores_;
-  double interval_;
+  double interval_, first_interval_;
+  bool looked_ = false;  // whether a tick has taken its first look
   Sample last_;
 };
 
