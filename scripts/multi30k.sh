@@ -117,6 +117,8 @@ translate() {  # translate NAME INPUT REFERENCE BEAM LP MODEL... -> prints the s
 better() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
 
 log=$sel/selection.tsv
+# at_b5 NAME: NAME's val score at beam 5, lp 1.0 (the log also holds its tuning rows).
+at_b5() { awk -F'\t' -v n="$1" '$1==n && $2==5 && $3=="1.0" {print $4}' "$log"; }
 printf 'candidate\tbeam\tlength_penalty\tval_%s\n' "$key" >"$log"
 # Each model's best and average checkpoints at beam 5, lp 1.0: the best of them is the single model.
 single_score=-1 single_models=() single_name=""
@@ -134,7 +136,7 @@ done
 tune() {
   local name=$1 beam lp s; shift
   tuned_beam=5 tuned_lp=1.0
-  tuned_score=$(awk -F'\t' -v n="$name" '$1==n && $2==5 && $3=="1.0" {print $4}' "$log")
+  tuned_score=$(at_b5 "$name")
   for beam in 5 10; do
     for lp in 0.6 1.0 1.4; do
       [[ $beam == 5 && $lp == 1.0 ]] && continue
@@ -152,8 +154,8 @@ if ((seeds > 1)); then
   members=()
   for dir in "${models[@]}"; do
     pick=$dir/best.ckpt
-    b=$(awk -F'\t' -v n="$(basename "$dir")-best" '$1==n {print $4}' "$log")
-    a=$(awk -F'\t' -v n="$(basename "$dir")-average" '$1==n {print $4}' "$log")
+    b=$(at_b5 "$(basename "$dir")-best")
+    a=$(at_b5 "$(basename "$dir")-average")
     [[ -n $a ]] && better "$a" "$b" && pick=$dir/average.ckpt
     members+=("$pick")
   done
