@@ -193,7 +193,6 @@ test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
 cat "$run/test.log"
 # With several seeds the single model chosen on val is scored too (its own
 # output, once), so the result gives the single-model and the ensemble figure.
-single_test_seconds=0
 if ((seeds > 1)) && [[ $best_name != "$single_name" ]]; then
   single_test_seconds=$(test_translate test-single "$single_beam" "$single_lp" "${single_models[@]}")
 else

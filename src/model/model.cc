@@ -116,16 +116,19 @@ DropoutRng::~DropoutRng() { t_dropout_generator = outer_; }
 
 torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
   if (!is_training() || p_ == 0) return x;
-  if (!whole_vectors_ && (t_dropout_generator == nullptr || !x.device().is_cpu()))
-    return torch::dropout(x, p_, /*train=*/true);
-  auto noise = torch::empty_like(x);
-  if (whole_vectors_) {  // one draw per vector, broadcast over its elements
+  const bool own_rng = t_dropout_generator != nullptr && x.device().is_cpu();
+  if (!whole_vectors_ && !own_rng) return torch::dropout(x, p_, /*train=*/true);
+  // For elements, what torch::dropout does on the CPU, with this thread's
+  // generator; for whole vectors, one draw per vector broadcast over it.
+  torch::Tensor noise;  // [..., E], or [..., 1] for whole vectors
+  if (whole_vectors_) {
     auto shape = x.sizes().vec();
     shape.back() = 1;
     noise = torch::empty(shape, x.options());
+  } else {
+    noise = torch::empty_like(x);
   }
-  // For elements, what torch::dropout does on the CPU, with this thread's generator.
-  if (t_dropout_generator != nullptr && x.device().is_cpu())
+  if (own_rng)
     noise.bernoulli_(1 - p_, *t_dropout_generator);
   else
     noise.bernoulli_(1 - p_);
