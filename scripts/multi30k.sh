@@ -27,6 +27,14 @@
 #                      splitting the cores); K > 1 needs model 1's SentencePiece
 #                      models, written in model 1's first seconds. Run the script
 #                      without it afterwards to select and test.
+#   NMT_DISTILL=K      sequence-level knowledge distillation (Kim & Rush 2016): the
+#                      N seeds are teachers; their ensemble (each member's better
+#                      checkpoint on val) translates the training source with beam 5
+#                      and the length penalty it does best with on val, and K
+#                      students (student-1..K, seeds N+1..N+K, model 1's SentencePiece
+#                      models) train on that translation with the same config. The
+#                      students join the selection: as single models, and in the
+#                      ensemble of every model. Default 0 (none).
 #
 # A model folder that holds a finished run (its `trained` file) is not trained
 # again: delete the folder to retrain. Test data is read only in the last step.
@@ -69,10 +77,32 @@ fetch() {  # fetch SPLIT LANG -> $run/data/SPLIT.LANG
 }
 for split in train val; do fetch "$split" "$src"; fetch "$split" "$tgt"; done
 
+# train_model SEED DIR TARGET [FLAGS...]: trains DIR on the training source and
+# TARGET (a file of $run/data) unless DIR holds a finished run; resumes a stopped one.
+train_model() {
+  local seed=$1 dir=$2 target=$3 resume=() t0; shift 3
+  [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; return 0; }
+  [[ -f $dir/last.ckpt ]] && resume=(--resume)
+  if [[ ! -f $dir/last.ckpt ]]; then
+    git rev-parse --short HEAD >"$dir.commit" 2>/dev/null || true
+    printf '%s\n' "${NMT_TRAIN_FLAGS:-}" >"$dir.flags"
+  fi
+  t0=$(date +%s.%N)
+  "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
+    --train-src "$run/data/train.$src" --train-tgt "$run/data/$target" \
+    --valid-src "$run/data/val.$src" --valid-tgt "$run/data/val.$tgt" \
+    "${resume[@]}" "$@" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
+  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
+}
+# Every model after the first uses its SentencePiece models, so they can ensemble.
+shared_spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
+
 # Training, one model per seed.
 models=()
 only=${NMT_TRAIN_ONLY:-}
+distill=${NMT_DISTILL:-0}
 [[ -z $only || $only =~ ^[1-9][0-9]*$ ]] || die "NMT_TRAIN_ONLY must be a model number, got '$only'"
+[[ $distill =~ ^[0-9]+$ ]] || die "NMT_DISTILL must be a number of students, got '$distill'"
 ((${only:-0} > seeds)) && seeds=$only
 for ((seed = 1; seed <= seeds; seed++)); do
   dir=$run/model-$seed
@@ -81,22 +111,9 @@ for ((seed = 1; seed <= seeds; seed++)); do
   [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; continue; }
   ((seed > 1)) && [[ ! -f $dir/last.ckpt && ! -f $run/model-1/tgt.spm.model ]] &&
     die "$run/model-1/tgt.spm.model: not there yet (model $seed shares model 1's SentencePiece models; start model 1 first)"
-  resume=()
-  [[ -f $dir/last.ckpt ]] && resume=(--resume)
-  # Every seed uses the first one's SentencePiece models, so they can ensemble.
   spm=()
-  ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] &&
-    spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
-  if [[ ! -f $dir/last.ckpt ]]; then
-    git rev-parse --short HEAD >"$dir.commit" 2>/dev/null || true
-    printf '%s\n' "${NMT_TRAIN_FLAGS:-}" >"$dir.flags"
-  fi
-  t0=$(date +%s.%N)
-  "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
-    --train-src "$run/data/train.$src" --train-tgt "$run/data/train.$tgt" \
-    --valid-src "$run/data/val.$src" --valid-tgt "$run/data/val.$tgt" \
-    "${resume[@]}" "${spm[@]}" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
-  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
+  ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] && spm=("${shared_spm[@]}")
+  train_model "$seed" "$dir" "train.$tgt" "${spm[@]}"
 done
 [[ -n $only ]] && return 0
 
@@ -120,50 +137,102 @@ log=$sel/selection.tsv
 # at_b5 NAME: NAME's val score at beam 5, lp 1.0 (the log also holds its tuning rows).
 at_b5() { awk -F'\t' -v n="$1" '$1==n && $2==5 && $3=="1.0" {print $4}' "$log"; }
 printf 'candidate\tbeam\tlength_penalty\tval_%s\n' "$key" >"$log"
-# Each model's best and average checkpoints at beam 5, lp 1.0: the best of them is the single model.
+# score_models DIR...: each model's best and average checkpoints at beam 5, lp 1.0;
+# the best of them so far is the single model.
 single_score=-1 single_models=() single_name=""
-for dir in "${models[@]}"; do
-  for ckpt in best average; do
-    [[ -f $dir/$ckpt.ckpt ]] || continue
-    name=$(basename "$dir")-$ckpt
-    s=$(translate "$name-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "$dir/$ckpt.ckpt")
-    printf '%s\t5\t1.0\t%s\n' "$name" "$s" >>"$log"
-    if better "$s" "$single_score"; then single_score=$s single_models=("$dir/$ckpt.ckpt") single_name=$name; fi
-  done
-done
-# tune NAME MODEL...: beam 5 and 10 by length penalty 0.6, 1.0 and 1.4 on val (beam 5,
-# lp 1.0 is in the log already) -> tuned_beam, tuned_lp, tuned_score.
-tune() {
-  local name=$1 beam lp s; shift
-  tuned_beam=5 tuned_lp=1.0
-  tuned_score=$(at_b5 "$name")
-  for beam in 5 10; do
-    for lp in 0.6 1.0 1.4; do
-      [[ $beam == 5 && $lp == 1.0 ]] && continue
-      s=$(translate "$name-b$beam-lp$lp" "$run/data/val.$src" "$run/data/val.$tgt" "$beam" "$lp" "$@")
-      printf '%s\t%s\t%s\t%s\n' "$name" "$beam" "$lp" "$s" >>"$log"
-      if better "$s" "$tuned_score"; then tuned_score=$s tuned_beam=$beam tuned_lp=$lp; fi
+score_models() {
+  local dir ckpt name s
+  for dir in "$@"; do
+    for ckpt in best average; do
+      [[ -f $dir/$ckpt.ckpt ]] || continue
+      name=$(basename "$dir")-$ckpt
+      s=$(translate "$name-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "$dir/$ckpt.ckpt")
+      printf '%s\t5\t1.0\t%s\n' "$name" "$s" >>"$log"
+      if better "$s" "$single_score"; then single_score=$s single_models=("$dir/$ckpt.ckpt") single_name=$name; fi
     done
   done
 }
-tune "$single_name" "${single_models[@]}"
-single_beam=$tuned_beam single_lp=$tuned_lp single_score=$tuned_score
-best_name=$single_name best_models=("${single_models[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
-if ((seeds > 1)); then
-  # The ensemble of every seed's better checkpoint (best or average, on val).
+# pick_members DIR... -> members: each model's better checkpoint (best or average, on val).
+pick_members() {
+  local dir pick a b
   members=()
-  for dir in "${models[@]}"; do
+  for dir in "$@"; do
     pick=$dir/best.ckpt
     b=$(at_b5 "$(basename "$dir")-best")
     a=$(at_b5 "$(basename "$dir")-average")
     [[ -n $a ]] && better "$a" "$b" && pick=$dir/average.ckpt
     members+=("$pick")
   done
-  s=$(translate "ensemble-$seeds-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "${members[@]}")
-  printf 'ensemble-%s\t5\t1.0\t%s\n' "$seeds" "$s" >>"$log"
-  tune "ensemble-$seeds" "${members[@]}"
+}
+# tune NAME MODEL...: beam 5 and 10 by length penalty 0.6, 1.0 and 1.4 on val (beam 5,
+# lp 1.0 is in the log already) -> tuned_beam, tuned_lp, tuned_score, and
+# tuned_lp5, the best length penalty at beam 5.
+tune() {
+  local name=$1 beam lp s best5; shift
+  tuned_beam=5 tuned_lp=1.0 tuned_lp5=1.0
+  tuned_score=$(at_b5 "$name")
+  best5=$tuned_score
+  for beam in 5 10; do
+    for lp in 0.6 1.0 1.4; do
+      [[ $beam == 5 && $lp == 1.0 ]] && continue
+      s=$(translate "$name-b$beam-lp$lp" "$run/data/val.$src" "$run/data/val.$tgt" "$beam" "$lp" "$@")
+      printf '%s\t%s\t%s\t%s\n' "$name" "$beam" "$lp" "$s" >>"$log"
+      if better "$s" "$tuned_score"; then tuned_score=$s tuned_beam=$beam tuned_lp=$lp; fi
+      if [[ $beam == 5 ]] && better "$s" "$best5"; then best5=$s tuned_lp5=$lp; fi
+    done
+  done
+}
+# ensemble_b5 NAME MODEL...: the ensemble's val score at beam 5, lp 1.0, logged.
+ensemble_b5() {
+  local name=$1 s; shift
+  s=$(translate "$name-b5" "$run/data/val.$src" "$run/data/val.$tgt" 5 1.0 "$@")
+  printf '%s\t5\t1.0\t%s\n' "$name" "$s" >>"$log"
+}
+score_models "${models[@]}"
+
+# Distillation: the teachers' ensemble translates the training source once, and
+# the students train on that translation.
+if ((distill > 0)); then
+  pick_members "${models[@]}"
+  teachers=("${members[@]}")
+  lp=1.0
+  if ((seeds > 1)); then
+    ensemble_b5 "teachers-$seeds" "${teachers[@]}"
+    tune "teachers-$seeds" "${teachers[@]}"
+    lp=$tuned_lp5
+  fi
+  distilled=$run/data/train.distilled.$tgt
+  if [[ ! -s $distilled ]]; then
+    margs=()
+    for m in "${teachers[@]}"; do margs+=(-m "$m"); done
+    echo "distilling: the ${#teachers[@]} teacher(s) translate train.$src with beam 5, length penalty $lp"
+    "$bin/nmt-translate" "${margs[@]}" -b 5 --length-penalty "$lp" --threads "$threads" \
+      -i "$run/data/train.$src" -o "$distilled" 2>"$run/distill.log"
+    tail -n1 "$run/distill.log"
+  fi
+  students=()
+  for ((k = 1; k <= distill; k++)); do
+    dir=$run/student-$k
+    students+=("$dir")
+    spm=()
+    [[ ! -f $dir/last.ckpt ]] && spm=("${shared_spm[@]}")
+    train_model "$((seeds + k))" "$dir" "train.distilled.$tgt" "${spm[@]}"
+  done
+  score_models "${students[@]}"
+  models+=("${students[@]}")
+fi
+
+tune "$single_name" "${single_models[@]}"
+single_beam=$tuned_beam single_lp=$tuned_lp single_score=$tuned_score
+best_name=$single_name best_models=("${single_models[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
+n=${#models[@]}
+if ((n > 1)); then
+  # The ensemble of every model's better checkpoint (best or average, on val).
+  pick_members "${models[@]}"
+  ensemble_b5 "ensemble-$n" "${members[@]}"
+  tune "ensemble-$n" "${members[@]}"
   if better "$tuned_score" "$best_score"; then
-    best_name=ensemble-$seeds best_models=("${members[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
+    best_name=ensemble-$n best_models=("${members[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
   fi
 fi
 echo "selected on val: $best_name, beam $best_beam, length penalty $best_lp ($key $best_score)"
@@ -193,7 +262,7 @@ test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
 cat "$run/test.log"
 # With several seeds the single model chosen on val is scored too (its own
 # output, once), so the result gives the single-model and the ensemble figure.
-if ((seeds > 1)) && [[ $best_name != "$single_name" ]]; then
+if [[ $best_name != "$single_name" ]]; then
   single_test_seconds=$(test_translate test-single "$single_beam" "$single_lp" "${single_models[@]}")
 else
   cp "$run/test.scores.json" "$run/test-single.scores.json"
@@ -205,7 +274,10 @@ git diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
 host=$(hostname -s)
 mkdir -p bench/results
 result=bench/results/multi30k-$pair-$form-$host-$commit.json
+distill_info=""
+((distill > 0)) && distill_info="$seeds 5 $lp $distill"
 NMT_BIN=$bin NMT_SINGLE="$single_name $single_beam $single_lp $single_score $single_test_seconds" \
+  NMT_DISTILL_INFO=$distill_info \
   python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
   "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" <<'PY'
 import json, os, platform, subprocess, sys
@@ -238,11 +310,18 @@ for d in models:
         "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
         # the NMT_TRAIN_FLAGS this model was started with (None: not recorded)
         "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,
+        # a student trains on the teachers' translation of the training source
+        "student": os.path.basename(d).startswith("student-"),
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
     if per_epoch:
         train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
+# Sequence-level distillation: teachers, the beam and length penalty of their
+# translation of the training source, and the number of students (None: off).
+d_info = os.environ.get("NMT_DISTILL_INFO", "").split()
+distillation = ({"teachers": int(d_info[0]), "beam": int(d_info[1]), "length_penalty": float(d_info[2]),
+                 "students": int(d_info[3])} if d_info else None)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
 version = subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
                          capture_output=True, text=True).stdout.splitlines()
@@ -263,6 +342,7 @@ out = {
     "test_scores": scores,
     "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
     "training": train,
+    "distillation": distillation,
     "device": "cpu", "cpu": cpu, "threads": int(threads), "host": platform.node(),
     # the vector units, which tell machines of one "model name" apart
     "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
