@@ -108,7 +108,6 @@ for ((seed = 1; seed <= seeds; seed++)); do
   dir=$run/model-$seed
   models+=("$dir")
   [[ -n $only && $seed != "$only" ]] && continue
-  [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; continue; }
   ((seed > 1)) && [[ ! -f $dir/last.ckpt && ! -f $run/model-1/tgt.spm.model ]] &&
     die "$run/model-1/tgt.spm.model: not there yet (model $seed shares model 1's SentencePiece models; start model 1 first)"
   spm=()
