@@ -122,12 +122,20 @@ key=bleu
 [[ $form == tok ]] && key=bleu_none
 sel=$run/select
 mkdir -p "$sel"
+# A translation made by an earlier run of the script is reused when it was made
+# with the same models (recorded beside it) and its scores are newer than the
+# input, the reference, every model and nmt-translate: the search is deterministic.
 translate() {  # translate NAME INPUT REFERENCE BEAM LP MODEL... -> prints the score
   local name=$1 input=$2 ref=$3 beam=$4 lp=$5; shift 5
-  local margs=()
+  local margs=() m fresh=1 made="$*"
   for m in "$@"; do margs+=(-m "$m"); done
-  "$bin/nmt-translate" "${margs[@]}" -b "$beam" --length-penalty "$lp" --threads "$threads" \
-    -i "$input" -o "$sel/$name.out" --reference "$ref" --scores-json "$sel/$name.json" 2>"$sel/$name.log"
+  [[ -s $sel/$name.json && -f $sel/$name.models && $(<"$sel/$name.models") == "$made" ]] || fresh=0
+  for m in "$input" "$ref" "$bin/nmt-translate" "$@"; do [[ $sel/$name.json -nt $m ]] || fresh=0; done
+  if ((!fresh)); then
+    "$bin/nmt-translate" "${margs[@]}" -b "$beam" --length-penalty "$lp" --threads "$threads" \
+      -i "$input" -o "$sel/$name.out" --reference "$ref" --scores-json "$sel/$name.json" 2>"$sel/$name.log"
+    printf '%s\n' "$made" >"$sel/$name.models"
+  fi
   python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$sel/$name.json" "$key"
 }
 better() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
