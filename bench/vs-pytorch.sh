@@ -40,8 +40,8 @@
 # decoder step's products in int8, CPU only), --bf16 (side "nmt-bf16": in
 # bfloat16, CPU only), --shortlist (side
 # "nmt-shortlist": a lexical shortlist, nmt-align's ibm2 table of the whole
-# tokenized training split over the checkpoint's pieces) and both
-# ("nmt-int8-shortlist").
+# tokenized training split over the checkpoint's pieces) and each precision
+# with the shortlist ("nmt-int8-shortlist", "nmt-bf16-shortlist").
 # nmt runs LibTorch's AVX-512 kernels where the CPU has them
 # (prefer_avx512_kernels(); LibTorch 1.13 keeps them opt-in), so the rows on
 # text also run the mirror with ATEN_CPU_CAPABILITY=avx512 (side
@@ -181,11 +181,11 @@ for ((r = 1; r <= rounds; r++)); do
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-serial-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
       # The approximate decoding options, each on its own and together (int8 on the CPU only).
       local variant flags
-      for variant in int8 bf16 shortlist int8-shortlist; do
-        [[ ($variant == *int8* || $variant == bf16) && $dev != cpu ]] && continue
+      for variant in int8 bf16 shortlist int8-shortlist bf16-shortlist; do
+        [[ ($variant == *int8* || $variant == *bf16*) && $dev != cpu ]] && continue
         flags=()
         [[ $variant == *int8* ]] && flags+=(--int8)
-        [[ $variant == bf16 ]] && flags+=(--bf16)
+        [[ $variant == *bf16* ]] && flags+=(--bf16)
         [[ $variant == *shortlist* ]] && flags+=(--shortlist "$lex")
         "$bin/nmt-translate" -m "$ckpt" -b "$beam" "${flags[@]}" --threads "$threads" --device "$dev" \
           -i "$work/val.en" -o "$work/nmt-$variant-b$beam.out" 2>"$work/nmt-$variant-b$beam.log"
@@ -245,7 +245,7 @@ med = {k: statistics.median(v) for k, v in values.items()}
 sgemm, flops = json.loads(sgemm), json.loads(flops)
 table = []
 fixed_rows = sorted({row for (side, row) in values if row.startswith("train_fixed_b")})
-variants = ["int8", "bf16", "shortlist", "int8-shortlist"]  # approximate decoding options (same loop above)
+variants = ["int8", "bf16", "shortlist", "int8-shortlist", "bf16-shortlist"]  # approximate decoding options (same loop above)
 for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b1_sent_s", "decode_b5_sent_s",
             "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
     n, p, q = med.get(("nmt", row)), med.get(("pytorch", row)), med.get(("nmt-plain", row))
