@@ -3,6 +3,7 @@
 //   nmt-translate -m model/best.ckpt < in.txt > out.txt
 //   nmt-translate -m model/best.ckpt -b 5 --n-best 5 < in.txt
 //   nmt-translate -m model/best.ckpt --score-pairs < pairs.tsv
+//   nmt-translate --evaluate --reference ref.txt < out.txt
 #include "cli.h"
 #include "tools/app.h"
 #include "tools/translate_stream.h"
@@ -16,7 +17,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  nmt-translate -m run/best.ckpt < in.txt > out.txt\n"
       "  nmt-translate -m a.ckpt -m b.ckpt -b 10 --reference ref.txt -i in.txt -o out.txt\n"
-      "  nmt-translate -m run/best.ckpt --score-pairs --src in.txt --tgt out.txt");
+      "  nmt-translate -m run/best.ckpt --score-pairs --src in.txt --tgt out.txt\n"
+      "  nmt-translate --evaluate --reference ref.txt --tokenize none -i out.txt");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
   // --n-best N without -b: a beam of N gives the N hypotheses.
   auto& search = opt.translate.search;

@@ -728,6 +728,12 @@ TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
     EXPECT_GT(json_field(json, "bleu_lc"), json_field(json, "bleu_none")) << json;
     if (refs == &glued) { EXPECT_EQ(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json; }
     if (refs == &upper) { EXPECT_LT(json_field(json, "bleu"), json_field(json, "bleu_lc")) << json; }
+    // --evaluate scores the same output, read back from its file, into the same JSON.
+    auto ev = run("nmt-translate", "--evaluate -i " + quote(dir + "/out.txt") + " --reference " +
+                                       quote(dir + (refs == &glued ? "/glued.txt" : "/upper.txt")) +
+                                       " --scores-json " + quote(dir + "/e.json"), dir);
+    EXPECT_EQ(ev.exit_code, 0) << ev.err;
+    EXPECT_EQ(read_bytes(dir + "/e.json"), json);
   }
   // A reference of the wrong length fails and leaves the earlier scores file.
   const std::string before = read_bytes(dir + "/s.json");
@@ -766,6 +772,49 @@ TEST(CliTest, ReferenceScoresAreWrittenAsJsonInThreeBleuConventions) {
 }  // namespace
 
 namespace {
+
+TEST(CliTest, EvaluateScoresTranslationsMadeElsewhere) {
+  const auto dir = temp_dir("cli_evaluate");
+  const std::vector<std::string> hyps = {"a b c d e", "f g h i j"}, refs = {"a b c d e", "f g x i j"};
+  write_lines(dir + "/hyp.txt", hyps);
+  write_lines(dir + "/ref.txt", refs);
+  const std::string json_flag = " --scores-json " + quote(dir + "/s.json");
+  auto r = run("nmt-translate", "--evaluate --tokenize none -i " + quote(dir + "/hyp.txt") + " --reference " +
+                                    quote(dir + "/ref.txt") + json_flag, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string json = read_bytes(dir + "/s.json");
+  const auto want = nmt::corpus_bleu(hyps, refs, nmt::BleuOptions{false, "none"});
+  EXPECT_GT(want.score, 0.0);
+  EXPECT_LT(want.score, 100.0);
+  EXPECT_NEAR(json_field(json, "bleu"), want.score, 1e-6) << json;
+  EXPECT_NE(r.err.find(want.signature()), std::string::npos) << r.err;
+  EXPECT_EQ(json_field(json, "sentences"), 2);
+  EXPECT_NEAR(json_field(json, "exact_match"), 50.0, 1e-9) << json;
+  // Standard input works as the input.
+  auto piped = run("nmt-translate", "--evaluate --tokenize none --reference " + quote(dir + "/ref.txt"), dir,
+                   dir + "/hyp.txt");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.err.find(want.to_string()), std::string::npos) << piped.err;
+  // A reference of another length: one line naming it, and the scores file stays.
+  write_lines(dir + "/one.txt", {refs[0]});
+  auto short_ref = run("nmt-translate", "--evaluate -i " + quote(dir + "/hyp.txt") + " --reference " +
+                                            quote(dir + "/one.txt") + json_flag, dir);
+  expect_one_line_error(short_ref, {"one.txt", "1 reference lines for 2 input lines"});
+  EXPECT_EQ(read_bytes(dir + "/s.json"), json);
+  // A line that is not UTF-8: its file and line.
+  write_bytes(dir + "/bad.txt", "a b c\n\xff\xfe\n");
+  auto bad = run("nmt-translate", "--evaluate -i " + quote(dir + "/bad.txt") + " --reference " +
+                                      quote(dir + "/ref.txt"), dir);
+  expect_one_line_error(bad, {"bad.txt:2:", "invalid UTF-8"});
+  // Usage: it needs a reference, and takes no model and writes no output.
+  const std::string in = " -i " + quote(dir + "/hyp.txt");
+  expect_one_line_error(run("nmt-translate", "--evaluate" + in, dir), {"--reference"}, nmt::test::kExitUsage);
+  const std::string ref = " --reference " + quote(dir + "/ref.txt");
+  expect_one_line_error(run("nmt-translate", "--evaluate -m x.ckpt" + in + ref, dir), {"-m"}, nmt::test::kExitUsage);
+  expect_one_line_error(run("nmt-translate", "--evaluate -o " + quote(dir + "/o.txt") + in + ref, dir), {"-o"},
+                        nmt::test::kExitUsage);
+  EXPECT_FALSE(fs::exists(dir + "/o.txt"));
+}
 
 TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
   const auto dir = temp_dir("cli_lex");

@@ -131,6 +131,11 @@ void StreamOptions::validate() const {
     throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
   if (info && (score_mode || !reference.empty() || !input.empty()))
     throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
+  if (evaluate) {  // scores the input as it is: nothing to translate with
+    if (reference.empty()) throw UsageError("--evaluate scores the input against --reference: give --reference");
+    if (!model_paths.empty() || score_mode || info || !output.empty())
+      throw UsageError("--evaluate scores given translations and writes no output: drop -m, --score-pairs, --info and -o");
+  }
   if (score_mode) {  // options that would do nothing there
     if (translate.search.beam_size != 1)
       throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");

@@ -292,6 +292,7 @@ struct StreamOptions {
   bool replace_unk = false;
   bool score_mode = false;
   bool info = false;          // print what each -m checkpoint holds and stop
+  bool evaluate = false;      // score the input (translations made elsewhere) against reference; no model
   std::string src, tgt;
   std::string reference;
   std::string scores_json;

@@ -92,6 +92,9 @@ void StreamOptions::fields(S& s, V&& v) {
   v(Field{"score-pairs", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
           sc, nullptr, 0, "score"},
     s.score_mode);
+  v(Field{"evaluate", "Score the input, translations made elsewhere, against --reference (no model; as sacreBLEU)",
+          sc},
+    s.evaluate);
   v(Field{"src", "Score mode: source file", sc}, s.src);
   v(Field{"tgt", "Score mode: target file", sc}, s.tgt);
   v(Field{"reference", "Score the output against this file on stderr: BLEU as --tokenize/--lowercase say, "
