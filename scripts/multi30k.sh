@@ -35,6 +35,14 @@
 #                      models) train on that translation with the same config. The
 #                      students join the selection: as single models, and in the
 #                      ensemble of every model. Default 0 (none).
+#   NMT_R2L=K          right-to-left reranking: K models (r2l-1..K, the next seeds, their
+#                      own SentencePiece models) train on the students' targets (the
+#                      original ones without NMT_DISTILL) with the words of each line
+#                      reversed; the selected system's n-best list (as many as its
+#                      beam) is rescored with ((1 - w) log P_l2r + w log P_r2l) /
+#                      ((5 + words) / 6)^a, w and a chosen on val, and the reranked
+#                      output replaces the plain one only if it scores higher on val.
+#                      Default 0 (none).
 #
 # A model folder that holds a finished run (its `trained` file) is not trained
 # again: delete the folder to retrain. Test data is read only in the last step.
@@ -77,10 +85,11 @@ fetch() {  # fetch SPLIT LANG -> $run/data/SPLIT.LANG
 }
 for split in train val; do fetch "$split" "$src"; fetch "$split" "$tgt"; done
 
-# train_model SEED DIR TARGET [FLAGS...]: trains DIR on the training source and
-# TARGET (a file of $run/data) unless DIR holds a finished run; resumes a stopped one.
+# train_model SEED DIR TARGET VALID [FLAGS...]: trains DIR on the training source and
+# TARGET, validating on val's source and VALID (files of $run/data), unless DIR holds
+# a finished run; resumes a stopped one.
 train_model() {
-  local seed=$1 dir=$2 target=$3 resume=() t0; shift 3
+  local seed=$1 dir=$2 target=$3 valid=$4 resume=() t0; shift 4
   [[ -f $dir/trained ]] && { echo "$dir: trained earlier, kept"; return 0; }
   [[ -f $dir/last.ckpt ]] && resume=(--resume)
   if [[ ! -f $dir/last.ckpt ]]; then
@@ -90,7 +99,7 @@ train_model() {
   t0=$(date +%s.%N)
   "$bin/nmt-train" --config "$config" -o "$dir" --seed "$seed" --threads "$threads" \
     --train-src "$run/data/train.$src" --train-tgt "$run/data/$target" \
-    --valid-src "$run/data/val.$src" --valid-tgt "$run/data/val.$tgt" \
+    --valid-src "$run/data/val.$src" --valid-tgt "$run/data/$valid" \
     "${resume[@]}" "$@" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
   python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
 }
@@ -101,8 +110,10 @@ shared_spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.s
 models=()
 only=${NMT_TRAIN_ONLY:-}
 distill=${NMT_DISTILL:-0}
+r2l=${NMT_R2L:-0}
 [[ -z $only || $only =~ ^[1-9][0-9]*$ ]] || die "NMT_TRAIN_ONLY must be a model number, got '$only'"
 [[ $distill =~ ^[0-9]+$ ]] || die "NMT_DISTILL must be a number of students, got '$distill'"
+[[ $r2l =~ ^[0-9]+$ ]] || die "NMT_R2L must be a number of right-to-left models, got '$r2l'"
 ((${only:-0} > seeds)) && seeds=$only
 for ((seed = 1; seed <= seeds; seed++)); do
   dir=$run/model-$seed
@@ -112,7 +123,7 @@ for ((seed = 1; seed <= seeds; seed++)); do
     die "$run/model-1/tgt.spm.model: not there yet (model $seed shares model 1's SentencePiece models; start model 1 first)"
   spm=()
   ((seed > 1)) && [[ ! -f $dir/last.ckpt ]] && spm=("${shared_spm[@]}")
-  train_model "$seed" "$dir" "train.$tgt" "${spm[@]}"
+  train_model "$seed" "$dir" "train.$tgt" "val.$tgt" "${spm[@]}"
 done
 [[ -n $only ]] && return 0
 
@@ -223,7 +234,7 @@ if ((distill > 0)); then
     students+=("$dir")
     spm=()
     [[ ! -f $dir/last.ckpt ]] && spm=("${shared_spm[@]}")
-    train_model "$((seeds + k))" "$dir" "train.distilled.$tgt" "${spm[@]}"
+    train_model "$((seeds + k))" "$dir" "train.distilled.$tgt" "val.$tgt" "${spm[@]}"
   done
   score_models "${students[@]}"
   models+=("${students[@]}")
@@ -241,6 +252,81 @@ if ((n > 1)); then
   if better "$tuned_score" "$best_score"; then
     best_name=ensemble-$n best_models=("${members[@]}") best_beam=$tuned_beam best_lp=$tuned_lp best_score=$tuned_score
   fi
+fi
+
+# Right-to-left reranking of the selected system's n-best list.
+r2l_dirs=() rerank_w="" rerank_a="" plain_score=$best_score
+if ((r2l > 0)); then
+  reverse_words() { awk '{for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : ""); print ""}'; }
+  rtarget=train.$tgt
+  ((distill > 0)) && rtarget=train.distilled.$tgt
+  for f in "$rtarget" "val.$tgt"; do
+    [[ -s $run/data/$f.r2l ]] && continue
+    reverse_words <"$run/data/$f" >"$run/data/$f.r2l.part"
+    mv "$run/data/$f.r2l.part" "$run/data/$f.r2l"
+  done
+  r2l_ckpts=()
+  for ((k = 1; k <= r2l; k++)); do
+    dir=$run/r2l-$k
+    r2l_dirs+=("$dir")
+    r2l_ckpts+=("$dir/best.ckpt")
+    spm=()  # r2l-1 trains its own; the others share them, so the K score as one ensemble
+    ((k > 1)) && [[ ! -f $dir/last.ckpt ]] &&
+      spm=(--src-spm "$run/r2l-1/src.spm.model" --tgt-spm "$run/r2l-1/tgt.spm.model")
+    train_model "$((seeds + distill + k))" "$dir" "$rtarget.r2l" "val.$tgt.r2l" "${spm[@]}"
+  done
+  # nbest_scores PREFIX INPUT: the selected system's n-best list of INPUT in PREFIX.nbest,
+  # and each hypothesis's log-probability under it (PREFIX.l2r) and the r2l models (PREFIX.r2l).
+  nbest_scores() {
+    local prefix=$1 input=$2 margs=() m
+    for m in "${best_models[@]}"; do margs+=(-m "$m"); done
+    "$bin/nmt-translate" "${margs[@]}" -b "$best_beam" --n-best "$best_beam" --length-penalty "$best_lp" \
+      --threads "$threads" -i "$input" -o "$prefix.nbest" 2>"$prefix.nbest.log"
+    # source<TAB>hypothesis, in the n-best list's order; the r2l models read the words reversed
+    awk -F' [|][|][|] ' 'NR == FNR {src[NR - 1] = $0; next} {print src[$1] "\t" $2}' \
+      "$input" "$prefix.nbest" >"$prefix.pairs"
+    cut -f1 "$prefix.pairs" >"$prefix.pairs.src"
+    cut -f2 "$prefix.pairs" | reverse_words | paste "$prefix.pairs.src" - >"$prefix.pairs.r2l"
+    "$bin/nmt-translate" "${margs[@]}" --score-pairs --threads "$threads" -i "$prefix.pairs" \
+      -o "$prefix.l2r" 2>"$prefix.l2r.log"
+    margs=()
+    for m in "${r2l_ckpts[@]}"; do margs+=(-m "$m"); done
+    "$bin/nmt-translate" "${margs[@]}" --score-pairs --threads "$threads" -i "$prefix.pairs.r2l" \
+      -o "$prefix.r2l" 2>"$prefix.r2l.log"
+  }
+  # rerank PREFIX W A OUT: each sentence's best hypothesis of PREFIX's list under W and A.
+  rerank() {
+    python3 - "$1.nbest" "$1.l2r" "$1.r2l" "$2" "$3" "$4" <<'PY'
+import sys
+nbest, l2r, r2l, w, a, out = sys.argv[1:]
+w, a = float(w), float(a)
+best = {}
+for line, p, q in zip(open(nbest, encoding="utf-8"), open(l2r), open(r2l)):
+    i, hyp = line.rstrip("\n").split(" ||| ")[:2]
+    score = ((1 - w) * float(p) + w * float(q)) / ((5 + len(hyp.split()) + 1) / 6) ** a
+    if int(i) not in best or score > best[int(i)][0]:
+        best[int(i)] = (score, hyp)
+with open(out + ".part", "w", encoding="utf-8") as f:
+    for i in range(max(best) + 1):
+        f.write(best[i][1] + "\n")
+import os
+os.replace(out + ".part", out)
+PY
+  }
+  evaluate() {  # evaluate HYP REF JSON -> prints the score
+    "$bin/nmt-translate" --evaluate -i "$1" --reference "$2" --scores-json "$3" 2>/dev/null
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$3" "$key"
+  }
+  nbest_scores "$sel/rerank-val" "$run/data/val.$src"
+  for w in 0.0 0.25 0.5 0.75; do
+    for a in 0.6 1.0 1.4; do
+      rerank "$sel/rerank-val" "$w" "$a" "$sel/rerank-val-w$w-a$a.out"
+      s=$(evaluate "$sel/rerank-val-w$w-a$a.out" "$run/data/val.$tgt" "$sel/rerank-val-w$w-a$a.json")
+      printf '%s\t%s\t%s\t%s\n' "$best_name+r2l-w$w-a$a" "$best_beam" "$best_lp" "$s" >>"$log"
+      if better "$s" "$best_score"; then best_score=$s rerank_w=$w rerank_a=$a; fi
+    done
+  done
+  [[ -n $rerank_w ]] && best_name=$best_name+r2l
 fi
 echo "selected on val: $best_name, beam $best_beam, length penalty $best_lp ($key $best_score)"
 printf '%s\t%s\t%s\t%s\n' "$best_name" "$best_beam" "$best_lp" "$best_score" >"$sel/selected.tsv"
@@ -265,7 +351,16 @@ test_translate() {
     --scores-json "$run/$out.scores.json" 2>"$run/$out.log"
   python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0"
 }
-test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
+if [[ -n $rerank_w ]]; then
+  t0=$(date +%s.%N)
+  nbest_scores "$run/test-rerank" "$run/data/test.$src"
+  rerank "$run/test-rerank" "$rerank_w" "$rerank_a" "$run/test.hyp"
+  "$bin/nmt-translate" --evaluate -i "$run/test.hyp" --reference "$run/data/test.$tgt" \
+    --scores-json "$run/test.scores.json" 2>"$run/test.log"
+  test_seconds=$(python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0")
+else
+  test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
+fi
 cat "$run/test.log"
 # With several seeds the single model chosen on val is scored too (its own
 # output, once), so the result gives the single-model and the ensemble figure.
@@ -283,10 +378,12 @@ mkdir -p bench/results
 result=bench/results/multi30k-$pair-$form-$host-$commit.json
 distill_info=""
 ((distill > 0)) && distill_info="$seeds 5 $lp $distill"
+rerank_info=""
+((r2l > 0)) && rerank_info="$r2l ${rerank_w:-none} ${rerank_a:-none} $plain_score"
 NMT_BIN=$bin NMT_SINGLE="$single_name $single_beam $single_lp $single_score $single_test_seconds" \
-  NMT_DISTILL_INFO=$distill_info \
+  NMT_DISTILL_INFO=$distill_info NMT_RERANK_INFO=$rerank_info \
   python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
-  "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" <<'PY'
+  "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" "${r2l_dirs[@]}" <<'PY'
 import json, os, platform, subprocess, sys
 (run, form, pair, config, name, beam, lp, val_score, test_seconds, threads, commit, result,
  extra), models = sys.argv[1:14], sys.argv[14:]
@@ -319,6 +416,8 @@ for d in models:
         "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,
         # a student trains on the teachers' translation of the training source
         "student": os.path.basename(d).startswith("student-"),
+        # a right-to-left model reranks the selected system's n-best list
+        "r2l": os.path.basename(d).startswith("r2l-"),
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
@@ -329,6 +428,13 @@ for d in models:
 d_info = os.environ.get("NMT_DISTILL_INFO", "").split()
 distillation = ({"teachers": int(d_info[0]), "beam": int(d_info[1]), "length_penalty": float(d_info[2]),
                  "students": int(d_info[3])} if d_info else None)
+# Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
+# on val (None: the reranked output did not beat the plain one there), and the
+# plain system's val score (None: off).
+r_info = os.environ.get("NMT_RERANK_INFO", "").split()
+rerank = ({"r2l_models": int(r_info[0]), "weight": None if r_info[1] == "none" else float(r_info[1]),
+           "length_exponent": None if r_info[2] == "none" else float(r_info[2]),
+           "val_bleu_without": float(r_info[3])} if r_info else None)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
 version = subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
                          capture_output=True, text=True).stdout.splitlines()
@@ -350,6 +456,7 @@ out = {
     "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
     "training": train,
     "distillation": distillation,
+    "rerank": rerank,
     "device": "cpu", "cpu": cpu, "threads": int(threads), "host": platform.node(),
     # the vector units, which tell machines of one "model name" apart
     "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
