@@ -62,6 +62,18 @@ std::string format_score(double s) {
   return o.str();
 }
 
+// Reads the next line of `in` into *line; false at the end. Throws nmt::Error
+// naming the file and line when the line is longer than max_bytes
+// (--max-line-bytes), where modes that read given text do not crop.
+bool next_whole_line(LineReader& in, std::string* line, int64_t max_bytes) {
+  bool too_long = false;
+  if (!in.next(line, &too_long)) return false;
+  if (too_long)
+    throw Error(located(in.name(), in.line(), "line is longer than " + std::to_string(max_bytes) +
+                                                  " bytes (--max-line-bytes)"));
+  return true;
+}
+
 StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& out) {
   StreamSummary sum;
   std::vector<std::string> src, tgt;
@@ -84,11 +96,7 @@ StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& 
   }
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   std::string line;
-  bool too_long = false;
-  while (in.next(&line, &too_long)) {
-    if (too_long)
-      throw Error(located(in.name(), in.line(), "line is longer than " + std::to_string(opt.max_line_bytes) +
-                                                    " bytes (--max-line-bytes)"));
+  while (next_whole_line(in, &line, opt.max_line_bytes)) {
     auto [s, t] = split_tsv_line(line, in.name(), in.line());
     src.push_back(std::move(s));
     tgt.push_back(std::move(t));
@@ -120,11 +128,7 @@ StreamSummary evaluate_lines(const StreamOptions& opt) {
   std::vector<std::string> outputs;
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   std::string line;
-  bool too_long = false;
-  while (in.next(&line, &too_long)) {
-    if (too_long)
-      throw Error(located(in.name(), in.line(), "line is longer than " + std::to_string(opt.max_line_bytes) +
-                                                    " bytes (--max-line-bytes)"));
+  while (next_whole_line(in, &line, opt.max_line_bytes)) {
     outputs.push_back(checked_line(line, in.name(), in.line()));
   }
   if (refs.size() != outputs.size())
