@@ -65,6 +65,7 @@ threads=${NMT_THREADS:-$(nproc)}
 read -r -a extra <<<"${NMT_TRAIN_FLAGS:-}"
 
 die() { echo "multi30k.sh: $*" >&2; exit 1; }
+seconds_since() { python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$1"; }
 [[ -f $config ]] || die "no config for pair '$pair' ($config)"
 [[ $form == raw || $form == tok ]] || die "FORM must be raw or tok, got '$form'"
 [[ -x $bin/nmt-train && -x $bin/nmt-translate ]] || die "build nmt first: scripts/build.sh"
@@ -101,7 +102,7 @@ train_model() {
     --train-src "$run/data/train.$src" --train-tgt "$run/data/$target" \
     --valid-src "$run/data/val.$src" --valid-tgt "$run/data/$valid" \
     "${resume[@]}" "$@" "${extra[@]}" 2> >(tee -a "$dir.log" >&2)
-  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0" >"$dir/trained"
+  seconds_since "$t0" >"$dir/trained"
 }
 # Every model after the first uses its SentencePiece models, so they can ensemble.
 shared_spm=(--src-spm "$run/model-1/src.spm.model" --tgt-spm "$run/model-1/tgt.spm.model")
@@ -136,6 +137,7 @@ mkdir -p "$sel"
 # A translation made by an earlier run of the script is reused when it was made
 # with the same models (recorded beside it) and its scores are newer than the
 # input, the reference, every model and nmt-translate: the search is deterministic.
+score_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$key"; }
 translate() {  # translate NAME INPUT REFERENCE BEAM LP MODEL... -> prints the score
   local name=$1 input=$2 ref=$3 beam=$4 lp=$5; shift 5
   local margs=() m fresh=1 made="$*"
@@ -147,7 +149,7 @@ translate() {  # translate NAME INPUT REFERENCE BEAM LP MODEL... -> prints the s
       -i "$input" -o "$sel/$name.out" --reference "$ref" --scores-json "$sel/$name.json" 2>"$sel/$name.log"
     printf '%s\n' "$made" >"$sel/$name.models"
   fi
-  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$sel/$name.json" "$key"
+  score_of "$sel/$name.json"
 }
 better() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
 
@@ -297,7 +299,7 @@ if ((r2l > 0)); then
   # rerank PREFIX W A OUT: each sentence's best hypothesis of PREFIX's list under W and A.
   rerank() {
     python3 - "$1.nbest" "$1.l2r" "$1.r2l" "$2" "$3" "$4" <<'PY'
-import sys
+import os, sys
 nbest, l2r, r2l, w, a, out = sys.argv[1:]
 w, a = float(w), float(a)
 best = {}
@@ -309,13 +311,12 @@ for line, p, q in zip(open(nbest, encoding="utf-8"), open(l2r), open(r2l)):
 with open(out + ".part", "w", encoding="utf-8") as f:
     for i in range(max(best) + 1):
         f.write(best[i][1] + "\n")
-import os
 os.replace(out + ".part", out)
 PY
   }
-  evaluate() {  # evaluate HYP REF JSON -> prints the score
-    "$bin/nmt-translate" --evaluate -i "$1" --reference "$2" --scores-json "$3" 2>/dev/null
-    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$3" "$key"
+  evaluate() {  # evaluate HYP REF JSON -> prints the score (the log beside JSON)
+    "$bin/nmt-translate" --evaluate -i "$1" --reference "$2" --scores-json "$3" 2>"${3%.json}.log"
+    score_of "$3"
   }
   nbest_scores "$sel/rerank-val" "$run/data/val.$src"
   for w in 0.0 0.25 0.5 0.75; do
@@ -349,7 +350,7 @@ test_translate() {
   "$bin/nmt-translate" "${margs[@]}" -b "$beam" --length-penalty "$lp" --threads "$threads" \
     -i "$run/data/test.$src" -o "$run/$out.hyp" --reference "$run/data/test.$tgt" \
     --scores-json "$run/$out.scores.json" 2>"$run/$out.log"
-  python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0"
+  seconds_since "$t0"
 }
 if [[ -n $rerank_w ]]; then
   t0=$(date +%s.%N)
@@ -357,7 +358,7 @@ if [[ -n $rerank_w ]]; then
   rerank "$run/test-rerank" "$rerank_w" "$rerank_a" "$run/test.hyp"
   "$bin/nmt-translate" --evaluate -i "$run/test.hyp" --reference "$run/data/test.$tgt" \
     --scores-json "$run/test.scores.json" 2>"$run/test.log"
-  test_seconds=$(python3 -c "import sys,time; print(round(time.time()-float(sys.argv[1]),1))" "$t0")
+  test_seconds=$(seconds_since "$t0")
 else
   test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")
 fi
