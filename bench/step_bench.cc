@@ -11,7 +11,11 @@
 // NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_PARTS=N trains
 // each batch as N parts side by side (nmt-train --batch-parts N; default 0,
 // automatic, as nmt-train; 1: whole); NMT_BENCH_HEAP=default
-// leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called).
+// leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called);
+// NMT_BENCH_PROFILE=FILE records a search's timed repetitions with LibTorch's
+// profiler into FILE, a Chrome trace of every operator call (the figure
+// printed then includes the profiler's own cost).
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -19,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,11 +150,15 @@ int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& 
   batch.src_len = torch::full({B}, S, torch::kInt64);
   search->run(scorer, batch, false);  // warm-up
   std::vector<double> times;
+  const char* profile = std::getenv("NMT_BENCH_PROFILE");
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> recording;
+  if (profile) recording = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
   for (int64_t i = 0; i < reps; ++i) {
     const auto t0 = now();
     search->run(scorer, batch, false);
     times.push_back(since(t0));
   }
+  recording.reset();  // writes the trace
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   std::printf("{\"command\":\"decode-fixed\",\"threads\":%d,\"batch\":%lld,\"beam\":%lld,\"median_seconds\":%.5f,"
