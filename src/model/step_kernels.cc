@@ -1,0 +1,195 @@
+// The CPU kernels of a search step (step_kernels.h). The loops are plain C++ that the compiler vectorizes; on x86-64 each hot loop
+// is compiled for AVX-512, AVX2 + FMA and the baseline, and the CPU picks its
+// version at load time (GCC's target_clones).
+#include "model/step_kernels.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define NMT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define NMT_VECTOR_CLONES
+#endif
+
+namespace nmt {
+namespace {
+
+// tanh(x) as the 13/6 rational approximation Eigen uses (its float
+// coefficients), exact to a few units in the last place; +-1 beyond the clamp.
+inline float tanh_approx(float x) {
+  constexpr float kClamp = 7.90531110763549805f;
+  x = std::min(std::max(x, -kClamp), kClamp);
+  const float x2 = x * x;
+  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return x * p / q;
+}
+
+// sum_a v[a] tanh(k[a] + q[a]) over a < n. Sixteen running sums, so that the
+// loop vectorizes without reassociating one sum.
+NMT_VECTOR_CLONES float tanh_dot(const float* k, const float* q, const float* v, int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t a = 0;
+  for (; a + kLanes <= n; a += kLanes)
+    for (int i = 0; i < kLanes; ++i) acc[i] += v[a + i] * tanh_approx(k[a + i] + q[a + i]);
+  float s = 0;
+  for (; a < n; ++a) s += v[a] * tanh_approx(k[a] + q[a]);
+  for (float x : acc) s += x;
+  return s;
+}
+
+// y = a * x over n floats.
+NMT_VECTOR_CLONES void scale_into(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
+}
+
+// y += a * x over n floats.
+NMT_VECTOR_CLONES void add_scaled(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+NMT_VECTOR_CLONES void tanh_into(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(x[i]);
+}
+
+// A float32 CPU tensor that autograd would not record an operation on.
+// Whether value v at index i beats value w at index j for the maximum, as
+// LibTorch's max(dim) ranks them: NaN above everything, then the larger
+// value, then on ties the smaller index.
+inline bool beats(float v, int64_t i, float w, int64_t j) {
+  const bool v_nan = v != v, w_nan = w != w;
+  if (v_nan != w_nan) return v_nan;
+  if (!v_nan && v != w) return v > w;
+  return i < j;
+}
+
+// The largest of x[0..n) (n >= 1) and its index, ranked by beats(). Sixteen
+// lanes keep their own maximum and its index, so that the compare-and-select
+// loop vectorizes; the lanes and the tail are merged at the end.
+NMT_VECTOR_CLONES std::pair<float, int64_t> max_and_index(const float* x, int64_t n) {
+  constexpr int kLanes = 16;
+  float m = x[0];
+  int64_t k = 0, a = 0;
+  if (n >= kLanes) {
+    float best[kLanes];
+    int64_t at[kLanes];
+    for (int i = 0; i < kLanes; ++i) best[i] = x[i], at[i] = i;
+    for (a = kLanes; a + kLanes <= n; a += kLanes)
+      for (int i = 0; i < kLanes; ++i) {
+        const float v = x[a + i];
+        const bool take = v > best[i] || (v != v && best[i] == best[i]);  // a lane keeps its first NaN
+        best[i] = take ? v : best[i];
+        at[i] = take ? a + i : at[i];
+      }
+    m = best[0], k = at[0];
+    for (int i = 1; i < kLanes; ++i)
+      if (beats(best[i], at[i], m, k)) m = best[i], k = at[i];
+  }
+  for (; a < n; ++a)
+    if (beats(x[a], a, m, k)) m = x[a], k = a;
+  return {m, k};
+}
+
+bool is_cpu_float(const torch::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
+         !(t.requires_grad() && torch::GradMode::is_enabled());
+}
+
+}  // namespace
+
+bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
+  if (!is_cpu_float(q) || !is_cpu_float(keys) || !is_cpu_float(values)) return false;
+  if (q.dim() != 2 || keys.dim() != 3 || values.dim() != 3) return false;
+  return keys.size(0) == q.size(0) && keys.size(2) == q.size(1) && values.size(0) == keys.size(0) &&
+         values.size(1) == keys.size(1) && keys.size(1) > 0;
+}
+
+std::pair<torch::Tensor, torch::Tensor> additive_attention_step(const torch::Tensor& q, const torch::Tensor& keys,
+                                                                const torch::Tensor& v,
+                                                                const torch::Tensor& mask_bias,
+                                                                const torch::Tensor& values) {
+  const int64_t B = keys.size(0), S = keys.size(1), A = keys.size(2), W = values.size(2);
+  if (!additive_attention_step_applies(q, keys, values) || !is_cpu_float(v) || v.numel() != A ||
+      !is_cpu_float(mask_bias) || mask_bias.sizes() != torch::IntArrayRef({B, S}))
+    throw Error("additive_attention_step: needs float32 CPU tensors q [B, A], keys [B, S, A], v [A], "
+                "mask_bias [B, S] and values [B, S, W]");
+  const auto k = keys.contiguous();                                    // [B, S, A]
+  const auto val = values.contiguous();                                // [B, S, W]
+  const auto qq = q.stride(1) == 1 ? q : q.contiguous();              // [B, A], rows strided
+  const auto vv = v.reshape({A}).contiguous();                         // [A]
+  const auto mb = mask_bias.contiguous();                              // [B, S]
+  auto alpha = torch::empty({B, S}, k.options());                      // [B, S]
+  auto out = torch::empty({B, W}, k.options());                        // [B, W]
+  const float* kp = k.data_ptr<float>();
+  const float* valp = val.data_ptr<float>();
+  const float* qp = qq.data_ptr<float>();
+  const float* vp = vv.data_ptr<float>();
+  const float* mbp = mb.data_ptr<float>();
+  float* ap = alpha.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  const int64_t q_stride = qq.stride(0);
+  at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      float* e = ap + b * S;  // scores, then alpha
+      float top = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < S; ++j) {
+        e[j] = tanh_dot(kp + (b * S + j) * A, qp + b * q_stride, vp, A) + mbp[b * S + j];
+        top = std::max(top, e[j]);
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < S; ++j) sum += (e[j] = std::exp(e[j] - top));
+      const float inv = 1.0f / sum;
+      float* o = op + b * W;
+      const float* row = valp + b * S * W;
+      scale_into(e[0] *= inv, row, o, W);
+      for (int64_t j = 1; j < S; ++j)
+        if ((e[j] *= inv) != 0.0f) add_scaled(e[j], row + j * W, o, W);  // padding adds nothing
+    }
+  });
+  return {alpha, out};
+}
+
+std::pair<torch::Tensor, torch::Tensor> max_per_row(const torch::Tensor& x) {
+  if (x.dim() != 2 || x.size(1) == 0 || !x.device().is_cpu() || x.scalar_type() != torch::kFloat ||
+      (x.requires_grad() && torch::GradMode::is_enabled())) {
+    auto [values, columns] = x.max(1);
+    return {values, columns};
+  }
+  const auto in = x.contiguous();
+  const int64_t R = in.size(0), N = in.size(1);
+  auto values = torch::empty({R}, in.options());
+  auto columns = torch::empty({R}, in.options().dtype(torch::kInt64));
+  const float* xp = in.data_ptr<float>();
+  float* vp = values.data_ptr<float>();
+  int64_t* cp = columns.data_ptr<int64_t>();
+  at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) std::tie(vp[r], cp[r]) = max_and_index(xp + r * N, N);
+  });
+  return {values, columns};
+}
+
+torch::Tensor rational_tanh(const torch::Tensor& x) {
+  if (!is_cpu_float(x)) throw Error("rational_tanh: needs a float32 CPU tensor");
+  const auto in = x.contiguous();
+  auto y = torch::empty_like(in);
+  tanh_into(in.data_ptr<float>(), y.data_ptr<float>(), in.numel());
+  return y;
+}
+
+}  // namespace nmt

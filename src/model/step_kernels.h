@@ -1,0 +1,45 @@
+// Hand-written CPU kernels for the hot spots of a search step, where the
+// composed LibTorch operations cost a multiple of the arithmetic: the
+// additive attention as one pass per row (no [B, S, A] temporaries of
+// q + keys and its tanh, no per-row small matrix products), and each row's
+// largest value with its column in one pass (LibTorch 1.13's max(dim) with
+// indices runs about ten times slower than its max without them).
+#pragma once
+#include <torch/torch.h>
+
+#include <utility>
+
+namespace nmt {
+
+// For each row b (A attention size, S source length, W value width):
+//   e_bj    = sum_a v_a tanh(keys_bja + q_ba) + mask_bias_bj
+//   alpha_b = softmax_j(e_b)
+//   out_b   = sum_j alpha_bj values_bj
+// q [B, A] (rows may be strided), keys [B, S, A], v [A] (or [1, A]),
+// mask_bias [B, S] (0 on real positions, -inf on padding), values [B, S, W]:
+// float32 on the CPU. Returns {alpha [B, S], out [B, W]}: what
+// softmax(matmul(tanh(keys + q.unsqueeze(1)), v) + mask_bias) and its bmm
+// with values give, within float rounding (tanh is the 13/6 rational
+// approximation Eigen uses, within 3e-7 of std::tanh, and the sums run in
+// another order). Rows run in parallel on LibTorch's threads. Records no
+// autograd history. Throws nmt::Error when the tensors are not as above
+// (applies() tells beforehand).
+std::pair<torch::Tensor, torch::Tensor> additive_attention_step(const torch::Tensor& q, const torch::Tensor& keys,
+                                                                const torch::Tensor& v,
+                                                                const torch::Tensor& mask_bias,
+                                                                const torch::Tensor& values);
+
+// Whether additive_attention_step() takes these tensors: float32, on the CPU,
+// with the shapes above, and autograd not recording.
+bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values);
+
+// The approximation of tanh the step uses, for tests: x [..] float32 on the CPU -> [..].
+torch::Tensor rational_tanh(const torch::Tensor& x);
+
+// Each row's largest value and its column: x [R, N] (N >= 1) -> {values [R]
+// (x's dtype), columns [R] int64}, as x.max(1) gives, the first column on ties
+// and a NaN winning wherever one is. Float32 on the CPU in one vectorized pass
+// (rows in parallel on LibTorch's threads); any other tensor through x.max(1).
+std::pair<torch::Tensor, torch::Tensor> max_per_row(const torch::Tensor& x);
+
+}  // namespace nmt
