@@ -353,11 +353,12 @@ TEST(TranslatorTest, OrderEmptyLinesAndBatching) {
 
 namespace {
 
-// Search in eval mode looks the first GRU's input gates up in a table built
-// from the weights: it gives the product's values, for both decoders, and
-// follows the weights when they change in place (as an optimizer or a
-// checkpoint load changes them) instead of serving stale rows.
-TEST(SearchTest, InputGateTableFollowsTheWeights) {
+// Search in eval mode multiplies with copies of the weights made for it
+// (StepWeights: transposed weights, the first GRU's input gates of every
+// embedding as a table): they give the plain products' values, for both
+// decoders, and follow the weights when they change in place (as an
+// optimizer or a checkpoint load changes them) instead of serving stale ones.
+TEST(SearchTest, StepWeightsFollowTheWeights) {
   for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
     torch::manual_seed(4);
     auto opt = nmt::test::tiny_model();
@@ -377,8 +378,15 @@ TEST(SearchTest, InputGateTableFollowsTheWeights) {
       const auto table = logits(nmt::DecoderImpl::Path::kOptimized);
       const auto plain = logits(nmt::DecoderImpl::Path::kReference);
       EXPECT_TRUE(torch::allclose(table, plain, 1e-4, 1e-5)) << "round " << round;
-      model->named_parameters()["decoder.embed.weight"].mul_(1.5);  // in place: the table must notice
-      model->named_parameters()["decoder.cell.bias_ih"].add_(0.25);
+      // In place, each weight the copies are made of: they must notice.
+      auto params = model->named_parameters();
+      params["decoder.embed.weight"].mul_(1.5);
+      params["decoder.cell.bias_ih"].add_(0.25);
+      params["decoder.cell.weight_hh"].mul_(0.9);
+      params["decoder.attention.W.weight"].mul_(1.2);
+      params["decoder.deep.weight"].mul_(1.1);
+      params["decoder.deep.bias"].add_(0.1);
+      params["decoder.out_bias"].add_(torch::randn_like(params["decoder.out_bias"]));
     }
     model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
   }

@@ -140,6 +140,14 @@ namespace {
 // The attention's query projection W [A, D] stacked over the hidden projection
 // of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
 // with zeros for W's bias; A' = 0 where the attention projects no query.
+// x W^T + b with the weight given transposed: x [.., K], wt [K, N], b [N] -> [.., N].
+torch::Tensor linear_t(const torch::Tensor& x, const torch::Tensor& wt, const torch::Tensor& b) {
+  if (x.dim() == 2) return torch::addmm(b, x, wt);
+  auto shape = x.sizes().vec();
+  shape.back() = wt.size(1);
+  return torch::addmm(b, x.reshape({-1, x.size(-1)}), wt).view(shape);
+}
+
 std::pair<torch::Tensor, torch::Tensor> query_projection(const AttentionImpl& attention,
                                                          const torch::nn::GRUCellImpl& reader) {
   const auto wa = attention.query_weight();  // [A, D] or undefined
@@ -200,22 +208,24 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
                                   const DecoderMemory* mem) {
   const auto* q = reduced_now(s);
-  auto x = torch::cat({s, c, ey}, -1);                         // [.., D + C + E]
-  auto t = drop(torch::tanh(q ? (*q->deep)(x) : deep(x)));      // [.., E]
-  if (mem && mem->out_weight.defined()) {
+  const StepWeights* w = mem ? mem->weights.get() : nullptr;
+  auto x = torch::cat({s, c, ey}, -1);  // [.., D + C + E]
+  auto t = drop(torch::tanh(q ? (*q->deep)(x) : w ? linear_t(x, w->deep_t, w->deep_b) : deep(x)));  // [.., E]
+  if (mem && mem->out_t.defined()) {
     if (q && mem->out_reduced) return (*mem->out_reduced)(t);  // [.., V']
-    return F::linear(t, mem->out_weight, mem->out_bias);    // [.., V']
+    return linear_t(t, mem->out_t, mem->out_b);              // [.., V']
   }
-  return q ? (*q->out)(t) : F::linear(t, out_weight, out_bias);  // [.., V]
+  if (q) return (*q->out)(t);
+  return w ? linear_t(t, w->out_t, w->out_b) : F::linear(t, out_weight, out_bias);  // [.., V]
 }
 
 void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const {
-  mem.out_weight = out_weight.index_select(0, ids);  // [V', E]
-  mem.out_bias = out_bias.index_select(0, ids);      // [V']
+  mem.out_t = out_weight.t().index_select(1, ids);  // [E, V']
+  mem.out_b = out_bias.index_select(0, ids);        // [V']
   // Packing an int8 copy per batch cost greedy search (64 rows, never int8) a fifth of its speed: only
   // for memories with rows enough to use it.
   const bool rows = reduced_ && mem.keys.defined() && mem.keys.size(0) >= min_rows(reduced_->precision);
-  mem.out_reduced = rows ? ReducedLinear::make(reduced_->precision, mem.out_weight, mem.out_bias) : nullptr;
+  mem.out_reduced = rows ? ReducedLinear::make(reduced_->precision, mem.out_t.t(), mem.out_b) : nullptr;
 }
 
 int64_t DecoderImpl::min_rows(Precision p) { return p == Precision::kInt8 ? kInt8MinRows : 1; }
@@ -276,9 +286,7 @@ DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
     auto proj = cell2 ? F::linear(enc.annotations, cell2->weight_ih, cell2->bias_ih)
                       : F::linear(enc.annotations, cell->weight_ih.narrow(1, opt_.emb_dim, C));  // [B, S, 3D]
     m.values = torch::cat({enc.annotations, proj}, 2);                                          // [B, S, C + 3D]
-    const auto& gru = cell2 ? *cell2 : *cell;  // the GRU whose hidden state queries the attention
-    std::tie(m.query_weight, m.query_bias) = query_projection(*attention, gru);  // [A' + 3D, D], [A' + 3D]
-    m.query_size = m.query_weight.size(0) - gru.weight_hh.size(0);
+    m.weights = step_weights();
   }
   m.mask = enc.mask;
   m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
@@ -294,12 +302,13 @@ torch::Tensor DecoderImpl::input_gates(const torch::Tensor& ey) {
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(const torch::Tensor& gi,
                                                                                const torch::Tensor& state,
                                                                                const DecoderMemory& mem) {
-  const int64_t C = mem.context_size, A = mem.query_size, G = mem.query_weight.size(0) - A;  // G = 3D
+  const auto& w = *mem.weights;
+  const int64_t C = mem.context_size, A = w.query_size, G = w.query_t.size(1) - A;  // G = 3D
   const auto* q = reduced_now(state);
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
-  auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : F::linear(state, cell->weight_hh, cell->bias_hh), state)
-                     : state;                                                          // [B, D]
-  auto qg = q ? (*q->query)(query) : F::linear(query, mem.query_weight, mem.query_bias);  // [B, A' + 3D]
+  auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : linear_t(state, w.hidden1_t, w.hidden1_b), state)
+                     : state;                                                      // [B, D]
+  auto qg = q ? (*q->query)(query) : linear_t(query, w.query_t, w.query_b);          // [B, A' + 3D]
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
   auto scores = attention->score(A > 0 ? qg.narrow(1, 0, A) : query, mem.keys);      // [B, S]
   auto alpha = torch::softmax(scores + mem.mask_bias, /*dim=*/1);                    // [B, S]
@@ -362,20 +371,37 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
 }
 
-torch::Tensor DecoderImpl::input_gate_table() {
-  const std::lock_guard<std::mutex> lock(gate_table_mutex_);
-  const auto& w = embed->weight;
-  const std::array<int64_t, 3> versions{w._version(), cell->weight_ih._version(), cell->bias_ih._version()};
-  const bool fits = w.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes;
-  if (!fits) {
-    gate_table_ = torch::Tensor();
-  } else if (!gate_table_.defined() || versions != gate_table_versions_ || gate_table_.device() != w.device() ||
-             gate_table_.scalar_type() != w.scalar_type()) {
-    torch::NoGradGuard no_grad;
-    gate_table_ = input_gates(w);  // [V, 3D]
-    gate_table_versions_ = versions;
+std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool with_table) {
+  auto w = std::make_shared<StepWeights>();
+  const auto& reader = cell2 ? *cell2 : *cell;  // the GRU whose hidden state queries the attention
+  if (cell2) {
+    w->hidden1_t = cell->weight_hh.t().contiguous();  // [D, 3D]
+    w->hidden1_b = cell->bias_hh;
   }
-  return gate_table_;
+  auto [qw, qb] = query_projection(*attention, reader);  // [A' + 3D, D], [A' + 3D]
+  w->query_t = qw.t().contiguous();                      // [D, A' + 3D]
+  w->query_b = qb;
+  w->query_size = qw.size(0) - reader.weight_hh.size(0);
+  w->deep_t = deep->weight.t().contiguous();             // [D + C + E, E]
+  w->deep_b = deep->bias;
+  w->out_t = out_weight.t().contiguous();                // [E, V]
+  w->out_b = out_bias;
+  const auto& e = embed->weight;
+  if (with_table && e.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes)
+    w->gate_table = input_gates(e);  // [V, 3D]
+  return w;
+}
+
+std::shared_ptr<const StepWeights> DecoderImpl::step_weights() {
+  if (is_training() || torch::GradMode::is_enabled()) return make_step_weights(/*with_table=*/false);
+  std::vector<std::pair<const void*, int64_t>> key;
+  for (const auto& p : parameters()) key.emplace_back(p.data_ptr(), p._version());
+  const std::lock_guard<std::mutex> lock(step_weights_mutex_);
+  if (!step_weights_ || key != step_weights_key_) {
+    step_weights_ = make_step_weights(/*with_table=*/true);
+    step_weights_key_ = std::move(key);
+  }
+  return step_weights_;
 }
 
 DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
@@ -384,8 +410,8 @@ DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& 
   const bool fast = runs_optimized(mem);
   torch::Tensor gi;  // [B, 3D] the first GRU's input gates (optimized path)
   if (fast) {
-    // In eval mode without autograd (search) ey is the embedding itself: look its gates up.
-    const auto table = !is_training() && !torch::GradMode::is_enabled() ? input_gate_table() : torch::Tensor();
+    // The table is there in eval mode without autograd, where ey is the embedding itself.
+    const auto& table = mem.weights->gate_table;
     gi = table.defined() ? table.index_select(0, y_prev) : input_gates(ey);
   }
   std::tie(out.state, out.context, out.alpha) = fast ? recur_fast(gi, state, mem) : recur_reference(ey, state, mem);

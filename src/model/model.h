@@ -112,6 +112,23 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
+// The weights a search step multiplies with, each transposed to [in, out] and
+// contiguous: OpenBLAS multiplies a few dozen rows by a weight laid out so
+// 10-20% faster than by the [out, in] parameter itself, whose layout makes it
+// repack the whole weight on every call (bench/results/decode-kernels-*.txt).
+// Built by DecoderImpl::step_weights(); the same values as the parameters.
+struct StepWeights {
+  torch::Tensor gate_table;             // [V, 3D] input_gates() of every target embedding; undefined
+                                        // when built with autograd (training) or over kGateTableBytes
+  torch::Tensor hidden1_t, hidden1_b;   // cgru's first GRU: W_hh^T [D, 3D], b_hh [3D]; undefined for bahdanau
+  torch::Tensor query_t, query_b;       // the attention's query projection stacked over the hidden
+                                        // projection of the GRU that reads c_t: [D, A' + 3D], [A' + 3D]
+                                        // (A' = A for additive/concat attention, else 0)
+  int64_t query_size = 0;               // A'
+  torch::Tensor deep_t, deep_b;         // the deep output layer: [D + C + E, E], [E]
+  torch::Tensor out_t, out_b;           // the output projection: [E, V], [V]
+};
+
 // What the decoder reads of a batch's encoder output at every step, computed
 // once per batch by DecoderImpl::memory(). Row b belongs to sentence b; a
 // search that gives a sentence several rows repeats its memory (repeat()).
@@ -123,16 +140,12 @@ struct DecoderMemory {
   torch::Tensor mask;       // [B, S] bool, true on real positions
   torch::Tensor mask_bias;  // [B, S] 0 on real positions, -inf on padding
   int64_t context_size = 0;  // C
-  // The weights every step multiplies the querying state with: the attention's
-  // query projection and the hidden projection of the GRU that reads c_t, stacked.
-  torch::Tensor query_weight;  // [A' + 3D, D], A' = A for additive/concat attention, else 0
-                               // (optimized path only; undefined for the plain one)
-  torch::Tensor query_bias;    // [A' + 3D]
-  int64_t query_size = 0;      // A'
-  // The rows of the output projection a shortlist leaves (DecoderImpl::restrict_output):
-  // weight [V', E] and bias [V'], whose logits come out in the shortlist's order;
+  // The step's weights (optimized path only; null for the plain one).
+  std::shared_ptr<const StepWeights> weights;
+  // The columns of the output projection a shortlist leaves (DecoderImpl::restrict_output):
+  // weight [E, V'] and bias [V'], whose logits come out in the shortlist's order;
   // undefined: the whole vocabulary.
-  torch::Tensor out_weight, out_bias;
+  torch::Tensor out_t, out_b;
   std::shared_ptr<const ReducedLinear> out_reduced;  // the same rows in reduced precision, when the decoder's products are (set_precision())
   // The annotations h_j [B, S, C].
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
@@ -223,17 +236,19 @@ class DecoderImpl : public torch::nn::Module {
                        const DecoderMemory* mem = nullptr);
   // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D].
   torch::Tensor input_gates(const torch::Tensor& ey);
-  // input_gates() of every target id's embedding [V, 3D], for search in eval
-  // mode: a row lookup per step instead of a product (exactly the same
-  // values). Built on first use and again when the weights have changed
-  // (their version counters) or moved; undefined when it would take more than
-  // kGateTableBytes. Safe to call from several threads at once (searches
-  // of batches in parallel: Translator).
-  torch::Tensor input_gate_table();
+  // The weights of a search step (StepWeights). In eval mode without
+  // autograd (search, validation) a copy kept from the last call, made again
+  // when a parameter has changed (its version counter), moved or been
+  // replaced; with its gate table, unless that would take more than
+  // kGateTableBytes. Otherwise made now, through autograd, without the table.
+  // Safe to call from several threads at once (searches of batches in
+  // parallel: Translator).
+  std::shared_ptr<const StepWeights> step_weights();
+  std::shared_ptr<const StepWeights> make_step_weights(bool with_table);
   static constexpr int64_t kGateTableBytes = int64_t{128} << 20;
-  std::mutex gate_table_mutex_;
-  torch::Tensor gate_table_;
-  std::array<int64_t, 3> gate_table_versions_{};
+  std::mutex step_weights_mutex_;
+  std::shared_ptr<const StepWeights> step_weights_;
+  std::vector<std::pair<const void*, int64_t>> step_weights_key_;  // each parameter's data and version
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates
   // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_fast(const torch::Tensor& gi, const torch::Tensor& state,
@@ -262,7 +277,7 @@ class DecoderImpl : public torch::nn::Module {
   struct ReducedWeights {
     Precision precision;
     std::shared_ptr<const ReducedLinear> hidden1;  // cgru's GRU1: W_hh [3D, D], b_hh (null for bahdanau)
-    std::shared_ptr<const ReducedLinear> query;    // query_projection(): [A' + 3D, D]
+    std::shared_ptr<const ReducedLinear> query;    // StepWeights::query_t's weight: [A' + 3D, D]
     std::shared_ptr<const ReducedLinear> deep;     // [E, D + C + E]
     std::shared_ptr<const ReducedLinear> out;      // [V, E]
   };
