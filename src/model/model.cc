@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/step_kernels.h"
 #include "model/quantized.h"
 #include "model/recurrence.h"
 #include "text/tokenizer.h"
@@ -310,9 +311,14 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
                      : state;                                                      // [B, D]
   auto qg = q ? (*q->query)(query) : linear_t(query, w.query_t, w.query_b);          // [B, A' + 3D]
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
-  auto scores = attention->score(A > 0 ? qg.narrow(1, 0, A) : query, mem.keys);      // [B, S]
-  auto alpha = torch::softmax(scores + mem.mask_bias, /*dim=*/1);                    // [B, S]
-  auto cg = torch::bmm(alpha.unsqueeze(1), mem.values).squeeze(1);                  // [B, C + 3D]
+  const auto qa = A > 0 ? qg.narrow(1, 0, A) : query;  // W s for additive/concat attention, else s
+  torch::Tensor alpha, cg;                              // [B, S], [B, C + 3D]
+  if (A > 0 && additive_attention_step_applies(qa, mem.keys, mem.values)) {
+    std::tie(alpha, cg) = additive_attention_step(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values);
+  } else {
+    alpha = torch::softmax(attention->score(qa, mem.keys) + mem.mask_bias, /*dim=*/1);
+    cg = torch::bmm(alpha.unsqueeze(1), mem.values).squeeze(1);
+  }
   auto c = cg.narrow(1, 0, C), gc = cg.narrow(1, C, G);                              // c_t, W c_t (+ b)
   auto s = cell2 ? gru_update(gc, gh, query) : gru_update(gi + gc, gh, state);       // [B, D]
   return {s, c, alpha};
