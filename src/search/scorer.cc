@@ -2,6 +2,8 @@
 #include "search/scorer.h"
 
 #include "base/error.h"
+#include "model/step_kernels.h"
+#include "text/tokenizer.h"
 
 namespace nmt {
 
@@ -48,6 +50,23 @@ torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torc
   const double n = static_cast<double>(models_.size());
   if (alpha) *alpha = models_.size() == 1 ? alpha_sum : alpha_sum / n;
   return models_.size() == 1 ? logp_sum : logp_sum / n;
+}
+
+Scorer::Best Scorer::step_best(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {
+  if (models_.size() > 1) {
+    auto logp = step(y_prev, state, alpha);  // [R, V']
+    auto [top, col] = max_per_row(logp);
+    return {col, top, logp.select(1, kEosId)};
+  }
+  auto& ms = state.members.front();
+  auto out = models_.front()->decoder->step(y_prev, ms.hidden, ms.memory);
+  ms.hidden = out.state;
+  if (alpha) *alpha = out.alpha;
+  auto logits = out.logits.to(torch::kFloat);  // [R, V']
+  auto [top, col] = max_per_row(logits);        // [R], [R]
+  // log_softmax at the top column: -log sum_v exp(x_v - top); at EOS, that plus x_eos - top.
+  auto logp = (logits - top.unsqueeze(1)).exp_().sum(1).log_().neg_();  // [R]
+  return {col, logp, logits.select(1, kEosId) - top + logp};
 }
 
 void Scorer::reorder(ScorerState& state, const torch::Tensor& rows) {

@@ -47,6 +47,16 @@ class Scorer {
   // With `alpha`, also the attention weights [R, S] (mean over members).
   torch::Tensor step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha = nullptr);
 
+  // One step of greedy search: what step() followed by a max over each row
+  // gives, without step()'s [R, V'] log-probabilities where there is one
+  // member (a max and one sum of exponentials over the logits instead).
+  struct Best {
+    torch::Tensor col;       // [R] int64 each row's most probable column (the first on ties)
+    torch::Tensor logp;      // [R] float its log-probability
+    torch::Tensor eos_logp;  // [R] float the log-probability of EOS (kEosId's column)
+  };
+  Best step_best(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha = nullptr);
+
   // Searches from now on choose among the ids `shortlist` gives each batch
   // (start() asks it); null: the whole vocabulary.
   void set_shortlist(std::shared_ptr<const Shortlist> shortlist) { shortlist_ = std::move(shortlist); }

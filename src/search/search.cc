@@ -60,12 +60,11 @@ class GreedySearch : public Search {
     auto finished = torch::zeros({B}, f32.dtype(torch::kBool));  // [R] ended, not yet dropped
     for (int64_t t = 0; t < steps; ++t) {
       torch::Tensor alpha;
-      auto logp = scorer.step(y, state, with_attention ? &alpha : nullptr);  // [R, V']
-      auto col = std::get<1>(logp.max(-1));                                  // [R] column of the best token
+      auto best = scorer.step_best(y, state, with_attention ? &alpha : nullptr);  // [R] each
       // A sentence at its cap must end now. (Special ids are their own columns.)
-      col = torch::where(caps_live.le(t), torch::full_like(col, kEosId), col);
-      col = col.masked_fill(finished, kPadId);
-      auto tok_logp = logp.gather(1, col.unsqueeze(1)).squeeze(1);
+      auto capped = caps_live.le(t);
+      auto col = torch::where(capped, torch::full_like(best.col, kEosId), best.col).masked_fill(finished, kPadId);
+      auto tok_logp = torch::where(capped, best.eos_logp, best.logp);
       auto next = scorer.token_ids(state, col);                              // [R] target ids
       score.index_add_(0, live, tok_logp.masked_fill(finished, 0.0));
       tokens.select(1, t).index_copy_(0, live, next);
