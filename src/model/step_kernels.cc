@@ -1,6 +1,7 @@
-// The CPU kernels of a search step (step_kernels.h). The loops are plain C++ that the compiler vectorizes; on x86-64 each hot loop
-// is compiled for AVX-512, AVX2 + FMA and the baseline, and the CPU picks its
-// version at load time (GCC's target_clones).
+// The CPU kernels of a search step (step_kernels.h). The loops are plain
+// C++ that the compiler vectorizes; on x86-64 each hot loop is compiled for
+// AVX-512, AVX2 + FMA and the baseline, and the CPU picks its version at load
+// time (GCC's target_clones).
 #include "model/step_kernels.h"
 
 #include <ATen/Parallel.h>
@@ -68,44 +69,32 @@ NMT_VECTOR_CLONES void tanh_into(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(x[i]);
 }
 
-// A float32 CPU tensor that autograd would not record an operation on.
-// Whether value v at index i beats value w at index j for the maximum, as
-// LibTorch's max(dim) ranks them: NaN above everything, then the larger
-// value, then on ties the smaller index.
-inline bool beats(float v, int64_t i, float w, int64_t j) {
-  const bool v_nan = v != v, w_nan = w != w;
-  if (v_nan != w_nan) return v_nan;
-  if (!v_nan && v != w) return v > w;
-  return i < j;
-}
-
-// The largest of x[0..n) (n >= 1) and its index, ranked by beats(). Sixteen
-// lanes keep their own maximum and its index, so that the compare-and-select
-// loop vectorizes; the lanes and the tail are merged at the end.
+// The largest of x[0..n) (n >= 1) and its index as LibTorch's max(dim) ranks
+// them (a NaN above everything, else the largest value; the first on ties),
+// in two passes that vectorize: the maximum and whether there is a NaN over
+// sixteen lanes, then the first position holding it, sixteen at a time.
 NMT_VECTOR_CLONES std::pair<float, int64_t> max_and_index(const float* x, int64_t n) {
-  constexpr int kLanes = 16;
-  float m = x[0];
-  int64_t k = 0, a = 0;
-  if (n >= kLanes) {
-    float best[kLanes];
-    int64_t at[kLanes];
-    for (int i = 0; i < kLanes; ++i) best[i] = x[i], at[i] = i;
-    for (a = kLanes; a + kLanes <= n; a += kLanes)
-      for (int i = 0; i < kLanes; ++i) {
-        const float v = x[a + i];
-        const bool take = v > best[i] || (v != v && best[i] == best[i]);  // a lane keeps its first NaN
-        best[i] = take ? v : best[i];
-        at[i] = take ? a + i : at[i];
-      }
-    m = best[0], k = at[0];
-    for (int i = 1; i < kLanes; ++i)
-      if (beats(best[i], at[i], m, k)) m = best[i], k = at[i];
+  float m = -std::numeric_limits<float>::infinity();
+  int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+  for (int64_t a = 0; a < n; ++a) {
+    m = x[a] > m ? x[a] : m;
+    nan |= x[a] != x[a];
   }
-  for (; a < n; ++a)
-    if (beats(x[a], a, m, k)) m = x[a], k = a;
-  return {m, k};
+  // Blocks of sixteen until one holds the value sought (m, or a NaN); then within it, or in the tail.
+  constexpr int64_t kBlock = 16;
+  int64_t k = 0;
+  for (; k + kBlock <= n; k += kBlock) {
+    int hit = 0;
+#pragma omp simd reduction(| : hit)
+    for (int64_t i = k; i < k + kBlock; ++i) hit |= nan ? x[i] != x[i] : x[i] == m;
+    if (hit) break;
+  }
+  while (k < n - 1 && !(nan ? x[k] != x[k] : x[k] == m)) ++k;
+  return {x[k], k};
 }
 
+// A float32 CPU tensor that autograd would not record an operation on.
 bool is_cpu_float(const torch::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
          !(t.requires_grad() && torch::GradMode::is_enabled());
