@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "model/step_kernels.h"
+
 namespace nmt {
 namespace {
 
@@ -45,42 +47,14 @@ Tensor gru_backward(const Tensor& dout, const Tensor& act, const Tensor& ghn, co
 // The backward of the attention energies e = tanh(k + W q) [B, S, A] under
 // scores = e v: with d_sc = dL/dscores [B, S], d_pre = d_sc v (1 - e^2) is
 // added into d_keys [B, S, A] and summed over S into d_q [B, A] (rows may be
-// strided). On the CPU in float one pass over e does it all, skipping the
-// positions whose d_sc is exactly 0 (padding, where alpha is 0); elsewhere
-// LibTorch's operations do.
+// strided). On the CPU in float one pass over e (additive_energy_backward());
+// elsewhere LibTorch's operations.
 void energy_backward(const Tensor& d_sc, const Tensor& e, const Tensor& v, Tensor& d_keys, Tensor& d_q) {
-  const int64_t B = e.size(0), S = e.size(1), A = e.size(2);
-  if (!(e.is_cpu() && e.scalar_type() == torch::kFloat && e.is_contiguous() && d_keys.is_contiguous() &&
-        d_q.stride(1) == 1)) {
-    const auto d_pre = (d_sc.unsqueeze(2) * v.view({1, 1, A})).mul_(1 - e * e);
-    d_keys.add_(d_pre);
-    torch::sum_out(d_q, d_pre, 1);
-    return;
-  }
-  const auto dsc = d_sc.contiguous(), vc = v.contiguous();
-  const float* pd = dsc.data_ptr<float>();
-  const float* pe = e.data_ptr<float>();
-  const float* pv = vc.data_ptr<float>();
-  float* pk = d_keys.data_ptr<float>();
-  float* pq = d_q.data_ptr<float>();
-  const int64_t q_stride = d_q.stride(0);
-  at::parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      float* __restrict q = pq + b * q_stride;
-      std::fill(q, q + A, 0.0f);
-      for (int64_t s = 0; s < S; ++s) {
-        const float g = pd[b * S + s];
-        if (g == 0.0f) continue;
-        const float* __restrict er = pe + (b * S + s) * A;
-        float* __restrict kr = pk + (b * S + s) * A;
-        for (int64_t a = 0; a < A; ++a) {
-          const float x = g * pv[a] * (1.0f - er[a] * er[a]);
-          kr[a] += x;
-          q[a] += x;
-        }
-      }
-    }
-  });
+  if (additive_energy_backward_applies(e, d_keys, d_q)) return additive_energy_backward(d_sc, e, v, d_keys, d_q);
+  const int64_t A = e.size(2);
+  const auto d_pre = (d_sc.unsqueeze(2) * v.view({1, 1, A})).mul_(1 - e * e);
+  d_keys.add_(d_pre);
+  torch::sum_out(d_q, d_pre, 1);
 }
 
 // Inputs (in apply's order): input_gates, init_state, keys, values, mask_bias,
@@ -111,23 +85,32 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       ghn1 = torch::empty({T, B, D}, opt);
     }
     const auto v_col = v.reshape({A, 1});
+    // The weights transposed once, so that the steps' products read them as
+    // OpenBLAS packs fastest (see StepWeights in model.h).
+    const auto w_h1t = cgru ? w_h1.t().contiguous() : Tensor(), w_qt = w_q.t().contiguous(),
+               w_ct = w_c.t().contiguous();
     Tensor s = s0;
     for (int64_t t = 0; t < T; ++t) {
       Tensor h = s;  // the query state
       if (cgru) {
         h = query_states[t];
-        gru_forward(gi1[t], torch::addmm(b_h1, s, w_h1.t()), s, act1[t], ghn1[t], h);
+        gru_forward(gi1[t], torch::addmm(b_h1, s, w_h1t), s, act1[t], ghn1[t], h);
       }
-      const auto qg = torch::addmm(b_q, h, w_q.t());                                 // [B, A + G]
-      auto e = energies[t];                                                           // [B, S, A]
-      torch::add_out(e, keys, qg.narrow(1, 0, A).unsqueeze(1)).tanh_();
-      const auto scores = e.view({B * S, A}).mm(v_col).view({B, S}).add_(mask_bias);  // [B, S]
-      auto alpha = alphas[t];
-      alpha.copy_(torch::softmax(scores, 1));
-      auto c = contexts[t];
-      auto c_row = c.unsqueeze(1);
-      torch::bmm_out(c_row, alpha.unsqueeze(1), values);                             // [B, 1, S] x [B, S, C]
-      const auto gi2 = torch::addmm(cgru ? b_c : gi1[t], c, w_c.t());                // [B, G]
+      const auto qg = torch::addmm(b_q, h, w_qt);  // [B, A + G]
+      const auto qa = qg.narrow(1, 0, A);          // [B, A] W q
+      auto e = energies[t];                        // [B, S, A]
+      auto alpha = alphas[t];                      // [B, S]
+      auto c = contexts[t];                        // [B, C]
+      if (additive_attention_step_applies(qa, keys, values)) {  // float32 on the CPU: one fused pass
+        additive_attention_step_out(qa, keys, v, mask_bias, values, alpha, c, &e);
+      } else {
+        torch::add_out(e, keys, qa.unsqueeze(1)).tanh_();
+        const auto scores = e.view({B * S, A}).mm(v_col).view({B, S}).add_(mask_bias);  // [B, S]
+        alpha.copy_(torch::softmax(scores, 1));
+        auto c_row = c.unsqueeze(1);
+        torch::bmm_out(c_row, alpha.unsqueeze(1), values);  // [B, 1, S] x [B, S, C]
+      }
+      const auto gi2 = torch::addmm(cgru ? b_c : gi1[t], c, w_ct);  // [B, G]
       gru_forward(gi2, qg.narrow(1, A, G), h, act2[t], ghn2[t], states[t]);
       s = states[t];
     }

@@ -1,9 +1,10 @@
-// Hand-written CPU kernels for the hot spots of a search step, where the
+// Hand-written CPU kernels for the hot spots of a decoder step, where the
 // composed LibTorch operations cost a multiple of the arithmetic: the
 // additive attention as one pass per row (no [B, S, A] temporaries of
-// q + keys and its tanh, no per-row small matrix products), and each row's
-// largest value with its column in one pass (LibTorch 1.13's max(dim) with
-// indices runs about ten times slower than its max without them).
+// q + keys and its tanh, no per-row small matrix products), for search and
+// for the teacher-forced recurrence, with its energies' backward; and each
+// row's largest value with its column (LibTorch 1.13's max(dim) with indices
+// runs about ten times slower than its max without them).
 #pragma once
 #include <torch/torch.h>
 
@@ -28,6 +29,24 @@ std::pair<torch::Tensor, torch::Tensor> additive_attention_step(const torch::Ten
                                                                 const torch::Tensor& v,
                                                                 const torch::Tensor& mask_bias,
                                                                 const torch::Tensor& values);
+
+// additive_attention_step() into given outputs, for the teacher-forced
+// recurrence: alpha [B, S] and out [B, W], and with `energies` also each
+// tanh(keys_bja + q_ba) into it [B, S, A] (what the backward needs); each a
+// contiguous float32 CPU tensor. Throws nmt::Error as additive_attention_step().
+void additive_attention_step_out(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& v,
+                                  const torch::Tensor& mask_bias, const torch::Tensor& values, torch::Tensor& alpha,
+                                  torch::Tensor& out, torch::Tensor* energies = nullptr);
+
+// The backward of the attention energies e = tanh(k + q) [B, S, A] under
+// scores = e v: with d_sc = dL/dscores [B, S], adds d_pre = d_sc v (1 - e^2)
+// into d_keys [B, S, A] and writes its sum over S into d_q [B, A] (rows may be
+// strided), skipping the positions whose d_sc is exactly 0 (padding, where
+// alpha is 0). Float32 on the CPU; throws nmt::Error otherwise
+// (additive_energy_backward_applies() tells beforehand).
+void additive_energy_backward(const torch::Tensor& d_sc, const torch::Tensor& e, const torch::Tensor& v,
+                              torch::Tensor& d_keys, torch::Tensor& d_q);
+bool additive_energy_backward_applies(const torch::Tensor& e, const torch::Tensor& d_keys, const torch::Tensor& d_q);
 
 // Whether additive_attention_step() takes these tensors: float32, on the CPU,
 // with the shapes above, and autograd not recording.
