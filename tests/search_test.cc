@@ -387,6 +387,50 @@ TEST(SearchTest, StepWeightsFollowTheWeights) {
       params["decoder.deep.weight"].mul_(1.1);
       params["decoder.deep.bias"].add_(0.1);
       params["decoder.out_bias"].add_(torch::randn_like(params["decoder.out_bias"]));
+      params["decoder.cell.bias_hh"].add_(0.2);  // copied into the stacked query bias (bahdanau)
+      if (decoder == nmt::DecoderType::kCgru) {
+        params["decoder.cell2.weight_hh"].mul_(1.1);
+        params["decoder.cell2.bias_hh"].sub_(0.15);
+        params["decoder.cell2.weight_ih"].mul_(0.95);
+      }
+    }
+    // Moved away and back (new storage, the same version counters) with other values meanwhile.
+    model->to(torch::kDouble);
+    for (auto& p : model->parameters()) p.mul_(1.05);
+    model->to(torch::kFloat);
+    EXPECT_TRUE(torch::allclose(logits(nmt::DecoderImpl::Path::kOptimized), logits(nmt::DecoderImpl::Path::kReference),
+                                1e-4, 1e-5)) << "after a move";
+    model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
+  }
+}
+
+// A memory made for search carries weights autograd does not see; a step
+// taken with it under autograd (a caller that builds the memory in one mode
+// and steps in another) multiplies with fresh ones, so gradients reach every
+// weight of the step.
+TEST(SearchTest, AStepUnderAutogradNeverMultipliesWithSearchCopies) {
+  for (auto path : {nmt::DecoderImpl::Path::kAuto, nmt::DecoderImpl::Path::kOptimized}) {
+    auto model = tiny_model(5);
+    model->decoder->set_path(path);
+    const auto ex = source_examples(3, 9);
+    const auto b = nmt::make_batch(ex, iota(3), false);
+    nmt::DecoderMemory mem;
+    torch::Tensor init;
+    {
+      torch::NoGradGuard ng;
+      auto enc = model->encoder->forward(b.src, b.src_len);
+      mem = model->decoder->memory(enc);
+      init = enc.init_state;
+    }
+    ASSERT_TRUE(mem.weights && mem.weights->for_search);
+    model->zero_grad();
+    auto out = model->decoder->step(torch::tensor({5, 6, 7}, torch::kLong), init, mem);
+    out.logits.pow(2).sum().backward();
+    auto params = model->named_parameters();
+    for (const char* name : {"decoder.deep.weight", "decoder.out_bias", "decoder.cell.weight_hh",
+                             "decoder.attention.W.weight", "decoder.embed.weight"}) {
+      const auto& g = params[name].grad();
+      EXPECT_TRUE(g.defined() && g.abs().sum().item<double>() > 0) << name;
     }
     model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
   }

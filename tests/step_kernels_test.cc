@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -54,7 +55,7 @@ TEST(StepKernelsTest, FusedAttentionEqualsComposedOperations) {
       if (len < S) mask_bias[b].narrow(0, len, S - len).fill_(-std::numeric_limits<float>::infinity());
     }
     torch::NoGradGuard ng;
-    ASSERT_TRUE(nmt::additive_attention_step_applies(q, keys, values));
+    ASSERT_TRUE(nmt::additive_attention_step_applies(q, keys, v, mask_bias, values));
     const auto [alpha, out] = nmt::additive_attention_step(q, keys, v, mask_bias, values);
     const auto [want_alpha, want_out] = composed(q, keys, v, mask_bias, values);
     EXPECT_TRUE(torch::allclose(alpha, want_alpha, 1e-5, 1e-6)) << "B" << B << " S" << S << " A" << A;
@@ -66,18 +67,55 @@ TEST(StepKernelsTest, FusedAttentionEqualsComposedOperations) {
 
 TEST(StepKernelsTest, FusedAttentionTakesOnlyWhatItCanServe) {
   const auto q = torch::randn({2, 8}), keys = torch::randn({2, 3, 8}), values = torch::randn({2, 3, 5});
-  EXPECT_TRUE(nmt::additive_attention_step_applies(q, keys, values));
-  EXPECT_FALSE(nmt::additive_attention_step_applies(q.to(torch::kDouble), keys, values));
-  EXPECT_FALSE(nmt::additive_attention_step_applies(q, keys.narrow(2, 0, 7), values));  // sizes disagree
-  EXPECT_FALSE(nmt::additive_attention_step_applies(q, keys, values.narrow(1, 0, 2)));
-  // Autograd recording: the kernel has no backward, so it declines.
-  const auto qg = q.clone().requires_grad_(true);
-  EXPECT_FALSE(nmt::additive_attention_step_applies(qg, keys, values));
-  {
+  const auto v = torch::randn({1, 8}), mb = torch::zeros({2, 3});
+  auto applies = [&](const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
+                     const torch::Tensor& mb_, const torch::Tensor& val_) {
+    return nmt::additive_attention_step_applies(q_, k_, v_, mb_, val_);
+  };
+  EXPECT_TRUE(applies(q, keys, v, mb, values));
+  EXPECT_FALSE(applies(q.to(torch::kDouble), keys, v, mb, values));
+  EXPECT_FALSE(applies(q, keys.narrow(2, 0, 7), v, mb, values));  // sizes disagree
+  EXPECT_FALSE(applies(q, keys, v, mb, values.narrow(1, 0, 2)));
+  EXPECT_FALSE(applies(q, keys, v.narrow(1, 0, 7), mb, values));
+  EXPECT_FALSE(applies(q, keys, v, mb.narrow(1, 0, 2), values));
+  // Autograd recording any input: the kernel has no backward, so it declines.
+  for (int i = 0; i < 5; ++i) {
+    std::array<torch::Tensor, 5> in{q.clone(), keys.clone(), v.clone(), mb.clone(), values.clone()};
+    in[i].requires_grad_(true);
+    EXPECT_FALSE(applies(in[0], in[1], in[2], in[3], in[4])) << "input " << i;
     torch::NoGradGuard ng;
-    EXPECT_TRUE(nmt::additive_attention_step_applies(qg, keys, values));
+    EXPECT_TRUE(applies(in[0], in[1], in[2], in[3], in[4])) << "input " << i;
   }
-  EXPECT_THROW(nmt::additive_attention_step(q, keys, torch::randn({7}), torch::zeros({2, 3}), values), std::exception);
+  EXPECT_THROW(nmt::additive_attention_step(q, keys, torch::randn({7}), mb, values), std::exception);
+}
+
+// The recurrence's variant keeps the energies tanh(k + q), and their backward
+// gives what LibTorch's autograd gives through tanh and the score product.
+TEST(StepKernelsTest, EnergiesAndTheirBackwardEqualLibTorch) {
+  torch::manual_seed(8);
+  const int64_t B = 3, S = 5, A = 21, W = 9;
+  const auto q = torch::randn({B, A + 4}).narrow(1, 2, A), keys = torch::randn({B, S, A});
+  const auto v = torch::randn({A}), values = torch::randn({B, S, W});
+  auto mask_bias = torch::zeros({B, S});
+  mask_bias[2].narrow(0, 3, 2).fill_(-std::numeric_limits<float>::infinity());
+  auto alpha = torch::empty({B, S}), out = torch::empty({B, W}), energies = torch::empty({B, S, A});
+  nmt::additive_attention_step_out(q, keys, v, mask_bias, values, alpha, out, &energies);
+  EXPECT_TRUE(torch::allclose(energies, torch::tanh(keys + q.unsqueeze(1)), 1e-6, 1e-6));
+  const auto [want_alpha, want_out] = composed(q, keys, v, mask_bias, values);
+  EXPECT_TRUE(torch::allclose(alpha, want_alpha, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(out, want_out, 1e-5, 1e-5));
+  // Backward: scores = e v with e = tanh(k + q); d_sc as it comes (0 on padding).
+  auto d_sc = torch::randn({B, S}).masked_fill(mask_bias.isinf(), 0);
+  auto k_leaf = keys.clone().requires_grad_(true), q_leaf = q.clone().requires_grad_(true);
+  (torch::matmul(torch::tanh(k_leaf + q_leaf.unsqueeze(1)), v) * d_sc).sum().backward();
+  auto d_keys = torch::full({B, S, A}, 0.5f);  // added into
+  auto d_q_wide = torch::full({B, A + 3}, 7.0f);
+  auto d_q = d_q_wide.narrow(1, 1, A);  // written, rows strided
+  ASSERT_TRUE(nmt::additive_energy_backward_applies(energies, d_keys, d_q));
+  nmt::additive_energy_backward(d_sc, energies, v, d_keys, d_q);
+  EXPECT_TRUE(torch::allclose(d_keys - 0.5f, k_leaf.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(d_q, q_leaf.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(d_q_wide.narrow(1, 0, 1), torch::full({B, 1}, 7.0f)));  // outside the view untouched
 }
 
 TEST(StepKernelsTest, MaxPerRowEqualsMaxWithIndices) {
@@ -96,13 +134,20 @@ TEST(StepKernelsTest, MaxPerRowEqualsMaxWithIndices) {
     EXPECT_TRUE(torch::equal(values, want_values)) << "n " << n;
     EXPECT_TRUE(torch::equal(columns, want_columns)) << "n " << n;
   }
-  // A NaN wins its row, as in LibTorch.
-  auto x = torch::randn({2, 40});
-  x[0][33] = nan;
-  const auto [values, columns] = nmt::max_per_row(x);
-  EXPECT_TRUE(std::isnan(values[0].item<float>()));
-  EXPECT_EQ(columns[0].item<int64_t>(), 33);
-  EXPECT_EQ(columns[1].item<int64_t>(), std::get<1>(x[1].max(0)).item<int64_t>());
+  // A NaN wins its row, the first of several, wherever it stands (in a full
+  // block before the maximum, in the tail, in a row of whole blocks), as in LibTorch.
+  for (int64_t n : {2, 3, 40, 48, 64}) {
+    auto x = torch::randn({5, n});
+    x[0][n - 1] = nan;                  // the last column (in the tail where there is one)
+    x[1][1] = nan, x[1][n / 2] = nan;  // two: the first wins
+    if (n > 20) x[2][20] = 50.0f, x[2][5] = nan;  // a NaN in the first block, the maximum after it
+    x[3].fill_(-inf);
+    const auto [values, columns] = nmt::max_per_row(x);
+    const auto [want_values, want_columns] = x.max(1);
+    EXPECT_TRUE(torch::equal(columns, want_columns)) << "n " << n << ": " << columns << " against " << want_columns;
+    EXPECT_TRUE(std::isnan(values[0].item<float>()) && std::isnan(values[1].item<float>())) << "n " << n;
+    EXPECT_EQ(values[3].item<float>(), -inf);
+  }
   // Not contiguous, and another dtype (through LibTorch).
   const auto wide = torch::randn({4, 50});
   EXPECT_TRUE(torch::equal(nmt::max_per_row(wide.narrow(1, 7, 30)).second, std::get<1>(wide.narrow(1, 7, 30).max(1))));

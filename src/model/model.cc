@@ -138,9 +138,6 @@ torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
 
 namespace {
 
-// The attention's query projection W [A, D] stacked over the hidden projection
-// of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
-// with zeros for W's bias; A' = 0 where the attention projects no query.
 // x W^T + b with the weight given transposed: x [.., K], wt [K, N], b [N] -> [.., N].
 torch::Tensor linear_t(const torch::Tensor& x, const torch::Tensor& wt, const torch::Tensor& b) {
   if (x.dim() == 2) return torch::addmm(b, x, wt);
@@ -149,6 +146,9 @@ torch::Tensor linear_t(const torch::Tensor& x, const torch::Tensor& wt, const to
   return torch::addmm(b, x.reshape({-1, x.size(-1)}), wt).view(shape);
 }
 
+// The attention's query projection W [A, D] stacked over the hidden projection
+// of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
+// with zeros for W's bias; A' = 0 where the attention projects no query.
 std::pair<torch::Tensor, torch::Tensor> query_projection(const AttentionImpl& attention,
                                                          const torch::nn::GRUCellImpl& reader) {
   const auto wa = attention.query_weight();  // [A, D] or undefined
@@ -313,7 +313,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
   const auto qa = A > 0 ? qg.narrow(1, 0, A) : query;  // W s for additive/concat attention, else s
   torch::Tensor alpha, cg;                              // [B, S], [B, C + 3D]
-  if (A > 0 && additive_attention_step_applies(qa, mem.keys, mem.values)) {
+  if (A > 0 && additive_attention_step_applies(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values)) {
     std::tie(alpha, cg) = additive_attention_step(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values);
   } else {
     alpha = torch::softmax(attention->score(qa, mem.keys) + mem.mask_bias, /*dim=*/1);
@@ -377,8 +377,9 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
   return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
 }
 
-std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool with_table) {
+std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool for_search) {
   auto w = std::make_shared<StepWeights>();
+  w->for_search = for_search;
   const auto& reader = cell2 ? *cell2 : *cell;  // the GRU whose hidden state queries the attention
   if (cell2) {
     w->hidden1_t = cell->weight_hh.t().contiguous();  // [D, 3D]
@@ -393,30 +394,42 @@ std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool with_tabl
   w->out_t = out_weight.t().contiguous();                // [E, V]
   w->out_b = out_bias;
   const auto& e = embed->weight;
-  if (with_table && e.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes)
+  if (for_search && e.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes)
     w->gate_table = input_gates(e);  // [V, 3D]
   return w;
 }
 
+bool DecoderImpl::searching() const { return !is_training() && !torch::GradMode::is_enabled(); }
+
 std::shared_ptr<const StepWeights> DecoderImpl::step_weights() {
-  if (is_training() || torch::GradMode::is_enabled()) return make_step_weights(/*with_table=*/false);
-  std::vector<std::pair<const void*, int64_t>> key;
-  for (const auto& p : parameters()) key.emplace_back(p.data_ptr(), p._version());
+  if (!searching()) return make_step_weights(/*for_search=*/false);
+  // Each parameter's storage (held, so that its address cannot be reused), offset and
+  // version: an in-place change bumps the version, a move or load replaces the storage.
+  std::vector<ParamStamp> key;
+  for (const auto& p : parameters()) key.push_back({p.storage(), p.storage_offset(), p._version()});
   const std::lock_guard<std::mutex> lock(step_weights_mutex_);
   if (!step_weights_ || key != step_weights_key_) {
-    step_weights_ = make_step_weights(/*with_table=*/true);
+    step_weights_ = make_step_weights(/*for_search=*/true);
     step_weights_key_ = std::move(key);
   }
   return step_weights_;
 }
 
-DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& mem) {
+DecoderStep DecoderImpl::step(const torch::Tensor& y_prev, const torch::Tensor& state, const DecoderMemory& given) {
   DecoderStep out;
   auto ey = drop(word_drop(embed(y_prev)));  // [B, E]
-  const bool fast = runs_optimized(mem);
+  const bool fast = runs_optimized(given);
+  // A memory made for search carries weights autograd does not see: a step in training
+  // mode or under autograd multiplies with fresh ones instead.
+  DecoderMemory fresh;
+  if (given.weights && given.weights->for_search && !searching()) {
+    fresh = given;
+    fresh.weights = make_step_weights(/*for_search=*/false);
+  }
+  const DecoderMemory& mem = fresh.weights ? fresh : given;
   torch::Tensor gi;  // [B, 3D] the first GRU's input gates (optimized path)
   if (fast) {
-    // The table is there in eval mode without autograd, where ey is the embedding itself.
+    // The table is there for search only, where ey is the embedding itself.
     const auto& table = mem.weights->gate_table;
     gi = table.defined() ? table.index_select(0, y_prev) : input_gates(ey);
   }

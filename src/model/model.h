@@ -118,8 +118,8 @@ TORCH_MODULE(Attention);
 // repack the whole weight on every call (bench/results/decode-kernels-*.txt).
 // Built by DecoderImpl::step_weights(); the same values as the parameters.
 struct StepWeights {
-  torch::Tensor gate_table;             // [V, 3D] input_gates() of every target embedding; undefined
-                                        // when built with autograd (training) or over kGateTableBytes
+  torch::Tensor gate_table;             // [V, 3D] input_gates() of every target embedding; defined only
+                                        // for search (for_search) and when under kGateTableBytes
   torch::Tensor hidden1_t, hidden1_b;   // cgru's first GRU: W_hh^T [D, 3D], b_hh [3D]; undefined for bahdanau
   torch::Tensor query_t, query_b;       // the attention's query projection stacked over the hidden
                                         // projection of the GRU that reads c_t: [D, A' + 3D], [A' + 3D]
@@ -127,6 +127,8 @@ struct StepWeights {
   int64_t query_size = 0;               // A'
   torch::Tensor deep_t, deep_b;         // the deep output layer: [D + C + E, E], [E]
   torch::Tensor out_t, out_b;           // the output projection: [E, V], [V]
+  bool for_search = false;              // the kept copy for search: made without autograd, so no
+                                        // gradient reaches the parameters through it
 };
 
 // What the decoder reads of a batch's encoder output at every step, computed
@@ -244,11 +246,23 @@ class DecoderImpl : public torch::nn::Module {
   // Safe to call from several threads at once (searches of batches in
   // parallel: Translator).
   std::shared_ptr<const StepWeights> step_weights();
-  std::shared_ptr<const StepWeights> make_step_weights(bool with_table);
+  // New weights; `for_search`: without autograd (the caller's duty), with the gate table.
+  std::shared_ptr<const StepWeights> make_step_weights(bool for_search);
+  // Whether steps now serve search: eval mode, autograd off.
+  bool searching() const;
   static constexpr int64_t kGateTableBytes = int64_t{128} << 20;
+  struct ParamStamp {  // what step_weights() keeps a copy against, per parameter
+    c10::Storage storage;
+    int64_t offset = 0, version = 0;
+    bool operator==(const ParamStamp& o) const {
+      return storage.unsafeGetStorageImpl() == o.storage.unsafeGetStorageImpl() && offset == o.offset &&
+             version == o.version;
+    }
+    bool operator!=(const ParamStamp& o) const { return !(*this == o); }
+  };
   std::mutex step_weights_mutex_;
   std::shared_ptr<const StepWeights> step_weights_;
-  std::vector<std::pair<const void*, int64_t>> step_weights_key_;  // each parameter's data and version
+  std::vector<ParamStamp> step_weights_key_;
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates
   // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> recur_fast(const torch::Tensor& gi, const torch::Tensor& state,

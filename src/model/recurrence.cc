@@ -101,7 +101,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       auto e = energies[t];                        // [B, S, A]
       auto alpha = alphas[t];                      // [B, S]
       auto c = contexts[t];                        // [B, C]
-      if (additive_attention_step_applies(qa, keys, values)) {  // float32 on the CPU: one fused pass
+      if (additive_attention_step_applies(qa, keys, v, mask_bias, values)) {  // float32 on the CPU: one fused pass
         additive_attention_step_out(qa, keys, v, mask_bias, values, alpha, c, &e);
       } else {
         torch::add_out(e, keys, qa.unsqueeze(1)).tanh_();

@@ -1,7 +1,8 @@
-// The CPU kernels of a search step (step_kernels.h). The loops are plain
-// C++ that the compiler vectorizes; on x86-64 each hot loop is compiled for
-// AVX-512, AVX2 + FMA and the baseline, and the CPU picks its version at load
-// time (GCC's target_clones).
+// The CPU kernels of a decoder step (step_kernels.h), for search and for the
+// teacher-forced recurrence. The loops are plain C++ that the compiler
+// vectorizes; on x86-64 with GCC 12 or later (which names the x86-64-v3/v4
+// levels in target_clones) each hot loop is compiled for AVX-512, AVX2 + FMA
+// and the baseline, and the CPU picks its version at load time.
 #include "model/step_kernels.h"
 
 #include <ATen/Parallel.h>
@@ -14,7 +15,8 @@
 
 #include "base/error.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+    !defined(__SANITIZE_ADDRESS__)
 #define NMT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NMT_VECTOR_CLONES
@@ -113,6 +115,7 @@ NMT_VECTOR_CLONES std::pair<float, int64_t> max_and_index(const float* x, int64_
     for (int64_t i = k; i < k + kBlock; ++i) hit |= nan ? x[i] != x[i] : x[i] == m;
     if (hit) break;
   }
+  k = std::min(k, n - 1);  // (a match exists; this only guards against compilers told NaN cannot occur)
   while (k < n - 1 && !(nan ? x[k] != x[k] : x[k] == m)) ++k;
   return {x[k], k};
 }
@@ -125,11 +128,14 @@ bool is_cpu_float(const torch::Tensor& t) {
 
 }  // namespace
 
-bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
-  if (!is_cpu_float(q) || !is_cpu_float(keys) || !is_cpu_float(values)) return false;
-  if (q.dim() != 2 || keys.dim() != 3 || values.dim() != 3) return false;
-  return keys.size(0) == q.size(0) && keys.size(2) == q.size(1) && values.size(0) == keys.size(0) &&
-         values.size(1) == keys.size(1) && keys.size(1) > 0;
+bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& v,
+                                     const torch::Tensor& mask_bias, const torch::Tensor& values) {
+  for (const auto* t : {&q, &keys, &v, &mask_bias, &values})
+    if (!is_cpu_float(*t)) return false;
+  if (q.dim() != 2 || keys.dim() != 3 || values.dim() != 3 || mask_bias.dim() != 2) return false;
+  const int64_t B = keys.size(0), S = keys.size(1), A = keys.size(2);
+  return S > 0 && q.size(0) == B && q.size(1) == A && v.numel() == A && mask_bias.size(0) == B &&
+         mask_bias.size(1) == S && values.size(0) == B && values.size(1) == S;
 }
 
 void additive_attention_step_out(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& v,
@@ -139,8 +145,7 @@ void additive_attention_step_out(const torch::Tensor& q, const torch::Tensor& ke
   const auto ready = [](const torch::Tensor& t, torch::IntArrayRef shape) {
     return is_cpu_float(t) && t.is_contiguous() && t.sizes() == shape;
   };
-  if (!additive_attention_step_applies(q, keys, values) || !is_cpu_float(v) || v.numel() != A ||
-      !is_cpu_float(mask_bias) || mask_bias.sizes() != torch::IntArrayRef({B, S}) || !ready(alpha, {B, S}) ||
+  if (!additive_attention_step_applies(q, keys, v, mask_bias, values) || !ready(alpha, {B, S}) ||
       !ready(out, {B, W}) || (energies && !ready(*energies, {B, S, A})))
     throw Error("additive_attention_step: needs float32 CPU tensors q [B, A], keys [B, S, A], v [A], "
                 "mask_bias [B, S] and values [B, S, W], and contiguous outputs alpha [B, S], out [B, W] "

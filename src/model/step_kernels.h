@@ -49,16 +49,18 @@ void additive_energy_backward(const torch::Tensor& d_sc, const torch::Tensor& e,
 bool additive_energy_backward_applies(const torch::Tensor& e, const torch::Tensor& d_keys, const torch::Tensor& d_q);
 
 // Whether additive_attention_step() takes these tensors: float32, on the CPU,
-// with the shapes above, and autograd not recording.
-bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values);
+// with the shapes above, and autograd not recording any of them.
+bool additive_attention_step_applies(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& v,
+                                     const torch::Tensor& mask_bias, const torch::Tensor& values);
 
 // The approximation of tanh the step uses, for tests: x [..] float32 on the CPU -> [..].
 torch::Tensor rational_tanh(const torch::Tensor& x);
 
 // Each row's largest value and its column: x [R, N] (N >= 1) -> {values [R]
 // (x's dtype), columns [R] int64}, as x.max(1) gives, the first column on ties
-// and a NaN winning wherever one is. Float32 on the CPU in one vectorized pass
-// (rows in parallel on LibTorch's threads); any other tensor through x.max(1).
+// and a NaN winning wherever one is. Float32 on the CPU in two vectorized
+// passes per row (rows in parallel on LibTorch's threads); any other tensor
+// through x.max(1).
 std::pair<torch::Tensor, torch::Tensor> max_per_row(const torch::Tensor& x);
 
 }  // namespace nmt
