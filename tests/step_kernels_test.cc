@@ -20,7 +20,11 @@ TEST(StepKernelsTest, RationalTanhIsTanhToFloatRounding) {
   x = torch::cat({x, extremes});
   const auto got = nmt::rational_tanh(x);
   const auto want = torch::tanh(x.to(torch::kDouble));
-  EXPECT_LT((got.to(torch::kDouble) - want).abs().max().item<double>(), 3e-7);
+  // Over every float, the largest error is 2.92e-7 where the polynomials are
+  // evaluated with FMA (the AVX2 and AVX-512 clones) and 4.10e-7 without it
+  // (the baseline clone a CPU without AVX2 runs): about 5 and 7 units in the
+  // last place of values near 1.
+  EXPECT_LT((got.to(torch::kDouble) - want).abs().max().item<double>(), 4.5e-7);
   // Relative error near zero, where tanh(x) ~ x, and odd symmetry.
   const auto small = torch::linspace(-1e-3, 1e-3, 2001, torch::kFloat);
   const auto rel = ((nmt::rational_tanh(small).to(torch::kDouble) - torch::tanh(small.to(torch::kDouble))).abs() /
