@@ -183,7 +183,9 @@ TEST(SafetyTest, SigintToAlignMidRunKeepsTheOldOutput) {
   EXPECT_TRUE(temporaries(dir).empty());
 }
 
-// nmt-train arguments for a tiny run on the toy corpus in `dir`.
+// nmt-train arguments for a tiny run on the toy corpus in `dir` with a
+// budget of `steps` steps; the epoch limit is as large, so that a long run a
+// test stops cannot end by itself first.
 std::vector<std::string> train_argv(const std::string& dir, const std::string& out, int64_t steps) {
   if (!fs::exists(dir + "/train.src")) nmt::test::write_toy_corpus(dir, 400, 20);
   return {nmt::test::bin("nmt-train"), "--train-src", dir + "/train.src", "--train-tgt", dir + "/train.tgt",
@@ -191,7 +193,7 @@ std::vector<std::string> train_argv(const std::string& dir, const std::string& o
           nmt::test::toy_tokenizer_file(), "--tgt-spm", nmt::test::toy_tokenizer_file(), "--emb-dim", "16",
           "--enc-hidden", "16", "--dec-hidden", "32", "--attn-dim", "16", "--batch-tokens", "200", "--log-every", "1",
           "--valid-every", "5", "--early-stopping", "0", "--threads", "1", "--device", "cpu", "--max-steps",
-          std::to_string(steps)};
+          std::to_string(steps), "--max-epochs", std::to_string(steps)};
 }
 
 std::string joined(const std::vector<std::string>& argv) {

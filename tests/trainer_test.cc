@@ -312,7 +312,8 @@ TEST(TrainerTest, StopFlagSetDuringTrainingInterruptsAndSaves) {
   const auto dir = nmt::test::temp_dir("train_stop");
   const auto files = nmt::test::write_toy_corpus(dir, 100, 10);
   auto opt = base_options(files, dir + "/run");
-  opt.max_steps = 100000;
+  opt.max_steps = 100000;  // neither budget ends the run before the flag does
+  opt.max_epochs = 100000;
   opt.valid_every = 0;
   opt.log_every = 1;  // a metrics line per step tells the watcher training runs
   std::atomic<bool> stop{false};
