@@ -72,10 +72,7 @@ TEST(StepKernelsTest, FusedAttentionEqualsComposedOperations) {
 TEST(StepKernelsTest, FusedAttentionTakesOnlyWhatItCanServe) {
   const auto q = torch::randn({2, 8}), keys = torch::randn({2, 3, 8}), values = torch::randn({2, 3, 5});
   const auto v = torch::randn({1, 8}), mb = torch::zeros({2, 3});
-  auto applies = [&](const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
-                     const torch::Tensor& mb_, const torch::Tensor& val_) {
-    return nmt::additive_attention_step_applies(q_, k_, v_, mb_, val_);
-  };
+  const auto applies = nmt::additive_attention_step_applies;
   EXPECT_TRUE(applies(q, keys, v, mb, values));
   EXPECT_FALSE(applies(q.to(torch::kDouble), keys, v, mb, values));
   EXPECT_FALSE(applies(q, keys.narrow(2, 0, 7), v, mb, values));  // sizes disagree

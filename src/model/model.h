@@ -258,7 +258,6 @@ class DecoderImpl : public torch::nn::Module {
       return storage.unsafeGetStorageImpl() == o.storage.unsafeGetStorageImpl() && offset == o.offset &&
              version == o.version;
     }
-    bool operator!=(const ParamStamp& o) const { return !(*this == o); }
   };
   std::mutex step_weights_mutex_;
   std::shared_ptr<const StepWeights> step_weights_;
