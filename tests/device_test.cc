@@ -29,6 +29,17 @@ TEST(DeviceTest, FittedThreadsAreTheCoresOthersLeaveFree) {
   EXPECT_EQ(nmt::fitted_threads(16, 16, -1.0), 16);  // a negative estimate (clock noise) counts as none
 }
 
+// The library's at::parallel_for (batch parts, translation workers, the
+// step kernels' rows) must run on LibTorch's threads: built without OpenMP it
+// ran every one of them serially, and nothing else noticed.
+TEST(DeviceTest, TheLibrarysParallelForRunsOnSeveralThreads) {
+  nmt::set_threads(2);
+  EXPECT_EQ(nmt::parallel_for_threads(2), 2);
+  EXPECT_EQ(nmt::parallel_for_threads(1), 1);
+  nmt::set_threads(1);
+  EXPECT_EQ(nmt::parallel_for_threads(2), 1);
+}
+
 TEST(DeviceTest, TheGovernorKeepsItsThreadsWithinBoundsAndWaitsForItsInterval) {
   nmt::set_threads(2);
   {

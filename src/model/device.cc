@@ -14,11 +14,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 #include <torch/version.h>
@@ -74,6 +77,16 @@ int set_threads(int n) {
   torch::set_num_threads(own_pool ? 1 : n);
   if (set_blas) set_blas(n);
   return n;
+}
+
+int parallel_for_threads(int64_t n) {
+  std::mutex mutex;
+  std::set<std::thread::id> seen;
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (begin < end) seen.insert(std::this_thread::get_id());
+  });
+  return static_cast<int>(seen.size());
 }
 
 int fitted_threads(int max_threads, int cores, double others) {

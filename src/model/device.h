@@ -17,6 +17,14 @@ torch::Device resolve_device(const std::string& name);
 // number of cores. Returns the number of threads set.
 int set_threads(int n);
 
+// How many distinct threads one at::parallel_for of this library spreads
+// `n` items over (grain 1): min(n, LibTorch's intra-op threads) when the
+// library is built with OpenMP as LibTorch is; 1 when it is not, since ATen's
+// parallel_for is a header template that runs its body serially in a file
+// compiled without OpenMP (and then no batch part or translation worker ever
+// runs beside another). Never throws.
+int parallel_for_threads(int64_t n);
+
 // The thread count for a machine of `cores` cores on which other processes
 // keep `others` cores busy: the cores left, at least 1 and at most
 // `max_threads`; a background load under 0.3 of a core costs no thread.
