@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "model/step_kernels.h"
+#include "model/packed_linear.h"
 #include "model/quantized.h"
 #include "model/recurrence.h"
 #include "text/tokenizer.h"
@@ -146,6 +147,13 @@ torch::Tensor linear_t(const torch::Tensor& x, const torch::Tensor& wt, const to
   return torch::addmm(b, x.reshape({-1, x.size(-1)}), wt).view(shape);
 }
 
+// linear_t() through the packed copy `p` where there is one (search on an AVX-512 CPU).
+torch::Tensor step_linear(const torch::Tensor& x, const std::shared_ptr<const PackedLinear>& p, const torch::Tensor& wt,
+                          const torch::Tensor& b) {
+  if (p && x.dim() == 2 && x.device().is_cpu() && !torch::GradMode::is_enabled()) return (*p)(x);
+  return linear_t(x, wt, b);
+}
+
 // The attention's query projection W [A, D] stacked over the hidden projection
 // of `reader`, the GRU whose state queries: {weight [A' + 3D, D], bias [A' + 3D]}
 // with zeros for W's bias; A' = 0 where the attention projects no query.
@@ -211,13 +219,13 @@ torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c
   const auto* q = reduced_now(s);
   const StepWeights* w = mem ? mem->weights.get() : nullptr;
   auto x = torch::cat({s, c, ey}, -1);  // [.., D + C + E]
-  auto t = drop(torch::tanh(q ? (*q->deep)(x) : w ? linear_t(x, w->deep_t, w->deep_b) : deep(x)));  // [.., E]
+  auto t = drop(torch::tanh(q ? (*q->deep)(x) : w ? step_linear(x, w->deep_p, w->deep_t, w->deep_b) : deep(x)));  // [.., E]
   if (mem && mem->out_t.defined()) {
-    if (q && mem->out_reduced) return (*mem->out_reduced)(t);  // [.., V']
-    return linear_t(t, mem->out_t, mem->out_b);              // [.., V']
+    if (q && mem->out_reduced) return (*mem->out_reduced)(t);     // [.., V']
+    return step_linear(t, mem->out_packed, mem->out_t, mem->out_b);  // [.., V']
   }
   if (q) return (*q->out)(t);
-  return w ? linear_t(t, w->out_t, w->out_b) : F::linear(t, out_weight, out_bias);  // [.., V]
+  return w ? step_linear(t, w->out_p, w->out_t, w->out_b) : F::linear(t, out_weight, out_bias);  // [.., V]
 }
 
 void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) const {
@@ -227,6 +235,8 @@ void DecoderImpl::restrict_output(DecoderMemory& mem, const torch::Tensor& ids) 
   // for memories with rows enough to use it.
   const bool rows = reduced_ && mem.keys.defined() && mem.keys.size(0) >= min_rows(reduced_->precision);
   mem.out_reduced = rows ? ReducedLinear::make(reduced_->precision, mem.out_t.t(), mem.out_b) : nullptr;
+  const bool packs = mem.weights && mem.weights->out_p && !mem.out_reduced;
+  mem.out_packed = packs ? std::make_shared<const PackedLinear>(mem.out_t, mem.out_b) : nullptr;
 }
 
 int64_t DecoderImpl::min_rows(Precision p) { return p == Precision::kInt8 ? kInt8MinRows : 1; }
@@ -307,9 +317,10 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
   const int64_t C = mem.context_size, A = w.query_size, G = w.query_t.size(1) - A;  // G = 3D
   const auto* q = reduced_now(state);
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
-  auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : linear_t(state, w.hidden1_t, w.hidden1_b), state)
-                     : state;                                                      // [B, D]
-  auto qg = q ? (*q->query)(query) : linear_t(query, w.query_t, w.query_b);          // [B, A' + 3D]
+  auto query = cell2 ? gru_update(gi, q ? (*q->hidden1)(state) : step_linear(state, w.hidden1_p, w.hidden1_t, w.hidden1_b),
+                                  state)
+                     : state;                                                              // [B, D]
+  auto qg = q ? (*q->query)(query) : step_linear(query, w.query_p, w.query_t, w.query_b);  // [B, A' + 3D]
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
   const auto qa = A > 0 ? qg.narrow(1, 0, A) : query;  // W s for additive/concat attention, else s
   torch::Tensor alpha, cg;                              // [B, S], [B, C + 3D]
@@ -396,6 +407,13 @@ std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool for_searc
   const auto& e = embed->weight;
   if (for_search && e.size(0) * cell->weight_hh.size(0) * static_cast<int64_t>(sizeof(float)) <= kGateTableBytes)
     w->gate_table = input_gates(e);  // [V, 3D]
+  if (for_search && out_weight.device().is_cpu() && out_weight.scalar_type() == torch::kFloat &&
+      PackedLinear::available()) {
+    if (cell2) w->hidden1_p = std::make_shared<const PackedLinear>(w->hidden1_t, w->hidden1_b);
+    w->query_p = std::make_shared<const PackedLinear>(w->query_t, w->query_b);
+    w->deep_p = std::make_shared<const PackedLinear>(w->deep_t, w->deep_b);
+    w->out_p = std::make_shared<const PackedLinear>(w->out_t, w->out_b);
+  }
   return w;
 }
 

@@ -16,6 +16,7 @@
 namespace nmt {
 
 class ReducedLinear;  // model/quantized.h
+class PackedLinear;   // model/packed_linear.h
 enum class Precision;
 
 // GRU update from precomputed gate pre-activations, in GRUCell's gate order
@@ -129,6 +130,9 @@ struct StepWeights {
   torch::Tensor out_t, out_b;           // the output projection: [E, V], [V]
   bool for_search = false;              // the kept copy for search: made without autograd, so no
                                         // gradient reaches the parameters through it
+  // For search on a CPU with AVX-512 (PackedLinear::available()), the same
+  // four products with their weights packed once; null otherwise.
+  std::shared_ptr<const PackedLinear> hidden1_p, query_p, deep_p, out_p;
 };
 
 // What the decoder reads of a batch's encoder output at every step, computed
@@ -149,6 +153,7 @@ struct DecoderMemory {
   // undefined: the whole vocabulary.
   torch::Tensor out_t, out_b;
   std::shared_ptr<const ReducedLinear> out_reduced;  // the same rows in reduced precision, when the decoder's products are (set_precision())
+  std::shared_ptr<const PackedLinear> out_packed;    // the same rows packed, for search on a CPU with AVX-512
   // The annotations h_j [B, S, C].
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
