@@ -115,9 +115,11 @@ TORCH_MODULE(Attention);
 
 // The weights a search step multiplies with, each transposed to [in, out] and
 // contiguous: OpenBLAS multiplies a few dozen rows by a weight laid out so
-// 10-20% faster than by the [out, in] parameter itself, whose layout makes it
-// repack the whole weight on every call (bench/results/decode-kernels-*.txt).
-// Built by DecoderImpl::step_weights(); the same values as the parameters.
+// 10-20% faster than by the [out, in] parameter itself
+// (bench/results/decode-kernels-*.txt). It still repacks the weight on every
+// call, so on a CPU with AVX-512 search multiplies with copies packed once
+// (PackedLinear) instead. Built by DecoderImpl::step_weights(); the same
+// values as the parameters.
 struct StepWeights {
   torch::Tensor gate_table;             // [V, 3D] input_gates() of every target embedding; defined only
                                         // for search (for_search) and when under kGateTableBytes
