@@ -385,7 +385,7 @@ NMT_BIN=$bin NMT_SINGLE="$single_name $single_beam $single_lp $single_score $sin
   NMT_DISTILL_INFO=$distill_info NMT_RERANK_INFO=$rerank_info \
   python3 - "$run" "$form" "$pair" "$config" "$best_name" "$best_beam" "$best_lp" "$best_score" \
   "$test_seconds" "$threads" "$commit" "$result" "${NMT_TRAIN_FLAGS:-}" "${models[@]}" "${r2l_dirs[@]}" <<'PY'
-import json, os, platform, subprocess, sys
+import json, os, platform, shutil, subprocess, sys
 (run, form, pair, config, name, beam, lp, val_score, test_seconds, threads, commit, result,
  extra), models = sys.argv[1:14], sys.argv[14:]
 scores = json.load(open(f"{run}/test.scores.json"))
@@ -422,6 +422,9 @@ for d in models:
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
+    # the device of the last (re)start, as nmt-train logged it ("model: ..., device cuda:0, ...")
+    devices = [l.split(", device ", 1)[1].split(",", 1)[0] for l in open(f"{d}.log") if ", device " in l]
+    train[-1]["device"] = devices[-1] if devices else None
     if per_epoch:
         train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
 # Sequence-level distillation: teachers, the beam and length penalty of their
@@ -437,6 +440,11 @@ rerank = ({"r2l_models": int(r_info[0]), "weight": None if r_info[1] == "none" e
            "length_exponent": None if r_info[2] == "none" else float(r_info[2]),
            "val_bleu_without": float(r_info[3])} if r_info else None)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+try:  # the GPU's name where there is one
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip().splitlines()[0] if shutil.which("nvidia-smi") else ""
+except (OSError, IndexError):
+    gpu = ""
 version = subprocess.run([os.path.join(os.environ["NMT_BIN"], "nmt-translate"), "--version"],
                          capture_output=True, text=True).stdout.splitlines()
 out = {
@@ -458,7 +466,9 @@ out = {
     "training": train,
     "distillation": distillation,
     "rerank": rerank,
-    "device": "cpu", "cpu": cpu, "threads": int(threads), "host": platform.node(),
+    # where the models trained ("cpu", "cuda:0"; several when they differ)
+    "device": ",".join(sorted({t["device"] for t in train if t.get("device")})) or None,
+    "gpu": gpu or None, "cpu": cpu, "threads": int(threads), "host": platform.node(),
     # the vector units, which tell machines of one "model name" apart
     "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
                             for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),

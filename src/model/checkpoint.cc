@@ -186,6 +186,7 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
     torch::serialize::OutputArchive st;
     TrainState::fields(*state, [&](const char* key, const auto& value) { st.write(key, c10::IValue(value)); });
     if (state->rng_state.defined()) st.write("rng_state", state->rng_state);
+    if (state->device_rng_state.defined()) st.write("device_rng_state", state->device_rng_state);
     archive.write("state", st);
   }
   std::ostringstream body_stream;
@@ -329,6 +330,7 @@ TrainState load_train_state(const std::string& path, torch::optim::Optimizer& op
   TrainState s;
   TrainState::fields(s, [&](const char* key, auto& value) { value = get(key).to<std::decay_t<decltype(value)>>(); });
   st.try_read("rng_state", s.rng_state);
+  st.try_read("device_rng_state", s.device_rng_state);
   return s;
 }
 

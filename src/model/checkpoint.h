@@ -29,10 +29,11 @@ struct TrainState : ScheduleState {  // learning rate, best figure, plateau and 
   int64_t batch_in_epoch = 0;  // batches of this epoch already consumed
   int64_t seed = 1;              // the run's seed; data order derives from it
   double elapsed_seconds = 0;    // training wall time so far
-  torch::Tensor rng_state;       // CPU generator state (dropout)
+  torch::Tensor rng_state;       // CPU generator state (dropout on the CPU, data order)
+  torch::Tensor device_rng_state;  // the training device's generator (dropout on CUDA); undefined on the CPU
 
   // The scalar fields, each once, by the key a checkpoint stores it under:
-  // v(key, field) for every one (rng_state is stored apart).
+  // v(key, field) for every one (the generator states are stored apart).
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("step", s.step);

@@ -258,12 +258,38 @@ bool Trainer::validate_and_save() {
   return stop;
 }
 
-void Trainer::save(const std::string& name) {
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    state_.rng_state = gen.get_state();
+namespace {
+torch::Tensor generator_state(at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+void set_generator_state(at::Generator gen, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+}  // namespace
+
+void Trainer::capture_rng() {
+  state_.rng_state = generator_state(at::detail::getDefaultCPUGenerator());
+  state_.device_rng_state =
+      device_.is_cpu() ? torch::Tensor() : generator_state(at::globalContext().defaultGenerator(device_));
+}
+
+void Trainer::restore_rng() {
+  if (state_.rng_state.defined()) set_generator_state(at::detail::getDefaultCPUGenerator(), state_.rng_state);
+  // A state saved on another kind of device does not fit this one's generator:
+  // that run goes on from the seed (it could not repeat the other device's draws anyway).
+  if (state_.device_rng_state.defined() && !device_.is_cpu()) {
+    try {
+      set_generator_state(at::globalContext().defaultGenerator(device_), state_.device_rng_state);
+    } catch (const c10::Error&) {
+      spdlog::warn("the checkpoint's {} generator state does not fit this device; dropout draws anew", device_.str());
+    }
   }
+}
+
+void Trainer::save(const std::string& name) {
+  capture_rng();
   const auto t0 = Clock::now();
   save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
   spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));

@@ -77,6 +77,11 @@ class Trainer {
     return validate(model_, src_tok_, tgt_tok_, valid_, plan_options(), opt_.valid_batch_sentences, device_);
   }
   void save(const std::string& name);
+  // The generators that dropout and data order draw on, into state_ and back:
+  // the CPU's, and the training device's where it has its own (CUDA), so that
+  // a resumed run draws what an uninterrupted one would have.
+  void capture_rng();
+  void restore_rng();
   BatchPlanOptions plan_options() const { return {opt_.batch_tokens, opt_.max_batch_sentences}; }
   double elapsed() const { return elapsed0_ + seconds_since(t0_); }
   // The epoch of the newest step: at an epoch's end state_.epoch already names the next one.

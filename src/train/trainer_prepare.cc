@@ -1,7 +1,6 @@
 // Everything before the first training step: options, threads and
 // device, the process group, the output folder, data, tokenizers, model,
 // optimizer and (with --resume) the saved state.
-#include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -229,11 +228,7 @@ void Trainer::init_optimizer(bool resuming) {
   if (resuming) {
     state_ = load_train_state(resume_path_, *optimizer_, device_);
     set_learning_rate(*optimizer_, state_.learning_rate);
-    if (state_.rng_state.defined()) {
-      auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state_.rng_state);
-    }
+    restore_rng();
     if (static_cast<uint64_t>(state_.seed) != opt_.seed)
       spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
     spdlog::info("resumed from {}/last.ckpt at step {}, epoch {}, batch {}", opt_.output_dir, state_.step,
