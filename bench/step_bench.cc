@@ -114,11 +114,11 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
       (void)losses[p].item<double>();  // the trainer reads the loss before the update
     };
     if (parts == 1) part_loss(0);
-    else nmt::run_parts(parts, ++seed, part_loss);
+    else nmt::run_parts(parts, torch::get_num_threads(), ++seed, part_loss);
     const double n = static_cast<double>(B * T);
     adam.zero_grad();
     if (parts == 1) (losses[0] / n).backward();
-    else nmt::backward_parts(losses, 1.0 / n, params);
+    else nmt::backward_parts(losses, 1.0 / n, params, torch::get_num_threads());
     torch::nn::utils::clip_grad_norm_(params, 1.0);
     adam.step();
   };

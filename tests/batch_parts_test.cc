@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,8 +42,8 @@ std::vector<torch::Tensor> distinct(const nmt::Seq2Seq& m) {
 }
 
 // The gradients of one step over the six examples cut into `parts` (1: the
-// whole batch, plain backward), as the trainer takes them.
-std::vector<torch::Tensor> step_gradients(nmt::Seq2Seq& model, int64_t parts, uint64_t seed) {
+// whole batch, plain backward) on `workers` threads, as the trainer takes them.
+std::vector<torch::Tensor> step_gradients(nmt::Seq2Seq& model, int64_t parts, uint64_t seed, int workers = 2) {
   const auto ex = examples();
   const int64_t n = static_cast<int64_t>(ex.size());
   auto params = distinct(model);
@@ -63,8 +65,8 @@ std::vector<torch::Tensor> step_gradients(nmt::Seq2Seq& model, int64_t parts, ui
     loss_of(0);
     (losses[0] / static_cast<double>(tokens)).backward();
   } else {
-    nmt::run_parts(parts, seed, loss_of);
-    nmt::backward_parts(losses, 1.0 / static_cast<double>(tokens), params);
+    nmt::run_parts(parts, workers, seed, loss_of);
+    nmt::backward_parts(losses, 1.0 / static_cast<double>(tokens), params, workers);
   }
   std::vector<torch::Tensor> grads;
   for (auto& p : params) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
@@ -104,17 +106,31 @@ TEST_P(BatchPartsTest, PartsGiveTheWholeBatchGradient) {
 
 TEST_P(BatchPartsTest, DropoutMasksRepeatWithTheSeedWhateverTheThreads) {
   auto model = make_model(GetParam(), 0.3);
-  const auto a = step_gradients(model, 2, 11);
-  nmt::set_threads(1);  // the parts now run in turn on one thread
-  const auto b = step_gradients(model, 2, 11);
-  nmt::set_threads(2);
-  const auto c = step_gradients(model, 2, 12);
-  bool seed_matters = false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
-    seed_matters |= !torch::equal(a[i], c[i]);
+  for (int64_t parts : {2, 6}) {  // 6: more parts than threads, handed out as threads come free
+    const auto a = step_gradients(model, parts, 11, 2);
+    const auto b = step_gradients(model, parts, 11, 1);  // the parts in turn on one thread
+    const auto c = step_gradients(model, parts, 12, 2);
+    bool seed_matters = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a[i], b[i])) << parts << " parts, parameter " << i;
+      seed_matters |= !torch::equal(a[i], c[i]);
+    }
+    EXPECT_TRUE(seed_matters) << "another seed gave the same gradients: dropout is not drawn per part";
   }
-  EXPECT_TRUE(seed_matters) << "another seed gave the same gradients: dropout is not drawn per part";
+}
+
+TEST(BatchPartsTest, EveryPartRunsOnceAndErrorsComeBack) {
+  std::vector<std::atomic<int>> runs(7);
+  nmt::run_parts(7, 2, 1, [&](int64_t p) { runs[p]++; });
+  for (const auto& r : runs) EXPECT_EQ(r.load(), 1);
+  std::atomic<int> after{0};
+  EXPECT_THROW(nmt::run_parts(5, 2, 1,
+                              [&](int64_t p) {
+                                if (p == 1) throw std::runtime_error("part 1");
+                                after++;
+                              }),
+               std::runtime_error);
+  EXPECT_EQ(after.load(), 4);  // the other parts still ran
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, BatchPartsTest,
@@ -124,11 +140,11 @@ INSTANTIATE_TEST_SUITE_P(Decoders, BatchPartsTest,
                          });
 
 TEST(BatchPartsTest, CountsAndRanges) {
-  // Automatic (0): one part per thread once each gets kMinPartSentences.
-  const int64_t m = nmt::kMinPartSentences;
-  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m, torch::kCPU), 2);
+  // Automatic (0): kPartsPerThread parts per thread once each thread gets kMinPartSentences.
+  const int64_t m = nmt::kMinPartSentences, k = nmt::kPartsPerThread;
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m, torch::kCPU), 2 * k);
   EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m - 1, torch::kCPU), 1);
-  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m + 5, torch::kCPU), 4);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m + 5, torch::kCPU), 4 * k);
   EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m - 1, torch::kCPU), 1);  // all threads' parts or none
   EXPECT_EQ(nmt::batch_parts(0, 1, 10 * m, torch::kCPU), 1);
   EXPECT_EQ(nmt::batch_parts(0, 2, 10 * m, torch::Device(torch::kCUDA, 0)), 1);
@@ -139,7 +155,7 @@ TEST(BatchPartsTest, CountsAndRanges) {
   EXPECT_EQ(nmt::batch_parts(3, 1, 64, torch::kCPU), 3);
   EXPECT_EQ(nmt::batch_parts(2, 2, 64, torch::Device(torch::kCUDA, 0)), 1);
   EXPECT_EQ(nmt::describe_batch_parts(0, 2, torch::kCPU),
-            "2 parts for batches of " + std::to_string(2 * m) + " sentences or more");
+            std::to_string(2 * k) + " parts for batches of " + std::to_string(2 * m) + " sentences or more");
   EXPECT_EQ(nmt::describe_batch_parts(0, 1, torch::kCPU), "whole batches");
   EXPECT_EQ(nmt::describe_batch_parts(1, 2, torch::kCPU), "whole batches");
   EXPECT_EQ(nmt::describe_batch_parts(3, 2, torch::kCPU), "3 parts each");

@@ -174,12 +174,12 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool resume = false;
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
-  // CPU: each batch is trained as this many parts side by side, one thread
-  // each, their gradients summed in a fixed order (train/batch_parts.h).
-  // 0: automatic, one part per --threads for batches of at least
-  // kMinPartSentences sentences a part, else whole (parts paid on 128-sentence
-  // batches and cost on 64-sentence ones on 2 threads: README); 1: always
-  // the whole batch over all threads; N: N parts.
+  // CPU: each batch is trained as this many parts side by side, each on one
+  // thread, handed out as threads come free, their gradients summed in a
+  // fixed order (train/batch_parts.h). 0: automatic, kPartsPerThread parts
+  // per --threads for batches of at least kMinPartSentences sentences a
+  // thread, else whole (README, "--batch-parts"); 1: always the whole batch
+  // over all threads; N: N parts.
   int64_t batch_parts = 0;
 
   int64_t log_every = 100;

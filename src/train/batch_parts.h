@@ -13,15 +13,19 @@
 
 namespace nmt {
 
-// Below this many sentences per part, parts side by side were slower than
-// the whole batch over all threads on Multi30k batches (2-core VM,
-// bench/results/batch-parts-*.txt: 32 and 48 a part lost, 64 won).
-constexpr int64_t kMinPartSentences = 64;
+// A batch is cut into parts once each thread gets at least this many of its
+// sentences, and then into kPartsPerThread parts per thread: handed out as
+// threads come free, smaller parts even out the threads' work. On Multi30k
+// batches (up to 128 sentences / 4,096 tokens, 2-core VM) four parts ran
+// 1.06x the earlier two static ones alone and kept 65% of that rate beside a
+// busy process, against 54% (bench/results/train-contention-vm-*.txt).
+constexpr int64_t kMinPartSentences = 32;
+constexpr int64_t kPartsPerThread = 2;
 
 // How many parts to cut a batch of `sentences` into: `want` of them (at most
-// one per sentence), or with `want` 0 (automatic) one per intra-op thread
-// (`threads`) when each gets at least kMinPartSentences sentences, else 1;
-// 1 off the CPU, where a batch is one launch sequence anyway.
+// one per sentence), or with `want` 0 (automatic) kPartsPerThread per thread
+// (`threads`) when each thread gets at least kMinPartSentences sentences,
+// else 1; 1 off the CPU, where a batch is one launch sequence anyway.
 int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device);
 
 // How batches will be cut, for the log: "whole batches", "3 parts each" or
@@ -31,18 +35,22 @@ std::string describe_batch_parts(int64_t want, int threads, const torch::Device&
 // Sentence ranges [begin, end) of `parts` near-equal slices of `sentences`.
 std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts);
 
-// Runs forward(p) for every p in [0, parts) side by side (inside
-// at::parallel_for, so LibTorch's loops and BLAS run single-threaded within
-// a part; with one intra-op thread the parts run in turn), part p's dropout
-// drawn from a generator seeded with mix(seed, p). The first exception of any
-// part is rethrown once all have ended.
-void run_parts(int64_t parts, uint64_t seed, const std::function<void(int64_t)>& forward);
+// Runs forward(p) for every p in [0, parts) on `workers` threads, each
+// taking the next part not yet taken until none is left (inside one OpenMP
+// parallel region, so LibTorch's loops and BLAS run single-threaded within a
+// part). Handing parts out as threads come free, rather than a fixed share
+// per thread, keeps both threads working when another process takes turns
+// on the cores with one of them. Part p's dropout is drawn from a generator
+// seeded with mix(seed, p), so the results do not depend on which thread ran
+// which part. The first exception of any part is rethrown once all have ended.
+void run_parts(int64_t parts, int workers, uint64_t seed, const std::function<void(int64_t)>& forward);
 
 // Backward of sum_p losses[p] * scale: each part's graph is differentiated
-// on its own thread (as run_parts), and each parameter's .grad is set to the
-// sum of the parts' gradients in part order (zeros where none reached it).
-// Every graph is freed. Throws what autograd throws.
-void backward_parts(const std::vector<torch::Tensor>& losses, double scale, const std::vector<torch::Tensor>& params);
+// on one thread (handed out as in run_parts), and each parameter's .grad is
+// set to the sum of the parts' gradients in part order (zeros where none
+// reached it). Every graph is freed. Throws what autograd throws.
+void backward_parts(const std::vector<torch::Tensor>& losses, double scale, const std::vector<torch::Tensor>& params,
+                    int workers);
 
 // A 64-bit mix of (a, b), for seeding per step and part.
 uint64_t mix_seed(uint64_t a, uint64_t b);

@@ -130,7 +130,7 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
     } else {
       // Dropout per (seed, step, rank, part): the same masks on every run.
       const uint64_t seed = mix_seed(mix_seed(state_.seed, static_cast<uint64_t>(state_.step)), rank());
-      run_parts(parts, seed, [&](int64_t p) { losses[p] = batch_loss(batches[p], &sums[p]); });
+      run_parts(parts, threads_, seed, [&](int64_t p) { losses[p] = batch_loss(batches[p], &sums[p]); });
     }
     for (size_t p = 0; p < batches.size(); ++p) {
       stats.loss_sum += sums[p];
@@ -144,7 +144,7 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
   if (!stats.finite) return stats;
   const double scale = 1.0 / static_cast<double>(stats.tokens);
   if (losses.size() == 1) (losses[0] * scale).backward();
-  else if (!losses.empty()) backward_parts(losses, scale, params);
+  else if (!losses.empty()) backward_parts(losses, scale, params, threads_);
   if (comm_) {
     std::vector<torch::Tensor> grads;
     for (auto& p : params) {
