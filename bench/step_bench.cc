@@ -12,6 +12,7 @@
 // each batch as N parts side by side (nmt-train --batch-parts N; default 0,
 // automatic, as nmt-train; 1: whole); NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called);
+// NMT_BENCH_NO_CUDA_GRAPHS=1 runs greedy steps on CUDA eagerly (--no-cuda-graphs);
 // NMT_BENCH_PROFILE=FILE records a search's timed repetitions with LibTorch's
 // profiler into FILE, a Chrome trace of every operator call (the figure
 // printed then includes the profiler's own cost).
@@ -140,7 +141,8 @@ int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& 
   nmt::Scorer scorer({loaded.model});
   nmt::SearchOptions so;
   so.beam_size = beam;
-  auto search = nmt::make_search(so);
+  so.no_cuda_graphs = std::getenv("NMT_BENCH_NO_CUDA_GRAPHS") != nullptr;
+  auto search = nmt::make_search(so, device());
   nmt::Batch batch;
   // The same tokens as nmt_ref.py decode-fixed: 4 + (131 b + 17 j) mod (V - 4).
   const int64_t V = loaded.options.src_vocab;

@@ -179,11 +179,14 @@ for ((r = 1; r <= rounds; r++)); do
         "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-serial-b$beam.log")"
       record "$r" both "decode_b${beam}_serial_same_lines" \
         "$(paste -d '\t' "$work/nmt-b$beam.out" "$work/nmt-serial-b$beam.out" | awk -F'\t' '$1 == $2' | wc -l)"
-      # The approximate decoding options, each on its own and together (int8 on the CPU only).
+      # The approximate decoding options, each on its own and together (int8 on the CPU only);
+      # on a GPU also greedy steps run eagerly instead of replayed as CUDA graphs ("eager").
       local variant flags
-      for variant in int8 bf16 shortlist int8-shortlist bf16-shortlist; do
+      for variant in int8 bf16 shortlist int8-shortlist bf16-shortlist eager; do
         [[ ($variant == *int8* || $variant == *bf16*) && $dev != cpu ]] && continue
+        [[ $variant == eager && $dev == cpu ]] && continue
         flags=()
+        [[ $variant == eager ]] && flags+=(--no-cuda-graphs)
         [[ $variant == *int8* ]] && flags+=(--int8)
         [[ $variant == *bf16* ]] && flags+=(--bf16)
         [[ $variant == *shortlist* ]] && flags+=(--shortlist "$lex")
@@ -199,6 +202,10 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt-plain "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+    if [[ $dev != cpu ]]; then  # greedy steps eagerly instead of replayed as CUDA graphs
+      j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_NO_CUDA_GRAPHS=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
+      record "$r" nmt-eager "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
+    fi
     j=$("$py" "$ref" decode-fixed --threads "$threads" --device "$dev" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
     record "$r" pytorch "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
   done
@@ -245,7 +252,7 @@ med = {k: statistics.median(v) for k, v in values.items()}
 sgemm, flops = json.loads(sgemm), json.loads(flops)
 table = []
 fixed_rows = sorted({row for (side, row) in values if row.startswith("train_fixed_b")})
-variants = ["int8", "bf16", "shortlist", "int8-shortlist", "bf16-shortlist"]  # approximate decoding options (same loop above)
+variants = ["int8", "bf16", "shortlist", "int8-shortlist", "bf16-shortlist", "eager"]  # decoding options (same loop above)
 for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b1_sent_s", "decode_b5_sent_s",
             "decode_fixed_b1_sent_s", "decode_fixed_b5_sent_s", "train_peak_rss_mb"]:
     n, p, q = med.get(("nmt", row)), med.get(("pytorch", row)), med.get(("nmt-plain", row))

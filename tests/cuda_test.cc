@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "search/search.h"
+#include "search/step_graph.h"
 #include "test_util.h"
 
 namespace nmt {
@@ -114,6 +115,43 @@ TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
     for (size_t i = 0; i < hc.size(); ++i) {
       EXPECT_EQ(hc[i][0].ids, hg[i][0].ids) << "sentence " << i << ", beam " << beam;
       EXPECT_NEAR(hc[i][0].score, hg[i][0].score, 1e-3) << "sentence " << i << ", beam " << beam;
+    }
+  }
+}
+
+// Greedy search on CUDA as make_search() gives it there (steps replayed as
+// CUDA graphs where the build has them) against the same search run eagerly.
+TEST(CudaSearchTest, GraphedGreedyEqualsEagerGreedy) {
+  SKIP_WITHOUT_CUDA();
+  if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
+  const auto& path = nmt::test::trained_toy_checkpoint();
+  auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(40, 7, &src, &tgt);
+  std::vector<nmt::Example> ex;
+  for (const auto& s : src) {
+    nmt::Example e;
+    e.src = gpu.src_tok.encode(s);
+    e.src.push_back(nmt::kEosId);
+    ex.push_back(e);
+  }
+  std::vector<int64_t> idx(ex.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+  const auto batch = nmt::make_batch(ex, idx, false).to(torch::kCUDA);
+  nmt::SearchOptions eager_opt;
+  eager_opt.no_cuda_graphs = true;
+  c10::InferenceMode guard;
+  nmt::InferenceScope scope({gpu.model});
+  for (bool with_attention : {false, true}) {
+    const auto want = nmt::make_search(eager_opt, torch::kCUDA)->run(gpu.model, batch, with_attention);
+    auto graphed = nmt::make_search(nmt::SearchOptions{}, torch::kCUDA);
+    for (int round = 0; round < 2; ++round) {  // a search object runs many batches
+      const auto got = graphed->run(gpu.model, batch, with_attention);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i][0].ids, want[i][0].ids) << "sentence " << i;
+        EXPECT_NEAR(got[i][0].score, want[i][0].score, 1e-3) << "sentence " << i;
+      }
     }
   }
 }

@@ -263,6 +263,41 @@ TEST(SearchTest, OnePrecisionAtATime) {
   EXPECT_NO_THROW(opt.validate());
 }
 
+// The search CUDA uses (fixed rows, a step that updates its tensors in place,
+// finished sentences masked rather than dropped), run here eagerly: the same
+// hypotheses as greedy search, with and without attention, capped or not,
+// for one model and an ensemble.
+TEST(SearchTest, FixedRowGreedyEqualsGreedy) {
+  for (bool capped : {false, true}) {
+    auto a = tiny_model(21), b = tiny_model(22);
+    if (capped) suppress_eos(a);
+    const auto ex = source_examples(11, 23);
+    const auto batch = nmt::make_batch(ex, iota(11), false);
+    nmt::SearchOptions opt;
+    opt.max_length = capped ? 7 : 40;
+    torch::NoGradGuard ng;
+    for (auto models : {std::vector<nmt::Seq2Seq>{a}, std::vector<nmt::Seq2Seq>{a, b}}) {
+      for (bool with_attention : {false, true}) {
+        nmt::Scorer s1(models), s2(models);
+        const auto want = nmt::make_search(opt)->run(s1, batch, with_attention);
+        const auto got = nmt::make_fixed_row_greedy_search(opt, /*capture=*/false)->run(s2, batch, with_attention);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          const auto& w = want[i][0];
+          const auto& g = got[i][0];
+          EXPECT_EQ(g.ids, w.ids) << "sentence " << i << ", " << models.size() << " models";
+          EXPECT_NEAR(g.score, w.score, 1e-4 * std::max(1.0, std::abs(w.score))) << i;
+          EXPECT_NEAR(g.norm_score, w.norm_score, 1e-4 * std::max(1.0, std::abs(w.norm_score))) << i;
+          ASSERT_EQ(g.attention.defined(), with_attention);
+          if (with_attention) {
+            EXPECT_TRUE(torch::allclose(g.attention, w.attention, 1e-4, 1e-5)) << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SearchTest, AttentionRowsSumToOne) {
   auto model = tiny_model(5);
   const auto ex = source_examples(5, 13);

@@ -213,6 +213,7 @@ struct SearchOptions {
   double max_length_ratio = 2.0;  // stop a hypothesis at ratio * source length + 5 tokens
   int64_t max_length = 256;
   int64_t n_best = 1;             // hypotheses returned per sentence (<= beam_size)
+  bool no_cuda_graphs = false;    // CUDA: run greedy steps eagerly instead of replaying each as a CUDA graph
 
   // Throws nmt::Error naming the first option out of its range.
   void validate() const;
@@ -224,6 +225,8 @@ struct SearchOptions {
     v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g}, s.max_length_ratio);
     v(Field{"max-length", "Output length cap in pieces", g}, s.max_length);
     v(Field{"n-best", "Print the N best hypotheses as 'i ||| hyp ||| score' (without -b: beam N)", g}, s.n_best);
+    v(Field{"no-cuda-graphs", "CUDA: run greedy steps eagerly instead of replaying each as a CUDA graph", g},
+      s.no_cuda_graphs);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/validate.h"
+#include "search/step_graph.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
@@ -31,6 +32,40 @@ torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
 // memory that dropping costs stays small against the steps it saves (the
 // eighth is a first choice, not a tuned one).
 bool worth_dropping(int64_t done, int64_t live) { return done > 0 && 8 * done >= live; }
+
+// Each sentence's hypothesis from greedy search's outputs: tokens [B, steps]
+// (ended by EOS or padding), summed log-probabilities [B], attention
+// [B, steps, S] (undefined: none).
+std::vector<std::vector<Hypothesis>> greedy_hypotheses(const Batch& batch, const torch::Tensor& tokens,
+                                                       const torch::Tensor& score, torch::Tensor att,
+                                                       double alpha) {
+  const int64_t B = batch.size();
+  auto tok = tokens.cpu();  // [B, steps]
+  auto sc = score.cpu();
+  const bool with_attention = att.defined();
+  if (with_attention) att = att.cpu();
+  std::vector<std::vector<Hypothesis>> result(B);
+  auto ta = tok.accessor<int64_t, 2>();
+  auto ended = tok.eq(kEosId).logical_or(tok.eq(kPadId)).to(torch::kInt64).cumsum(1).eq(0).sum(1);  // [B] ids each
+  auto norm = sc / length_penalty((ended + 1).to(torch::kFloat), alpha);  // EOS counted
+  for (int64_t b = 0; b < B; ++b) {
+    Hypothesis h;
+    int64_t len = 0;
+    for (; len < tok.size(1); ++len) {
+      int64_t id = ta[b][len];
+      if (id == kEosId || id == kPadId) break;
+      h.ids.push_back(id);
+    }
+    h.score = sc[b].item<double>();
+    h.norm_score = norm[b].item<double>();
+    if (with_attention) {
+      int64_t rows = std::min<int64_t>(len + 1, tok.size(1));
+      h.attention = att[b].narrow(0, 0, rows).narrow(1, 0, batch.src_len[b].item<int64_t>()).clone();
+    }
+    result[b].push_back(std::move(h));
+  }
+  return result;
+}
 
 // Greedy search. Sentences that have finished leave the batch (their rows
 // of the decoder state with them), so later steps run on the live rows only.
@@ -82,34 +117,71 @@ class GreedySearch : public Search {
         scorer.keep(state, keep);
       }
     }
-    auto tok = tokens.cpu();  // [B, steps]
-    auto sc = score.cpu();
-    if (with_attention) att = att.cpu();
-    std::vector<std::vector<Hypothesis>> result(B);
-    auto ta = tok.accessor<int64_t, 2>();
-    auto ended = tok.eq(kEosId).logical_or(tok.eq(kPadId)).to(torch::kInt64).cumsum(1).eq(0).sum(1);  // [B] ids each
-    auto norm = sc / length_penalty((ended + 1).to(torch::kFloat), opt_.length_penalty);  // EOS counted
-    for (int64_t b = 0; b < B; ++b) {
-      Hypothesis h;
-      int64_t len = 0;
-      for (; len < tok.size(1); ++len) {
-        int64_t id = ta[b][len];
-        if (id == kEosId || id == kPadId) break;
-        h.ids.push_back(id);
-      }
-      h.score = sc[b].item<double>();
-      h.norm_score = norm[b].item<double>();
-      if (with_attention) {
-        int64_t rows = std::min<int64_t>(len + 1, tok.size(1));
-        h.attention = att[b].narrow(0, 0, rows).narrow(1, 0, batch.src_len[b].item<int64_t>()).clone();
-      }
-      result[b].push_back(std::move(h));
-    }
-    return result;
+    return greedy_hypotheses(batch, tokens, score, att, opt_.length_penalty);
   }
 
  private:
   SearchOptions opt_;
+};
+
+// Greedy search over fixed rows, each step one StepGraph run (on CUDA, a
+// replayed CUDA graph): finished sentences stay in the batch, their tokens
+// masked to padding and their scores to 0, and whether all have finished is
+// read on the host only every kGraphCheckEvery steps. Gives what
+// GreedySearch gives (to the float rounding of other batch sizes).
+class GraphedGreedySearch : public Search {
+ public:
+  GraphedGreedySearch(const SearchOptions& opt, bool capture) : opt_(opt), capture_(capture) {}
+  static constexpr int64_t kGraphCheckEvery = 8;
+
+  using Search::run;
+  std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
+    const int64_t B = batch.size(), S = batch.src.size(1);
+    const auto device = batch.src.device();
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    auto state = scorer.start(batch);
+    for (auto& m : state.members) m.hidden = m.hidden.clone();  // storage of its own, updated in place
+    auto caps_cpu = length_caps(batch, opt_);
+    const int64_t steps = caps_cpu.max().item<int64_t>() + 1;  // +1 for the final EOS
+
+    // What a step reads and writes, in place.
+    auto tokens = torch::full({B, steps}, kPadId, i64);             // [B, steps]
+    auto score = torch::zeros({B}, f32);                            // [B]
+    torch::Tensor att;
+    if (with_attention) att = torch::zeros({B, steps, S}, f32);     // [B, steps, S]
+    auto caps = caps_cpu.to(device);                                // [B]
+    auto y = torch::full({B}, kBosId, i64);                         // [B]
+    auto finished = torch::zeros({B}, f32.dtype(torch::kBool));     // [B]
+    auto t = torch::zeros({1}, i64);                                // [1] the step, on the device
+    StepGraph graph(
+        [&] {
+          ScorerState s = state;  // shares the source memory; step_best gives s new hidden states
+          torch::Tensor alpha;
+          auto best = scorer.step_best(y, s, with_attention ? &alpha : nullptr);  // [B] each
+          auto capped = caps.le(t);                                             // [B]
+          auto col = torch::where(capped, torch::full_like(best.col, kEosId), best.col).masked_fill(finished, kPadId);
+          score.add_(torch::where(capped, best.eos_logp, best.logp).masked_fill(finished, 0.0));
+          auto next = scorer.token_ids(s, col);                                 // [B] target ids
+          tokens.scatter_(1, t.expand({B}).unsqueeze(1), next.unsqueeze(1));
+          if (with_attention)  // row t of each sentence's attention: [B, 1, S] at index t of dim 1
+            att.scatter_(1, t.view({1, 1, 1}).expand({B, 1, S}), alpha.to(torch::kFloat).unsqueeze(1));
+          finished.logical_or_(next.eq(kEosId));
+          y.copy_(next);
+          for (size_t i = 0; i < s.members.size(); ++i) state.members[i].hidden.copy_(s.members[i].hidden);
+          t.add_(1);
+        },
+        device, capture_);
+    for (int64_t step = 0; step < steps; ++step) {
+      graph.run();
+      if ((step + 1) % kGraphCheckEvery == 0 && finished.all().item<bool>()) break;
+    }
+    return greedy_hypotheses(batch, tokens, score, att, opt_.length_penalty);
+  }
+
+ private:
+  SearchOptions opt_;
+  bool capture_;
 };
 
 
@@ -270,10 +342,19 @@ class BeamSearch : public Search {
 
 }  // namespace
 
-std::unique_ptr<Search> make_search(const SearchOptions& opt) {
+std::unique_ptr<Search> make_search(const SearchOptions& opt, const torch::Device& device) {
   opt.validate();
-  if (opt.beam_size == 1) return std::make_unique<GreedySearch>(opt);
+  if (opt.beam_size == 1) {
+    if (device.is_cuda() && !opt.no_cuda_graphs && cuda_graphs_built())
+      return std::make_unique<GraphedGreedySearch>(opt, /*capture=*/true);
+    return std::make_unique<GreedySearch>(opt);
+  }
   return std::make_unique<BeamSearch>(opt);
+}
+
+std::unique_ptr<Search> make_fixed_row_greedy_search(const SearchOptions& opt, bool capture) {
+  opt.validate();
+  return std::make_unique<GraphedGreedySearch>(opt, capture);
 }
 
 std::unique_ptr<Search> make_beam_search(const SearchOptions& opt) {

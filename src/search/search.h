@@ -34,8 +34,16 @@ class Search {
 };
 
 // Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search
-// otherwise. Throws nmt::Error on bad options (opt.validate()).
-std::unique_ptr<Search> make_search(const SearchOptions& opt);
+// otherwise; on `device` CUDA, greedy steps replayed as CUDA graphs where the
+// build has them (step_graph.h) and opt.no_cuda_graphs is off. Throws
+// nmt::Error on bad options (opt.validate()).
+std::unique_ptr<Search> make_search(const SearchOptions& opt, const torch::Device& device = torch::kCPU);
+
+// Greedy search over fixed rows (finished sentences stay in the batch), each
+// step one StepGraph run: with `capture` on CUDA a replayed CUDA graph, else
+// the step itself. What make_search() uses on CUDA; here for tests on any
+// device. Throws nmt::Error on bad options.
+std::unique_ptr<Search> make_fixed_row_greedy_search(const SearchOptions& opt, bool capture);
 
 // Beam search for any beam size, 1 included (the reference the greedy fast
 // path is tested against). Throws nmt::Error on bad options.

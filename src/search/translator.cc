@@ -43,7 +43,8 @@ std::vector<int64_t> Translator::encode_source(const std::string& line) const {
 std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& lines,
                                                            const TranslateOptions& opt, bool with_attention) {
   opt.validate();
-  auto search = make_search(opt.search);
+  const auto model_device = models_.front()->parameters().front().device();
+  auto search = make_search(opt.search, model_device);
   // Bytes of decoder memory per hypothesis and source piece over all members:
   // values (annotations and their gate projection), keys, and a step's scores.
   int64_t state_bytes = 0;
@@ -63,7 +64,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   const auto shortlist = shortlist_for(opt.shortlist);
   Scorer scorer(models_);
   scorer.set_shortlist(shortlist);
-  const auto device = models_.front()->parameters().front().device();
+  const auto& device = model_device;
 
   std::vector<Example> examples(lines.size());
   std::vector<int64_t> order;
@@ -106,7 +107,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
     c10::InferenceMode mode;  // thread-local: the workers do not inherit the caller's
     for (int64_t w = begin; w < end; ++w) {
-      auto own_search = make_search(opt.search);
+      auto own_search = make_search(opt.search, model_device);
       Scorer own_scorer(models_);
       own_scorer.set_shortlist(shortlist);
       for (size_t i; (i = next.fetch_add(1)) < batches.size();) run_batch(*own_search, own_scorer, i);

@@ -1,0 +1,88 @@
+// StepGraph: see step_graph.h. The CUDA part compiles only against LibTorch
+// 2.x with CUDA (NMT_WITH_CUDA, set by CMake where libtorch_cuda exists).
+#include "search/step_graph.h"
+
+#if defined(NMT_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#define NMT_CUDA_GRAPHS 1
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
+
+namespace nmt {
+
+bool cuda_graphs_built() {
+#ifdef NMT_CUDA_GRAPHS
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef NMT_CUDA_GRAPHS
+struct StepGraph::Impl {
+  explicit Impl(const torch::Device& d)
+      : device(d.has_index() ? d : torch::Device(torch::kCUDA, c10::cuda::current_device())),
+        stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {}
+  torch::Device device;
+  c10::cuda::CUDAStream stream;  // where the warm-up and the capture run
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  int64_t runs = 0;
+};
+#else
+struct StepGraph::Impl {};
+#endif
+
+StepGraph::StepGraph(std::function<void()> step, const torch::Device& device, bool capture) : step_(std::move(step)) {
+#ifdef NMT_CUDA_GRAPHS
+  if (capture && device.is_cuda()) impl_ = std::make_unique<Impl>(device);
+#else
+  (void)device;
+  (void)capture;
+#endif
+}
+
+StepGraph::~StepGraph() = default;
+
+bool StepGraph::captured() const {
+#ifdef NMT_CUDA_GRAPHS
+  return impl_ && impl_->graph;
+#else
+  return false;
+#endif
+}
+
+void StepGraph::run() {
+#ifdef NMT_CUDA_GRAPHS
+  if (impl_) {
+    auto& g = *impl_;
+    const auto index = g.device.index();
+    if (g.runs++ == 0) {  // warm-up: eagerly, on the capture's stream
+      torch::cuda::synchronize(index);
+      {
+        c10::cuda::CUDAStreamGuard guard(g.stream);
+        step_();
+      }
+      torch::cuda::synchronize(index);
+      return;
+    }
+    if (!g.graph) {  // capture records the kernels without running them: replay below runs this step
+      g.graph = std::make_unique<at::cuda::CUDAGraph>();
+      {
+        c10::cuda::CUDAStreamGuard guard(g.stream);
+        g.graph->capture_begin();
+        step_();
+        g.graph->capture_end();
+      }
+      torch::cuda::synchronize(index);
+    }
+    g.graph->replay();
+    return;
+  }
+#endif
+  step_();
+}
+
+}  // namespace nmt
