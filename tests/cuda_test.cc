@@ -86,23 +86,28 @@ TEST_P(CudaTest, LogitsAttentionAndGradientsMatchTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Decoders, CudaTest, ::testing::Values(nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru),
                          [](const auto& i) { return std::string(nmt::to_string(i.param)); });
 
-TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
-  SKIP_WITHOUT_CUDA();
-  const auto& path = nmt::test::trained_toy_checkpoint();
-  auto cpu = nmt::load_checkpoint(path, torch::kCPU);
-  auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
+// A batch (on the CPU) of `n` toy-corpus sources, encoded with `tok`.
+nmt::Batch toy_source_batch(const nmt::Tokenizer& tok, int n, uint64_t seed) {
   std::vector<std::string> src, tgt;
-  nmt::test::toy_corpus(16, 99, &src, &tgt);
+  nmt::test::toy_corpus(n, seed, &src, &tgt);
   std::vector<nmt::Example> ex;
   for (const auto& s : src) {
     nmt::Example e;
-    e.src = cpu.src_tok.encode(s);
+    e.src = tok.encode(s);
     e.src.push_back(nmt::kEosId);
     ex.push_back(e);
   }
   std::vector<int64_t> idx(ex.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
-  const auto batch = nmt::make_batch(ex, idx, false);
+  return nmt::make_batch(ex, idx, false);
+}
+
+TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
+  SKIP_WITHOUT_CUDA();
+  const auto& path = nmt::test::trained_toy_checkpoint();
+  auto cpu = nmt::load_checkpoint(path, torch::kCPU);
+  auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
+  const auto batch = toy_source_batch(cpu.src_tok, 16, 99);
   for (int beam : {1, 5}) {
     nmt::SearchOptions so;
     so.beam_size = beam;
@@ -126,18 +131,7 @@ TEST(CudaSearchTest, GraphedGreedyEqualsEagerGreedy) {
   if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
   const auto& path = nmt::test::trained_toy_checkpoint();
   auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
-  std::vector<std::string> src, tgt;
-  nmt::test::toy_corpus(40, 7, &src, &tgt);
-  std::vector<nmt::Example> ex;
-  for (const auto& s : src) {
-    nmt::Example e;
-    e.src = gpu.src_tok.encode(s);
-    e.src.push_back(nmt::kEosId);
-    ex.push_back(e);
-  }
-  std::vector<int64_t> idx(ex.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
-  const auto batch = nmt::make_batch(ex, idx, false).to(torch::kCUDA);
+  const auto batch = toy_source_batch(gpu.src_tok, 40, 7).to(torch::kCUDA);
   nmt::SearchOptions eager_opt;
   eager_opt.no_cuda_graphs = true;
   c10::InferenceMode guard;

@@ -33,17 +33,29 @@ torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
 // eighth is a first choice, not a tuned one).
 bool worth_dropping(int64_t done, int64_t live) { return done > 0 && 8 * done >= live; }
 
-// Each sentence's hypothesis from greedy search's outputs: tokens [B, steps]
-// (ended by EOS or padding), summed log-probabilities [B], attention
-// [B, steps, S] (undefined: none).
-std::vector<std::vector<Hypothesis>> greedy_hypotheses(const Batch& batch, const torch::Tensor& tokens,
-                                                       const torch::Tensor& score, torch::Tensor att,
+// What greedy search writes for each sentence, on the batch's device.
+struct GreedyOutputs {
+  torch::Tensor tokens;  // [B, steps] int64: target ids, then EOS, then padding
+  torch::Tensor score;   // [B] float: summed log-probabilities
+  torch::Tensor att;     // [B, steps, S] float attention rows; undefined: not asked for
+  GreedyOutputs(const Batch& batch, int64_t steps, bool with_attention) {
+    const int64_t B = batch.size(), S = batch.src.size(1);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(batch.src.device());
+    tokens = torch::full({B, steps}, kPadId, f32.dtype(torch::kInt64));
+    score = torch::zeros({B}, f32);
+    if (with_attention) att = torch::zeros({B, steps, S}, f32);
+  }
+};
+
+// Each sentence's hypothesis from greedy search's outputs.
+std::vector<std::vector<Hypothesis>> greedy_hypotheses(const Batch& batch, const GreedyOutputs& outputs,
                                                        double alpha) {
   const int64_t B = batch.size();
-  auto tok = tokens.cpu();  // [B, steps]
-  auto sc = score.cpu();
-  const bool with_attention = att.defined();
-  if (with_attention) att = att.cpu();
+  auto tok = outputs.tokens.cpu();  // [B, steps]
+  auto sc = outputs.score.cpu();
+  const bool with_attention = outputs.att.defined();
+  torch::Tensor att;
+  if (with_attention) att = outputs.att.cpu();
   std::vector<std::vector<Hypothesis>> result(B);
   auto ta = tok.accessor<int64_t, 2>();
   auto ended = tok.eq(kEosId).logical_or(tok.eq(kPadId)).to(torch::kInt64).cumsum(1).eq(0).sum(1);  // [B] ids each
@@ -75,7 +87,7 @@ class GreedySearch : public Search {
 
   using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
-    const int64_t B = batch.size(), S = batch.src.size(1);
+    const int64_t B = batch.size();
     const auto device = batch.src.device();
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
@@ -84,10 +96,8 @@ class GreedySearch : public Search {
     const int64_t steps = caps.max().item<int64_t>() + 1;  // +1 for the final EOS
 
     // Every sentence's outputs, written row by row as its live row produces them.
-    auto tokens = torch::full({B, steps}, kPadId, i64);  // [B, steps]
-    auto score = torch::zeros({B}, f32);                  // [B]
-    torch::Tensor att;
-    if (with_attention) att = torch::zeros({B, steps, S}, f32);  // [B, steps, S]
+    GreedyOutputs out(batch, steps, with_attention);
+    auto &tokens = out.tokens, &score = out.score, &att = out.att;
     // The live rows: R of them, row r decoding sentence live[r].
     auto live = torch::arange(B, i64);                    // [R]
     auto caps_live = caps.to(device);                     // [R]
@@ -117,7 +127,7 @@ class GreedySearch : public Search {
         scorer.keep(state, keep);
       }
     }
-    return greedy_hypotheses(batch, tokens, score, att, opt_.length_penalty);
+    return greedy_hypotheses(batch, out, opt_.length_penalty);
   }
 
  private:
@@ -146,10 +156,8 @@ class GraphedGreedySearch : public Search {
     const int64_t steps = caps_cpu.max().item<int64_t>() + 1;  // +1 for the final EOS
 
     // What a step reads and writes, in place.
-    auto tokens = torch::full({B, steps}, kPadId, i64);             // [B, steps]
-    auto score = torch::zeros({B}, f32);                            // [B]
-    torch::Tensor att;
-    if (with_attention) att = torch::zeros({B, steps, S}, f32);     // [B, steps, S]
+    GreedyOutputs out(batch, steps, with_attention);
+    auto &tokens = out.tokens, &score = out.score, &att = out.att;
     auto caps = caps_cpu.to(device);                                // [B]
     auto y = torch::full({B}, kBosId, i64);                         // [B]
     auto finished = torch::zeros({B}, f32.dtype(torch::kBool));     // [B]
@@ -176,7 +184,7 @@ class GraphedGreedySearch : public Search {
       graph.run();
       if ((step + 1) % kGraphCheckEvery == 0 && finished.all().item<bool>()) break;
     }
-    return greedy_hypotheses(batch, tokens, score, att, opt_.length_penalty);
+    return greedy_hypotheses(batch, out, opt_.length_penalty);
   }
 
  private:
