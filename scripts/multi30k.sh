@@ -422,8 +422,9 @@ for d in models:
         })
     per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                  for l in open(f"{d}.log") if " batches per epoch" in l]
-    # the device of the last (re)start, as nmt-train logged it ("model: ..., device cuda:0, ...")
-    devices = [l.split(", device ", 1)[1].split(",", 1)[0] for l in open(f"{d}.log") if ", device " in l]
+    # the device of the last (re)start, as nmt-train logged it ("model: ..., device cuda:0, ..." or
+    # "device cpu (OpenBLAS ...)")
+    devices = [l.split(", device ", 1)[1].split()[0].rstrip(",") for l in open(f"{d}.log") if ", device " in l]
     train[-1]["device"] = devices[-1] if devices else None
     if per_epoch:
         train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
