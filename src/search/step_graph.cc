@@ -46,14 +46,6 @@ StepGraph::StepGraph(std::function<void()> step, const torch::Device& device, bo
 
 StepGraph::~StepGraph() = default;
 
-bool StepGraph::captured() const {
-#ifdef NMT_CUDA_GRAPHS
-  return impl_ && impl_->graph;
-#else
-  return false;
-#endif
-}
-
 void StepGraph::run() {
 #ifdef NMT_CUDA_GRAPHS
   if (impl_) {

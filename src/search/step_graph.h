@@ -32,8 +32,6 @@ class StepGraph {
   // will use, which warms up the libraries' handles), the second captures
   // and replays, later ones replay. Throws what the step or CUDA throws.
   void run();
-  // Whether the runs are replays of a CUDA graph.
-  bool captured() const;
 
  private:
   struct Impl;
