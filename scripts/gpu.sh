@@ -106,17 +106,26 @@ build_step() {
   # but gcc drops an -I of a folder that is also -isystem, hence a folder of its own.
   mkdir -p "$build/fmt-include"
   ln -sfn "$p/include/fmt" "$build/fmt-include/fmt"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tp;$p" \
-    -DCMAKE_LIBRARY_PATH="$p/lib/x86_64-linux-gnu" -DCMAKE_INCLUDE_PATH="$p/include" ${NMT_GPU_CMAKE_FLAGS:-} \
-    -DCMAKE_CXX_FLAGS="-I$(cd "$build/fmt-include" && pwd)" \
-    >>"$out/build.log" 2>&1
+  local cmake_flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tp;$p"
+    -DCMAKE_LIBRARY_PATH="$p/lib/x86_64-linux-gnu" -DCMAKE_INCLUDE_PATH="$p/include"
+    -DCMAKE_CXX_FLAGS="-I$(cd "$build/fmt-include" && pwd)")
+  # shellcheck disable=SC2086  # NMT_GPU_CMAKE_FLAGS: several flags, split on spaces
+  cmake -S . -B "$build" "${cmake_flags[@]}" ${NMT_GPU_CMAKE_FLAGS:-} >>"$out/build.log" 2>&1
   # -k 0: every compile error in one go (a GPU session may have time for one fix)
   local rc=0
   cmake --build "$build" -j "$(nproc)" -- -k 0 >>"$out/build.log" 2>&1 || rc=$?
   echo "build: exit $rc, $((SECONDS - t0)) s" | tee -a "$out/steps.log"
   if ((rc)); then
-    grep -E -m 60 'error|Error|FAILED' "$out/build.log" | cut -c1-400
-    return "$rc"
+    grep -E -m 60 'error|Error|FAILED' "$out/build.log" | cut -c1-400 | tee "$out/build-errors.txt"
+    # The CUDA-graph code is the part compiled only here: without it, the rest of
+    # the session (tests, training, benchmarks) still has a build to run.
+    echo "build: again without CUDA graphs (-DNMT_CUDA_GRAPHS=OFF)" | tee -a "$out/steps.log"
+    # shellcheck disable=SC2086
+    cmake -S . -B "$build" "${cmake_flags[@]}" ${NMT_GPU_CMAKE_FLAGS:-} -DNMT_CUDA_GRAPHS=OFF >>"$out/build.log" 2>&1
+    rc=0
+    cmake --build "$build" -j "$(nproc)" -- -k 0 >>"$out/build.log" 2>&1 || rc=$?
+    echo "build: exit $rc, $((SECONDS - t0)) s (without CUDA graphs)" | tee -a "$out/steps.log"
+    ((rc == 0)) || return "$rc"
   fi
   "$build/nmt-train" --version | tee "$out/version.txt"
   nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
