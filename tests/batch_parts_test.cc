@@ -140,11 +140,15 @@ INSTANTIATE_TEST_SUITE_P(Decoders, BatchPartsTest,
                          });
 
 TEST(BatchPartsTest, CountsAndRanges) {
-  // Automatic (0): kPartsPerThread parts per thread once each thread gets kMinPartSentences.
+  // Automatic (0): one part per thread once each thread gets kMinPartSentences,
+  // kPartsPerThread per thread once each of those parts would.
   const int64_t m = nmt::kMinPartSentences, k = nmt::kPartsPerThread;
-  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m, torch::kCPU), 2 * k);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * k * m, torch::kCPU), 2 * k);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * k * m - 1, torch::kCPU), 2);
+  EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m, torch::kCPU), 2);
   EXPECT_EQ(nmt::batch_parts(0, 2, 2 * m - 1, torch::kCPU), 1);
-  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m + 5, torch::kCPU), 4 * k);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * k * m + 5, torch::kCPU), 4 * k);
+  EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m + 5, torch::kCPU), 4);
   EXPECT_EQ(nmt::batch_parts(0, 4, 4 * m - 1, torch::kCPU), 1);  // all threads' parts or none
   EXPECT_EQ(nmt::batch_parts(0, 1, 10 * m, torch::kCPU), 1);
   EXPECT_EQ(nmt::batch_parts(0, 2, 10 * m, torch::Device(torch::kCUDA, 0)), 1);
@@ -155,7 +159,8 @@ TEST(BatchPartsTest, CountsAndRanges) {
   EXPECT_EQ(nmt::batch_parts(3, 1, 64, torch::kCPU), 3);
   EXPECT_EQ(nmt::batch_parts(2, 2, 64, torch::Device(torch::kCUDA, 0)), 1);
   EXPECT_EQ(nmt::describe_batch_parts(0, 2, torch::kCPU),
-            std::to_string(2 * k) + " parts for batches of " + std::to_string(2 * m) + " sentences or more");
+            "2 parts for batches of " + std::to_string(2 * m) + " sentences or more, " + std::to_string(2 * k) +
+                " for " + std::to_string(2 * k * m) + " or more");
   EXPECT_EQ(nmt::describe_batch_parts(0, 1, torch::kCPU), "whole batches");
   EXPECT_EQ(nmt::describe_batch_parts(1, 2, torch::kCPU), "whole batches");
   EXPECT_EQ(nmt::describe_batch_parts(3, 2, torch::kCPU), "3 parts each");

@@ -16,15 +16,18 @@ int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::D
   if (!device.is_cpu()) return 1;
   if (want > 0) return std::max<int64_t>(1, std::min(want, sentences));
   const int64_t n = std::max(1, threads);
-  return n > 1 && sentences >= n * kMinPartSentences ? n * kPartsPerThread : 1;
+  if (n == 1) return 1;
+  if (sentences >= n * kPartsPerThread * kMinPartSentences) return n * kPartsPerThread;
+  return sentences >= n * kMinPartSentences ? n : 1;
 }
 
 std::string describe_batch_parts(int64_t want, int threads, const torch::Device& device) {
   const int64_t n = std::max(1, threads);
   if (!device.is_cpu() || want == 1 || (want == 0 && n == 1)) return "whole batches";
   if (want > 1) return std::to_string(want) + " parts each";
-  return std::to_string(n * kPartsPerThread) + " parts for batches of " + std::to_string(n * kMinPartSentences) +
-         " sentences or more";
+  return std::to_string(n) + " parts for batches of " + std::to_string(n * kMinPartSentences) + " sentences or more, " +
+         std::to_string(n * kPartsPerThread) + " for " + std::to_string(n * kPartsPerThread * kMinPartSentences) +
+         " or more";
 }
 
 std::vector<std::pair<int64_t, int64_t>> part_ranges(int64_t sentences, int64_t parts) {

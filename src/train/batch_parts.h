@@ -13,23 +13,26 @@
 
 namespace nmt {
 
-// A batch is cut into parts once each thread gets at least this many of its
-// sentences, and then into kPartsPerThread parts per thread: handed out as
-// threads come free, smaller parts even out the threads' work. On Multi30k
+// No part has fewer sentences than this: a batch is cut into one part per
+// thread once each thread gets this many of its sentences, and into
+// kPartsPerThread parts per thread once each of those parts would: handed out
+// as threads come free, more parts even out the threads' work. On Multi30k
 // batches (up to 128 sentences / 4,096 tokens, 2-core VM) four parts ran
 // 1.06x the earlier two static ones alone and kept 65% of that rate beside a
-// busy process, against 54% (bench/results/train-contention-vm-*.txt).
+// busy process, against 54% (bench/results/train-contention-vm-*.txt); at 64
+// sentences four parts of 16 ran 0.88x two of 32 alone (median of 3 rounds).
 constexpr int64_t kMinPartSentences = 32;
 constexpr int64_t kPartsPerThread = 2;
 
 // How many parts to cut a batch of `sentences` into: `want` of them (at most
-// one per sentence), or with `want` 0 (automatic) kPartsPerThread per thread
-// (`threads`) when each thread gets at least kMinPartSentences sentences,
-// else 1; 1 off the CPU, where a batch is one launch sequence anyway.
+// one per sentence), or with `want` 0 (automatic) as many as `threads` times
+// kPartsPerThread, or `threads`, or 1, the first whose parts get at least
+// kMinPartSentences sentences each (1 with one thread); 1 off the CPU, where
+// a batch is one launch sequence anyway.
 int64_t batch_parts(int64_t want, int threads, int64_t sentences, const torch::Device& device);
 
 // How batches will be cut, for the log: "whole batches", "3 parts each" or
-// "2 parts for batches of 128 sentences or more".
+// "2 parts for batches of 64 sentences or more, 4 for 128 or more".
 std::string describe_batch_parts(int64_t want, int threads, const torch::Device& device);
 
 // Sentence ranges [begin, end) of `parts` near-equal slices of `sentences`.
