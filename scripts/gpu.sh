@@ -8,12 +8,14 @@
 #
 # On this (CPU) machine, once:
 #   scripts/gpu.sh prepare     # .gpu-deps (Debian libraries, ../shared/gpu/make-prefix.sh)
-#                              # and .gpu-data (Multi30k's tokenized form, a tiny subset)
+#                              # and .gpu-data (Multi30k's tokenized form, 500,000 Hansards pairs
+#                              # with their ibm2 guide, tiny subsets)
 # On the GPU host, from the project root, carrying .gpu-deps and .gpu-data:
 #   scripts/gpu.sh             # = build test cuda multi30k bench; on an H200 (16 cores)
 #                              # about 70 + 60 + 25 + 190 + 120 s
+#   scripts/gpu.sh build hansards   # guided alignment on Hansards (a command of its own)
 # Rehearsal here, on the CPU, with the existing build/ and a tiny corpus:
-#   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda bench multi30k
+#   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda bench multi30k hansards
 #
 # Steps:
 #   build     cmake + ninja into build-gpu against python3's torch (LibTorch with CUDA)
@@ -25,6 +27,9 @@
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1)
+#   hansards  guided-alignment en-fr and a plain fr-en trained side by side on the
+#             device (NMT_GPU_HANSARDS_STEPS steps, default 5,000), then every
+#             attention extraction method scored on the trial set (AER)
 # NMT_GPU_SECONDS (default 560): the whole command's deadline; each step after
 # the build is cut to what is left of it.
 set -euo pipefail
@@ -54,7 +59,8 @@ for step in "$@"; do
     cuda) cuda_step "$build" "$out" "$device" "$((left > 120 ? 120 : left))" ;;
     bench) bench_step "$build" "$out" "$device" "$data" "$left" ;;
     multi30k) multi30k_step "$build" "$out" "$device" "$data" "$((left > 300 ? left - 150 : left))" ;;  # bench keeps 150 s
-    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench)" >&2; exit 2 ;;
+    hansards) hansards_step "$build" "$out" "$device" "$left" ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench, hansards)" >&2; exit 2 ;;
   esac
 done
 }
@@ -92,7 +98,41 @@ prepare() {
     head -n 40 "$src/val.lc.norm.tok.$l" >"$tiny/val.lc.norm.tok.$l"
     head -n 40 "$src/test_2016_flickr.lc.norm.tok.$l" >"$tiny/test_2016_flickr.lc.norm.tok.$l"
   done
+  prepare_hansards
   du -sh .gpu-deps .gpu-data
+}
+
+# .gpu-data/hansards: NMT_GPU_HANSARDS_PAIRS (500,000) training pairs of 3 to 40
+# words (scripts/hansards_train.sh's filter and shuffle: its 200,000 pairs are
+# the first of these, its 500 validation pairs the same), their ibm2
+# grow-diag-final-and links (the guide, computed here with build/nmt-align),
+# and the trial set; -tiny: 2,000 pairs, for the rehearsal.
+prepare_hansards() {
+  local src=../shared/data/hansards-enfr dst=.gpu-data/hansards tiny=.gpu-data/hansards-tiny
+  local n=${NMT_GPU_HANSARDS_PAIRS:-500000} d pairs
+  for d in "$dst" "$tiny"; do
+    [[ -s $d/train.gdfa.gz ]] && continue
+    pairs=$n
+    [[ $d == "$tiny" ]] && pairs=2000
+    mkdir -p "$d"
+    python3 - "$src" "$d" "$pairs" <<'PY'
+import gzip, random, sys
+src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+read = lambda f: gzip.open(f"{src}/train.{f}.gz", "rt", encoding="utf-8").read().split("\n")
+pairs = [(e.strip(), f.strip()) for e, f in zip(read("en"), read("fr"))
+         if 3 <= len(e.split()) <= 40 and 3 <= len(f.split()) <= 40]
+random.seed(1)
+random.shuffle(pairs)
+for name, part in (("valid", pairs[:500]), ("train", pairs[500:500 + n])):
+    for k, lang in ((0, "en"), (1, "fr")):
+        with open(f"{out}/{name}.{lang}", "w", encoding="utf-8") as f:
+            f.write("".join(p[k] + "\n" for p in part))
+PY
+    build/nmt-align --aligner ibm2 --symmetrize grow-diag-final-and --format pharaoh \
+      --src "$d/train.en" --tgt "$d/train.fr" -o "$d/train.gdfa" 2>"$d/guide.log"
+    gzip -f "$d/train.en" "$d/train.fr" "$d/train.gdfa"
+    cp "$src/trial.en" "$src/trial.fr" "$src/trial.talp" "$d/"
+  done
 }
 
 build_step() {
@@ -200,6 +240,51 @@ multi30k_step() {
     echo "multi30k: stopped (exit $rc) at $(tail -n1 runs/gpu-multi30k/model-1/metrics.jsonl 2>/dev/null |
       cut -c1-80); run the step again to resume" | tee -a "$out/steps.log"
   fi
+}
+
+# Guided alignment on Hansards (the GPU issue's alignment target: attention AER
+# <= 0.16 on the trial set): en-fr guided by the ibm2 links (weight 3) and a
+# plain fr-en (for the symmetrized rows) train side by side on the device for
+# NMT_GPU_HANSARDS_STEPS steps each (a budget of steps, so the result does not
+# depend on the machine's speed; the step's time limit only saves and stops a
+# run that would overrun it), then scripts/hansards_align.sh scores every
+# extraction method on the trial set.
+hansards_step() {
+  local build=$1 out=$2 device=$3 budget=$4 run=runs/gpu-hansards data=.gpu-data/hansards
+  deps_env
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] && data=.gpu-data/hansards-tiny
+  local steps=${NMT_GPU_HANSARDS_STEPS:-5000} t0=$SECONDS f
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] && steps=${NMT_GPU_HANSARDS_STEPS:-60}
+  local flags=(--device "$device" --max-steps "$steps" --max-epochs 20 --batch-tokens 6000 --max-batch-sentences 256)
+  if [[ ${NMT_GPU_TINY:-0} == 1 ]]; then
+    flags+=(--emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 32 --vocab-size 500 --valid-every 20 --log-every 10)
+  else
+    flags+=(--valid-every 2000 --log-every 500)
+  fi
+  mkdir -p "$run"
+  for f in train.en train.fr train.gdfa; do [[ -s $run/$f ]] || zcat "$data/$f.gz" >"$run/$f"; done
+  cp "$data"/valid.* "$run/"
+  local limit=$((budget - 60)) pids=() rc=0
+  ((limit > 30)) || { echo "hansards: no time left to train" | tee -a "$out/steps.log"; return 0; }
+  train_hansards() {  # NAME SRC TGT [flags...]
+    local name=$1 s=$2 t=$3 resume=()
+    shift 3
+    [[ -f $run/$name/last.ckpt ]] && resume=(--resume)
+    timeout --signal=TERM "$limit" "$build/nmt-train" --config configs/hansards-en-fr.toml -o "$run/$name" \
+      --train-src "$run/train.$s" --train-tgt "$run/train.$t" --valid-src "$run/valid.$s" --valid-tgt "$run/valid.$t" \
+      "${flags[@]}" "${resume[@]}" "$@" 2>"$out/hansards-$name.log"
+  }
+  train_hansards en-fr-guided-w3 en fr --guided-alignment "$run/train.gdfa" --guided-alignment-weight 3 & pids+=($!)
+  train_hansards fr-en fr en & pids+=($!)
+  for f in "${pids[@]}"; do wait "$f" || rc=$?; done
+  for f in en-fr-guided-w3 fr-en; do
+    echo "hansards: $f: $(grep -h 'training finished' "$out/hansards-$f.log" || tail -n1 "$out/hansards-$f.log")" |
+      tee -a "$out/steps.log"
+  done
+  NMT_BUILD_DIR=$build NMT_HANSARDS_RUN=$run NMT_HANSARDS_IBM=0 NMT_DEVICE=$device NMT_HANSARDS_CKPT=last.ckpt \
+    NMT_HANSARDS_RESULT="$out/hansards-aer.txt" scripts/hansards_align.sh "$data" >"$out/hansards-align.log" 2>&1 || rc=$?
+  echo "hansards: exit $rc, $((SECONDS - t0)) s; $(grep -E 'guided \(weight 3\) attention, (argmax|threshold 0.3) \|' \
+    "$out/hansards-aer.txt" 2>/dev/null | paste -sd ';')" | tee -a "$out/steps.log"
 }
 
 main "$@"; exit  # on one line: bash reads no further, so editing the file during a run is safe

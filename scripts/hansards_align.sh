@@ -4,20 +4,28 @@
 # models of scripts/hansards_train.sh. Forced mode: each model reads the
 # reference pair. Writes bench/results/hansards-aer-<host>-<commit>.txt.
 #   scripts/hansards_align.sh [HANSARDS_DIR]
+# Environment: NMT_BUILD_DIR (build), NMT_HANSARDS_RUN (runs/hansards: the
+# models' folder; rows are scored for the models it has, en-fr or
+# en-fr-guided-w3 at least), NMT_HANSARDS_IBM (1; 0 leaves out the ibm2 rows,
+# which learn from the run's train.en/train.fr), NMT_HANSARDS_RESULT (the
+# result file), NMT_DEVICE (auto), NMT_HANSARDS_CKPT (best.ckpt: which
+# checkpoint of each model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/hansards-enfr}
 bin=${NMT_BUILD_DIR:-build}
-m=runs/hansards
-for f in en-fr fr-en en-fr-guided en-fr-guided-w3; do
-  [ -s "$m/$f/best.ckpt" ] || { echo "missing $m/$f/best.ckpt: run scripts/hansards_train.sh first" >&2; exit 1; }
-done
+m=${NMT_HANSARDS_RUN:-runs/hansards}
+ck=${NMT_HANSARDS_CKPT:-best.ckpt}
+has() { [ -s "$m/$1/$ck" ]; }
+has en-fr || has en-fr-guided-w3 ||
+  { echo "$m: no en-fr or en-fr-guided-w3 model ($ck): run scripts/hansards_train.sh first" >&2; exit 1; }
 commit=$(git rev-parse --short HEAD)
-res=bench/results/hansards-aer-$(hostname -s)-$commit.txt
-mkdir -p bench/results
+res=${NMT_HANSARDS_RESULT:-bench/results/hansards-aer-$(hostname -s)-$commit.txt}
+mkdir -p "$(dirname "$res")"
 work=$(mktemp -d)  # the links themselves are not kept: only the scores
 trap 'rm -rf "$work"' EXIT
-pair=(--src "$data/trial.en" --tgt "$data/trial.fr" --eval-gold "$data/trial.talp" --gold-one-based --format pharaoh -o "$work/links.txt")
+pair=(--src "$data/trial.en" --tgt "$data/trial.fr" --eval-gold "$data/trial.talp" --gold-one-based --format pharaoh
+  -o "$work/links.txt" --device "${NMT_DEVICE:-auto}")
 row() {  # row LABEL nmt-align-args...
   local label=$1; shift
   local score
@@ -27,35 +35,49 @@ row() {  # row LABEL nmt-align-args...
 {
   echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
   echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "# models: $m/{en-fr,fr-en,en-fr-guided,en-fr-guided-w3}/best.ckpt (scripts/hansards_train.sh)"
+  echo "# models: $(for d in en-fr fr-en en-fr-guided en-fr-guided-w3; do has $d && printf "%s " "$d"; done)in $m ($ck)"
   echo
   echo "| method | precision | recall | AER |"
   echo "|---|---|---|---|"
-  F=(-m $m/en-fr/best.ckpt); G=(-m $m/en-fr-guided/best.ckpt); G3=(-m $m/en-fr-guided-w3/best.ckpt)
-  R=(--reverse-model $m/fr-en/best.ckpt)
-  row "en-fr attention, argmax" "${F[@]}"
-  row "en-fr attention, argmax, shift 1" "${F[@]}" --shift 1
-  row "en-fr attention, argmax, shift 2" "${F[@]}" --shift 2
-  row "en-fr attention, threshold 0.5" "${F[@]}" --method threshold --threshold 0.5
-  row "en-fr attention, threshold 0.3" "${F[@]}" --method threshold --threshold 0.3
-  for s in intersection union grow-diag grow-diag-final grow-diag-final-and; do
-    row "en-fr x fr-en attention, argmax, $s" "${F[@]}" "${R[@]}" --symmetrize $s
-  done
-  row "en-fr x fr-en attention, average, argmax" "${F[@]}" "${R[@]}" --symmetrize average
-  row "en-fr x fr-en attention, average, threshold 0.3" "${F[@]}" "${R[@]}" --symmetrize average --method threshold --threshold 0.3
-  row "en-fr guided attention, argmax" "${G[@]}"
-  row "en-fr guided attention, threshold 0.3" "${G[@]}" --method threshold --threshold 0.3
-  row "en-fr guided x fr-en attention, argmax, intersection" "${G[@]}" "${R[@]}" --symmetrize intersection
-  row "en-fr guided x fr-en attention, argmax, grow-diag-final-and" "${G[@]}" "${R[@]}" --symmetrize grow-diag-final-and
-  row "en-fr guided (weight 3) attention, argmax" "${G3[@]}"
-  row "en-fr guided (weight 3) attention, argmax, shift 1" "${G3[@]}" --shift 1
-  row "en-fr guided (weight 3) attention, threshold 0.3" "${G3[@]}" --method threshold --threshold 0.3
-  row "en-fr guided (weight 3) attention, threshold 0.5" "${G3[@]}" --method threshold --threshold 0.5
-  row "en-fr guided (weight 3) x fr-en attention, argmax, intersection" "${G3[@]}" "${R[@]}" --symmetrize intersection
-  row "en-fr guided (weight 3) x fr-en attention, argmax, grow-diag-final-and" "${G3[@]}" "${R[@]}" --symmetrize grow-diag-final-and
-  ibm=(--aligner ibm2 --ibm-train-src $m/train.en --ibm-train-tgt $m/train.fr)
-  row "ibm2 en-fr (statistical baseline)" "${ibm[@]}"
-  row "ibm2 en-fr x fr-en, grow-diag-final-and (the guide's method)" "${ibm[@]}" --symmetrize grow-diag-final-and
-  row "ibm2 en-fr x fr-en, intersection" "${ibm[@]}" --symmetrize intersection
+  F=(-m "$m/en-fr/$ck"); G=(-m "$m/en-fr-guided/$ck"); G3=(-m "$m/en-fr-guided-w3/$ck")
+  R=(--reverse-model "$m/fr-en/$ck")
+  if has en-fr; then
+    row "en-fr attention, argmax" "${F[@]}"
+    row "en-fr attention, argmax, shift 1" "${F[@]}" --shift 1
+    row "en-fr attention, argmax, shift 2" "${F[@]}" --shift 2
+    row "en-fr attention, threshold 0.5" "${F[@]}" --method threshold --threshold 0.5
+    row "en-fr attention, threshold 0.3" "${F[@]}" --method threshold --threshold 0.3
+    if has fr-en; then
+      for s in intersection union grow-diag grow-diag-final grow-diag-final-and; do
+        row "en-fr x fr-en attention, argmax, $s" "${F[@]}" "${R[@]}" --symmetrize $s
+      done
+      row "en-fr x fr-en attention, average, argmax" "${F[@]}" "${R[@]}" --symmetrize average
+      row "en-fr x fr-en attention, average, threshold 0.3" "${F[@]}" "${R[@]}" --symmetrize average --method threshold --threshold 0.3
+    fi
+  fi
+  if has en-fr-guided; then
+    row "en-fr guided attention, argmax" "${G[@]}"
+    row "en-fr guided attention, threshold 0.3" "${G[@]}" --method threshold --threshold 0.3
+    if has fr-en; then
+      row "en-fr guided x fr-en attention, argmax, intersection" "${G[@]}" "${R[@]}" --symmetrize intersection
+      row "en-fr guided x fr-en attention, argmax, grow-diag-final-and" "${G[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+    fi
+  fi
+  if has en-fr-guided-w3; then
+    row "en-fr guided (weight 3) attention, argmax" "${G3[@]}"
+    row "en-fr guided (weight 3) attention, argmax, shift 1" "${G3[@]}" --shift 1
+    row "en-fr guided (weight 3) attention, threshold 0.3" "${G3[@]}" --method threshold --threshold 0.3
+    row "en-fr guided (weight 3) attention, threshold 0.5" "${G3[@]}" --method threshold --threshold 0.5
+    if has fr-en; then
+      row "en-fr guided (weight 3) x fr-en attention, argmax, intersection" "${G3[@]}" "${R[@]}" --symmetrize intersection
+      row "en-fr guided (weight 3) x fr-en attention, argmax, grow-diag-final-and" "${G3[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+    fi
+  fi
+  if [ "${NMT_HANSARDS_IBM:-1}" = 1 ]; then
+    ibm=(--aligner ibm2 --ibm-train-src "$m/train.en" --ibm-train-tgt "$m/train.fr")
+    row "ibm2 en-fr (statistical baseline)" "${ibm[@]}"
+    row "ibm2 en-fr x fr-en, grow-diag-final-and (the guide's method)" "${ibm[@]}" --symmetrize grow-diag-final-and
+    row "ibm2 en-fr x fr-en, intersection" "${ibm[@]}" --symmetrize intersection
+  fi
 } | tee "$res"
 echo "written: $res"
