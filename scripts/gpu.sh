@@ -115,19 +115,7 @@ prepare_hansards() {
     pairs=$n
     [[ $d == "$tiny" ]] && pairs=2000
     mkdir -p "$d"
-    python3 - "$src" "$d" "$pairs" <<'PY'
-import gzip, random, sys
-src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-read = lambda f: gzip.open(f"{src}/train.{f}.gz", "rt", encoding="utf-8").read().split("\n")
-pairs = [(e.strip(), f.strip()) for e, f in zip(read("en"), read("fr"))
-         if 3 <= len(e.split()) <= 40 and 3 <= len(f.split()) <= 40]
-random.seed(1)
-random.shuffle(pairs)
-for name, part in (("valid", pairs[:500]), ("train", pairs[500:500 + n])):
-    for k, lang in ((0, "en"), (1, "fr")):
-        with open(f"{out}/{name}.{lang}", "w", encoding="utf-8") as f:
-            f.write("".join(p[k] + "\n" for p in part))
-PY
+    scripts/hansards_pairs.py "$src" "$d" "$pairs"
     build/nmt-align --aligner ibm2 --symmetrize grow-diag-final-and --format pharaoh \
       --src "$d/train.en" --tgt "$d/train.fr" -o "$d/train.gdfa" 2>"$d/guide.log"
     gzip -f "$d/train.en" "$d/train.fr" "$d/train.gdfa"

@@ -19,19 +19,7 @@ bin=${NMT_BUILD_DIR:-build}
 out=runs/hansards
 mkdir -p "$out"
 if [ ! -s "$out/valid.fr" ]; then
-  python3 - "$data" "$out" <<'PY'
-import gzip, random, sys
-src, out = sys.argv[1], sys.argv[2]
-read = lambda f: gzip.open(f"{src}/train.{f}.gz", "rt", encoding="utf-8").read().split("\n")
-pairs = [(e.strip(), f.strip()) for e, f in zip(read("en"), read("fr"))
-         if 3 <= len(e.split()) <= 40 and 3 <= len(f.split()) <= 40]
-random.seed(1)
-random.shuffle(pairs)
-for name, part in (("valid", pairs[:500]), ("train", pairs[500:200500])):
-    for k, lang in ((0, "en"), (1, "fr")):
-        with open(f"{out}/{name}.{lang}", "w", encoding="utf-8") as f:
-            f.write("".join(p[k] + "\n" for p in part))
-PY
+  scripts/hansards_pairs.py "$data" "$out" 200000
 fi
 train() {  # train NAME SRC TGT [flags...]
   local name=$1 s=$2 t=$3; shift 3
