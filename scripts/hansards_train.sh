@@ -9,9 +9,14 @@
 #                 training pairs, symmetrized with grow-diag-final-and
 #                 (weight 0.5, the default)
 #   en-fr-guided-w3  the same with --guided-alignment-weight 3
+#   en-fr-head    English -> French with an alignment head (--alignment-head
+#                 256): the guide trains the head (weight 1), whose query
+#                 also sees the target piece it aligns; nmt-align reads it
 # Data: 200,000 pairs of 3 to 40 words from ../shared/data/hansards-enfr (or
 # $1), shuffled with a fixed seed, plus 500 held out for validation.
 #   scripts/hansards_train.sh [HANSARDS_DIR]      # into runs/hansards/
+# Environment: NMT_HANSARDS_MODELS (all five: which of them to train, e.g.
+# "en-fr-head"), NMT_BUILD_DIR (build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/hansards-enfr}
@@ -21,8 +26,10 @@ mkdir -p "$out"
 if [ ! -s "$out/valid.fr" ]; then
   scripts/hansards_pairs.py "$data" "$out" 200000
 fi
+models=" ${NMT_HANSARDS_MODELS:-en-fr en-fr-guided fr-en en-fr-guided-w3 en-fr-head} "
 train() {  # train NAME SRC TGT [flags...]
   local name=$1 s=$2 t=$3; shift 3
+  [[ $models == *" $name "* ]] || return 0
   [ -s "$out/$name/last.ckpt" ] && { echo "$out/$name/last.ckpt exists: skipping"; return; }
   "$bin/nmt-train" --config configs/hansards-en-fr.toml -o "$out/$name" \
     --train-src "$out/train.$s" --train-tgt "$out/train.$t" \
@@ -36,3 +43,4 @@ fi
 train en-fr-guided en fr --guided-alignment "$out/train.gdfa"
 train fr-en fr en
 train en-fr-guided-w3 en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 3
+train en-fr-head en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 1 --alignment-head 256

@@ -246,6 +246,86 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
   model->decoder->set_path(Path::kAuto);
 }
 
+// The alignment head: its weights are a distribution over the real source
+// positions, the same for a sentence alone or in a padded batch and on every
+// decoder path; it leaves the translation untouched (registered last, so the
+// same seed gives the same other weights) and learns only from the guided
+// alignment loss.
+TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
+  using Path = nmt::DecoderImpl::Path;
+  for (const auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
+    SCOPED_TRACE(decoder == nmt::DecoderType::kCgru ? "cgru" : "bahdanau");
+    auto plain_opt = nmt::test::tiny_model(AttentionType::kAdditive);
+    plain_opt.decoder = decoder;
+    auto opt = plain_opt;
+    opt.alignment_head = 8;
+    ASSERT_NO_THROW(opt.validate());
+    auto model = make_model(opt), plain = make_model(plain_opt);
+    ASSERT_TRUE(model->decoder->has_alignment_head());
+    ASSERT_FALSE(plain->decoder->has_alignment_head());
+    const auto ex = examples();
+    const auto b = nmt::make_batch(ex, all_indices());
+    const int64_t B = b.size(), T = b.tgt_in.size(1), S = b.src.size(1);
+    {
+      torch::NoGradGuard ng;
+      auto [logits, head] = model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out);
+      ASSERT_EQ(head.sizes(), (std::vector<int64_t>{B, T, S}));
+      torch::Tensor attention, plain_attention;
+      EXPECT_TRUE(torch::allclose(model->forward(b.src, b.src_len, b.tgt_in, &attention), logits, 1e-6, 1e-6));
+      EXPECT_TRUE(torch::allclose(plain->forward(b.src, b.src_len, b.tgt_in, &plain_attention), logits, 1e-6, 1e-6));
+      EXPECT_TRUE(torch::allclose(attention, plain_attention, 1e-6, 1e-6)) << "without tgt_out: the attention";
+      EXPECT_GT((head - attention).abs().max().item<double>(), 1e-3) << "the head's weights are its own";
+      // A model without a head aligns with its attention.
+      EXPECT_TRUE(torch::allclose(plain->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second,
+                                  plain_attention, 1e-6, 1e-6));
+      for (int64_t r = 0; r < B; ++r) {
+        const int64_t len = b.src_len[r].item<int64_t>();
+        EXPECT_TRUE(torch::allclose(head[r].narrow(1, 0, len).sum(1), torch::ones({T}), 0, 1e-5)) << "row " << r;
+        if (len < S) EXPECT_TRUE(head[r].narrow(1, len, S - len).eq(0).all().item<bool>()) << "padding, row " << r;
+        const auto one = nmt::make_batch(ex, {r});
+        const int64_t T1 = one.tgt_in.size(1);
+        const auto head1 = model->forward_aligned(one.src, one.src_len, one.tgt_in, one.tgt_out).second;
+        EXPECT_TRUE(torch::allclose(head[r].narrow(0, 0, T1).narrow(1, 0, len), head1[0], 1e-5, 1e-6))
+            << "sentence " << r << " alone";
+      }
+    }
+    // Translation loss alone: no gradient reaches the head. Guided loss: the
+    // head's parameters get one, the same on every path.
+    model->train();
+    model->zero_grad();
+    nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1).backward();
+    for (const auto& p : model->named_parameters())
+      if (p.key().find("align_head") != std::string::npos)
+        EXPECT_FALSE(p.value().grad().defined() && p.value().grad().abs().max().item<double>() > 0) << p.key();
+    torch::manual_seed(3);
+    const auto guide = torch::softmax(torch::randn({B, T, S}), 2);
+    auto run = [&](Path path) {
+      model->decoder->set_path(path);
+      model->zero_grad();
+      auto head = model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second;
+      nmt::guided_alignment_loss(head, guide).backward();
+      std::map<std::string, torch::Tensor> grads;
+      for (const auto& p : model->named_parameters())
+        if (p.value().grad().defined()) grads[p.key()] = p.value().grad().clone();
+      return std::make_pair(head.detach(), grads);
+    };
+    const auto ref = run(Path::kReference);
+    for (const char* name : {"decoder.align_head.query.weight", "decoder.align_head.key.weight", "encoder.rnn.weight_ih_l0"}) {
+      ASSERT_TRUE(ref.second.count(name)) << name;
+      EXPECT_GT(ref.second.at(name).abs().max().item<double>(), 0.0) << name;
+    }
+    for (const auto path : {Path::kOptimized, Path::kRecurrence}) {
+      const auto fast = run(path);
+      EXPECT_TRUE(torch::allclose(fast.first, ref.first, 1e-4, 1e-6));
+      ASSERT_EQ(fast.second.size(), ref.second.size());
+      for (const auto& [param, g] : ref.second)
+        EXPECT_LE((fast.second.at(param) - g).abs().max().item<double>(), 1e-4 * g.abs().max().item<double>() + 1e-6)
+            << param;
+    }
+    model->decoder->set_path(Path::kAuto);
+  }
+}
+
 TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {
   auto opt = nmt::test::tiny_model();
   auto untied = make_model(opt);

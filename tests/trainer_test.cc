@@ -368,14 +368,17 @@ TEST(TrainerTest, GuidedAlignmentPullsAttentionTowardsTheGuide) {
   nmt::test::write_lines(dir + "/train.align", reversed_links(read_all_lines(f.train_src)));
   nmt::test::write_lines(dir + "/valid.align", reversed_links(read_all_lines(f.valid_src)));
   // Same seed and steps, with and without the guide; AER of forced attention on the validation pairs.
-  auto aer = [&](const std::string& name, const std::string& guide) {
+  // With an alignment head, the guide trains the head and forced alignment reads it.
+  auto aer = [&](const std::string& name, const std::string& guide, int64_t head = 0) {
     auto o = base_options(f, dir + "/" + name);
     o.max_steps = 60;
     o.valid_every = 0;
     o.keep_checkpoints = 0;
     o.guided_alignment = guide;
     o.guided_alignment_weight = 1.0;
-    nmt::train(o, toy_tok(), tiny_arch(0.0));
+    auto arch = tiny_arch(0.0);
+    arch.alignment_head = head;
+    nmt::train(o, toy_tok(), arch);
     nmt::AlignRunOptions a;
     a.model_path = o.output_dir + "/last.ckpt";
     a.src = f.valid_src;
@@ -387,8 +390,19 @@ TEST(TrainerTest, GuidedAlignmentPullsAttentionTowardsTheGuide) {
     return nmt::run_alignment(a).aer();
   };
   const double plain = aer("plain", ""), guided = aer("guided", dir + "/train.align");
-  std::printf("AER after 60 steps: %.3f without the guide, %.3f with it\n", plain, guided);
+  const double head = aer("head", dir + "/train.align", 16);
+  std::printf("AER after 60 steps: %.3f without the guide, %.3f with it, %.3f with an alignment head\n", plain,
+              guided, head);
   EXPECT_LT(guided, plain - 0.2);
+  EXPECT_LT(head, plain - 0.2);
+  // The head learns only from the guide: without one, training refuses it.
+  {
+    auto o = base_options(f, dir + "/headless");
+    auto arch = tiny_arch(0.0);
+    arch.alignment_head = 16;
+    EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::train(o, toy_tok(), arch); }),
+                                    "--alignment-head is trained only by guided alignment"));
+  }
 
   // A link outside its sentence, or a guide of the wrong length, is a located error.
   auto lines = read_all_lines(dir + "/train.align");

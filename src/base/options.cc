@@ -24,6 +24,7 @@ void ModelOptions::validate() const {
   check::in_range("model option attn_dim", attn_dim, 1, kMaxDim);
   check::in_range("model option dropout", dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
   check::in_range("model option word_dropout", word_dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
+  check::in_range("model option alignment_head", alignment_head, 0, kMaxDim);
   if (attention == AttentionType::kDot && dec_hidden != 2 * enc_hidden)
     throw UsageError("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
                 " and " + std::to_string(enc_hidden) + "); use general or additive");

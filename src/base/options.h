@@ -72,6 +72,7 @@ struct ModelOptions {
   double dropout = 0.2;
   double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
   bool tie_embeddings = false;
+  int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
 
   // Throws nmt::Error naming the first field out of its range or
   // inconsistent with another.
@@ -101,6 +102,11 @@ struct ModelOptions {
             g, nullptr, kMayBeAbsent},
       s.word_dropout);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
+    v(Field{"alignment-head",
+            "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "
+            "trained only by --guided-alignment and read by nmt-align's forced mode",
+            g, nullptr, kMayBeAbsent},
+      s.alignment_head);
   }
 };
 

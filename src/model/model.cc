@@ -95,6 +95,22 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tens
   return {context, alpha};
 }
 
+AlignmentHeadImpl::AlignmentHeadImpl(const ModelOptions& opt) {
+  const int64_t C = 2 * opt.enc_hidden, A = opt.alignment_head;
+  query = register_module("query", torch::nn::Linear(opt.dec_hidden + C + opt.emb_dim, A));
+  key = register_module("key", torch::nn::Linear(torch::nn::LinearOptions(C, A).bias(false)));
+}
+
+torch::Tensor AlignmentHeadImpl::forward(const torch::Tensor& states, const torch::Tensor& contexts,
+                                         const torch::Tensor& ey, const torch::Tensor& annotations,
+                                         const torch::Tensor& mask_bias) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(key->weight.size(0)));
+  auto q = torch::tanh(query(torch::cat({states, contexts, ey}, -1))) * scale;  // [B, T, A]
+  auto k = key(annotations);                                                     // [B, S, A]
+  auto scores = torch::baddbmm(mask_bias.unsqueeze(1), q, k.transpose(1, 2));    // [B, T, S]
+  return torch::softmax(scores, -1);                                             // [B, T, S]
+}
+
 torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h) {
   // On CUDA, LibTorch's fused GRU kernel does the whole update (and its backward) in one launch each.
   if (gi.is_cuda()) return std::get<0>(at::_thnn_fused_gru_cell(gi.contiguous(), gh.contiguous(), h.contiguous()));
@@ -212,6 +228,7 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   out_bias = register_parameter("out_bias", torch::zeros({opt.tgt_vocab}));
   drop = register_module("drop", Dropout(opt.dropout));
   word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
+  if (opt.alignment_head > 0) align_head = register_module("align_head", AlignmentHead(opt));
 }
 
 torch::Tensor DecoderImpl::output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
@@ -348,10 +365,13 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_refer
   return {cell(torch::cat({ey, c}, 1), state), c, alpha};
 }
 
-torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out) {
+torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out,
+                                   const torch::Tensor& tgt_out) {
   const int64_t T = tgt_in.size(1);
   const auto mem = memory(enc);
   auto ey = drop(word_drop(embed(tgt_in)));  // [B, T, E]
+  const bool head = alpha_out != nullptr && has_alignment_head() && tgt_out.defined();
+  torch::Tensor states, contexts, alphas;  // [B, T, D], [B, T, C], [B, T, S]
   if (runs_recurrence()) {
     RecurrenceWeights w;
     w.cgru = static_cast<bool>(cell2);
@@ -365,27 +385,35 @@ torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOut
     }
     std::tie(w.query_weight, w.query_bias) = query_projection(*attention, cell2 ? *cell2 : *cell);  // [A + 3D, D]
     w.score_weight = attention->score_weight();
-    const auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w);
-    if (alpha_out) *alpha_out = r.alphas;
-    return output(r.states, r.contexts, ey);  // [B, T, V]
+    auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w);
+    states = std::move(r.states);
+    contexts = std::move(r.contexts);
+    alphas = std::move(r.alphas);
+  } else {
+    auto s = enc.init_state;  // [B, D]
+    std::vector<torch::Tensor> ss, cs, as;
+    ss.reserve(T);
+    cs.reserve(T);
+    const bool fast = runs_optimized(mem);
+    const auto gi = fast ? input_gates(ey) : torch::Tensor();  // [B, T, 3D], all steps at once
+    for (int64_t t = 0; t < T; ++t) {
+      torch::Tensor c, alpha;
+      std::tie(s, c, alpha) = fast ? recur_fast(gi.select(1, t), s, mem)
+                                   : recur_reference(ey.select(1, t), s, mem);  // [B, D], [B, C], [B, S]
+      ss.push_back(s);
+      cs.push_back(c);
+      if (alpha_out && !head) as.push_back(alpha);
+    }
+    states = torch::stack(ss, 1);
+    contexts = torch::stack(cs, 1);
+    if (!as.empty()) alphas = torch::stack(as, 1);
   }
-  auto s = enc.init_state;        // [B, D]
-  std::vector<torch::Tensor> states, contexts, alphas;
-  states.reserve(T);
-  contexts.reserve(T);
-  const bool fast = runs_optimized(mem);
-  const auto gi = fast ? input_gates(ey) : torch::Tensor();  // [B, T, 3D], all steps at once
-  for (int64_t t = 0; t < T; ++t) {
-    torch::Tensor c, alpha;
-    std::tie(s, c, alpha) = fast ? recur_fast(gi.select(1, t), s, mem)
-                                 : recur_reference(ey.select(1, t), s, mem);  // [B, D], [B, C], [B, S]
-    states.push_back(s);
-    contexts.push_back(c);
-    if (alpha_out) alphas.push_back(alpha);
-  }
-  if (alpha_out) *alpha_out = torch::stack(alphas, 1);  // [B, T, S]
+  if (head)
+    *alpha_out = align_head(states, contexts, drop(embed(tgt_out)), mem.annotations(), mem.mask_bias);  // [B, T, S]
+  else if (alpha_out)
+    *alpha_out = alphas;
   // The output layer and vocabulary projection run once over all steps.
-  return output(torch::stack(states, 1), torch::stack(contexts, 1), ey);  // [B, T, V]
+  return output(states, contexts, ey);  // [B, T, V]
 }
 
 std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(bool for_search) {
@@ -463,8 +491,17 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelOptions& opt) : opt_(opt) {
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
-                                   torch::Tensor* alpha_out) {
-  return decoder->forward(tgt_in, encoder->forward(src, src_len), alpha_out);
+                                   torch::Tensor* alpha_out, const torch::Tensor& tgt_out) {
+  return decoder->forward(tgt_in, encoder->forward(src, src_len), alpha_out, tgt_out);
+}
+
+std::pair<torch::Tensor, torch::Tensor> Seq2SeqImpl::forward_aligned(const torch::Tensor& src,
+                                                                     const torch::Tensor& src_len,
+                                                                     const torch::Tensor& tgt_in,
+                                                                     const torch::Tensor& tgt_out) {
+  torch::Tensor alignment;
+  auto logits = forward(src, src_len, tgt_in, &alignment, tgt_out);
+  return {logits, alignment};
 }
 
 torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Tensor& guide) {

@@ -113,6 +113,31 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
+// An attention over the source for word alignment alone (the supervised
+// alignment head of Garg et al. 2019, the alignment layer of Zenkel et al.
+// 2019): the query of target piece y_t sees the decoder state s_t that
+// predicts it, its context c_t and its embedding E y_t, where the
+// translation attention of step t is computed before y_t is known. It is
+// trained only by guided alignment (its gradient reaches the encoder and
+// decoder too), read by forced alignment (nmt-align), never by search.
+// Score: q_t . k_j / sqrt(A) with q_t = tanh(W_q [s_t; c_t; E y_t] + b_q)
+// and k_j = W_k h_j, A = ModelOptions::alignment_head.
+class AlignmentHeadImpl : public torch::nn::Module {
+ public:
+  explicit AlignmentHeadImpl(const ModelOptions& opt);
+  // states [B, T, D], contexts [B, T, C], ey [B, T, E] (embeddings of the
+  // pieces aligned), annotations [B, S, C], mask_bias [B, S] (0 on real
+  // positions, -inf on padding) -> weights [B, T, S], each row summing to 1
+  // over the real positions and exactly 0 on padding.
+  torch::Tensor forward(const torch::Tensor& states, const torch::Tensor& contexts, const torch::Tensor& ey,
+                        const torch::Tensor& annotations, const torch::Tensor& mask_bias);
+
+ private:
+  torch::nn::Linear query{nullptr};  // D + C + E -> A
+  torch::nn::Linear key{nullptr};    // C -> A, no bias (it would add the same to every score of a row)
+};
+TORCH_MODULE(AlignmentHead);
+
 // The weights a search step multiplies with, each transposed to [in, out] and
 // contiguous: OpenBLAS multiplies a few dozen rows by a weight laid out so
 // 10-20% faster than by the [out, in] parameter itself
@@ -180,9 +205,13 @@ class DecoderImpl : public torch::nn::Module {
  public:
   explicit DecoderImpl(const ModelOptions& opt);
   // Teacher forcing. tgt_in [B, T] -> logits [B, T, V]; with `alpha_out`,
-  // also the attention weights [B, T, S].
-  torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc,
-                        torch::Tensor* alpha_out = nullptr);
+  // also the attention weights [B, T, S], or, when the model has an
+  // alignment head and `tgt_out` [B, T] (the pieces each step predicts) is
+  // defined, the head's weights for those pieces (alignment()).
+  torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out = nullptr,
+                        const torch::Tensor& tgt_out = {});
+  // Whether the model has an alignment head (ModelOptions::alignment_head).
+  bool has_alignment_head() const { return !align_head.is_empty(); }
   // The per-batch part of every step: keys, values and mask of `enc`.
   DecoderMemory memory(const EncoderOutput& enc);
   // One step of search. y_prev [B], state [B, D], memory from memory().
@@ -293,6 +322,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor out_bias;            // [V]
   Dropout drop{nullptr};
   Dropout word_drop{nullptr};  // whole input embeddings (ModelOptions::word_dropout)
+  AlignmentHead align_head{nullptr};  // null without ModelOptions::alignment_head
   // set_precision(): the reduced-precision copies.
   struct ReducedWeights {
     Precision precision;
@@ -311,9 +341,16 @@ TORCH_MODULE(Decoder);
 class Seq2SeqImpl : public torch::nn::Module {
  public:
   explicit Seq2SeqImpl(const ModelOptions& opt);
-  // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in).
+  // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in);
+  // `alpha_out` and `tgt_out` as DecoderImpl::forward().
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
-                        torch::Tensor* alpha_out = nullptr);
+                        torch::Tensor* alpha_out = nullptr, const torch::Tensor& tgt_out = {});
+  // Teacher forcing, and each target piece's alignment over the source: the
+  // logits [B, T, V] and the weights [B, T, S] of the alignment head for the
+  // pieces tgt_out [B, T] when the model has one, else of the attention.
+  // What guided alignment trains and forced alignment reads.
+  std::pair<torch::Tensor, torch::Tensor> forward_aligned(const torch::Tensor& src, const torch::Tensor& src_len,
+                                                          const torch::Tensor& tgt_in, const torch::Tensor& tgt_out);
   const ModelOptions& options() const { return opt_; }
   Encoder encoder{nullptr};
   Decoder decoder{nullptr};

@@ -52,8 +52,7 @@ AttentionMatrix forced_attention(Translator& tr, const std::string& src, const s
   ex[0].src = tr.encode_source(src);
   ex[0].tgt = tr.tgt_tokenizer().encode(tgt);
   auto batch = make_batch(ex, {0}).to(device);
-  torch::Tensor alpha;
-  model->forward(batch.src, batch.src_len, batch.tgt_in, &alpha);  // alpha [1, T, S]
+  auto alpha = model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out).second;  // [1, T, S]
   return to_matrix(alpha[0], with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
 }
 

@@ -98,11 +98,14 @@ std::optional<StopReason> Trainer::stop_before_step() {
 // alignment term); its value without that term goes to `loss_sum`, or the
 // term's when that is not finite.
 torch::Tensor Trainer::batch_loss(const Batch& batch, double* loss_sum) {
-  torch::Tensor alpha;  // [B, T, S] attention, for guided alignment
-  auto logits = model_->forward(batch.src, batch.src_len, batch.tgt_in, batch.guide.defined() ? &alpha : nullptr);
+  torch::Tensor logits, alpha;  // [B, T, V]; [B, T, S] the alignment guided alignment trains
+  if (batch.guide.defined())
+    std::tie(logits, alpha) = model_->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
+  else
+    logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
   auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
   *loss_sum = loss.item<double>();
-  if (batch.guide.defined()) {  // cross-entropy of the attention against the guided rows
+  if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows
     auto guided = guided_alignment_loss(alpha, batch.guide);
     loss = loss + opt_.guided_alignment_weight * guided;
     const double guided_sum = guided.item<double>();

@@ -83,6 +83,8 @@ void Trainer::validate_options() {
   ModelOptions arch = model_opt_;  // the vocabulary sizes come from the tokenizers later
   arch.src_vocab = arch.tgt_vocab = 1;
   arch.validate();
+  if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
+    throw UsageError("--alignment-head is trained only by guided alignment: give --guided-alignment (or drop it)");
 }
 
 void Trainer::join_group() {
@@ -113,6 +115,9 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
                                                  " but the options say " + f + "=" + model_opt_.field(f) +
                                                  "; drop that option to resume, or train into a new --output"));
     model_opt_ = loaded.options;
+    if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
+      throw Error(located(resume_path_, 0, "has an alignment head, which is trained only by guided alignment: "
+                                           "give --guided-alignment to resume it"));
     src_tok_ = loaded.src_tok;
     tgt_tok_ = loaded.tgt_tok;
     model_ = loaded.model;
