@@ -5,8 +5,8 @@
 # reference pair. Writes bench/results/hansards-aer-<host>-<commit>.txt.
 #   scripts/hansards_align.sh [HANSARDS_DIR]
 # Environment: NMT_BUILD_DIR (build), NMT_HANSARDS_RUN (runs/hansards: the
-# models' folder; rows are scored for the models it has, en-fr or
-# en-fr-guided-w3 at least), NMT_HANSARDS_IBM (1; 0 leaves out the ibm2 rows,
+# models' folder; rows are scored for the models it has, en-fr,
+# en-fr-guided-w3 or en-fr-head at least), NMT_HANSARDS_IBM (1; 0 leaves out the ibm2 rows,
 # which learn from the run's train.en/train.fr), NMT_HANSARDS_RESULT (the
 # result file), NMT_DEVICE (auto), NMT_HANSARDS_CKPT (best.ckpt: which
 # checkpoint of each model).
@@ -17,8 +17,8 @@ bin=${NMT_BUILD_DIR:-build}
 m=${NMT_HANSARDS_RUN:-runs/hansards}
 ck=${NMT_HANSARDS_CKPT:-best.ckpt}
 has() { [ -s "$m/$1/$ck" ]; }
-has en-fr || has en-fr-guided-w3 ||
-  { echo "$m: no en-fr or en-fr-guided-w3 model ($ck): run scripts/hansards_train.sh first" >&2; exit 1; }
+has en-fr || has en-fr-guided-w3 || has en-fr-head ||
+  { echo "$m: no en-fr, en-fr-guided-w3 or en-fr-head model ($ck): run scripts/hansards_train.sh first" >&2; exit 1; }
 commit=$(git rev-parse --short HEAD)
 res=${NMT_HANSARDS_RESULT:-bench/results/hansards-aer-$(hostname -s)-$commit.txt}
 mkdir -p "$(dirname "$res")"
@@ -35,11 +35,12 @@ row() {  # row LABEL nmt-align-args...
 {
   echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
   echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "# models: $(for d in en-fr fr-en en-fr-guided en-fr-guided-w3; do has $d && printf "%s " "$d"; done)in $m ($ck)"
+  echo "# models: $(for d in en-fr fr-en en-fr-guided en-fr-guided-w3 en-fr-head; do has $d && printf "%s " "$d"; done)in $m ($ck)"
   echo
   echo "| method | precision | recall | AER |"
   echo "|---|---|---|---|"
   F=(-m "$m/en-fr/$ck"); G=(-m "$m/en-fr-guided/$ck"); G3=(-m "$m/en-fr-guided-w3/$ck")
+  H=(-m "$m/en-fr-head/$ck")
   R=(--reverse-model "$m/fr-en/$ck")
   if has en-fr; then
     row "en-fr attention, argmax" "${F[@]}"
@@ -71,6 +72,15 @@ row() {  # row LABEL nmt-align-args...
     if has fr-en; then
       row "en-fr guided (weight 3) x fr-en attention, argmax, intersection" "${G3[@]}" "${R[@]}" --symmetrize intersection
       row "en-fr guided (weight 3) x fr-en attention, argmax, grow-diag-final-and" "${G3[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+    fi
+  fi
+  if has en-fr-head; then
+    row "en-fr alignment head, argmax" "${H[@]}"
+    row "en-fr alignment head, threshold 0.3" "${H[@]}" --method threshold --threshold 0.3
+    row "en-fr alignment head, threshold 0.5" "${H[@]}" --method threshold --threshold 0.5
+    if has fr-en; then
+      row "en-fr alignment head x fr-en attention, argmax, intersection" "${H[@]}" "${R[@]}" --symmetrize intersection
+      row "en-fr alignment head x fr-en attention, argmax, grow-diag-final-and" "${H[@]}" "${R[@]}" --symmetrize grow-diag-final-and
     fi
   fi
   if [ "${NMT_HANSARDS_IBM:-1}" = 1 ]; then

@@ -300,6 +300,35 @@ TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
   EXPECT_THROW(nmt::forced_attention(tr, "", "x"), nmt::Error);
 }
 
+// A model with an alignment head aligns with the head in both modes: free
+// mode aligns the model's own translation as forced mode would.
+TEST(AlignTest, AlignmentHeadServesForcedAndFreeModes) {
+  auto plain = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  auto headed = plain;
+  headed.options.alignment_head = 8;
+  torch::manual_seed(5);
+  headed.model = nmt::Seq2Seq(headed.options);
+  {
+    torch::NoGradGuard ng;
+    auto from = plain.model->named_parameters();
+    for (auto& p : headed.model->named_parameters())
+      if (from.contains(p.key())) p.value().copy_(from[p.key()]);
+  }
+  nmt::Translator tp(plain), th(headed);
+  const std::string src = "old fish eats new tree house big";
+  std::string plain_translation, head_translation;
+  const auto free_plain = nmt::free_attention(tp, src, {}, &plain_translation);
+  const auto free_head = nmt::free_attention(th, src, {}, &head_translation);
+  EXPECT_EQ(head_translation, plain_translation) << "the head leaves the translation alone";
+  ASSERT_FALSE(head_translation.empty());
+  const auto forced_head = nmt::forced_attention(th, src, head_translation);
+  EXPECT_EQ(free_head.tgt_tokens, forced_head.tgt_tokens);
+  EXPECT_EQ(free_head.weights, forced_head.weights);
+  const auto forced_plain = nmt::forced_attention(tp, src, head_translation);
+  ASSERT_EQ(forced_plain.weights.size(), forced_head.weights.size());
+  EXPECT_NE(forced_plain.weights, forced_head.weights) << "forced mode reads the head, not the attention";
+}
+
 TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
   const auto dir = nmt::test::temp_dir("align_run");
   std::vector<std::string> src, tgt, gold;

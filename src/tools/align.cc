@@ -43,17 +43,28 @@ AttentionMatrix to_matrix(const torch::Tensor& alpha, std::vector<std::string> s
 
 }  // namespace
 
-AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt) {
-  if (src.empty() || tgt.empty()) throw Error("forced alignment needs a non-empty source and target");
+namespace {
+
+// The model's alignment (alignment head, else attention) of target ids `tgt`
+// (no EOS) read as the translation of source ids `src`: [T + 1, S + 1],
+// EOS rows and columns included.
+torch::Tensor forced_weights(Translator& tr, std::vector<int64_t> src, std::vector<int64_t> tgt) {
   auto& model = tr.model();
   InferenceScope scope({model});
   const auto device = model->parameters().front().device();
   std::vector<Example> ex(1);
-  ex[0].src = tr.encode_source(src);
-  ex[0].tgt = tr.tgt_tokenizer().encode(tgt);
+  ex[0].src = std::move(src);
+  ex[0].tgt = std::move(tgt);
   auto batch = make_batch(ex, {0}).to(device);
-  auto alpha = model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out).second;  // [1, T, S]
-  return to_matrix(alpha[0], with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
+  return model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out).second[0];  // [T, S]
+}
+
+}  // namespace
+
+AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt) {
+  if (src.empty() || tgt.empty()) throw Error("forced alignment needs a non-empty source and target");
+  auto alpha = forced_weights(tr, tr.encode_source(src), tr.tgt_tokenizer().encode(tgt));
+  return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
 }
 
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search,
@@ -67,6 +78,10 @@ AttentionMatrix free_attention(Translator& tr, const std::string& src, const Sea
   std::vector<std::string> tgt;
   for (int64_t id : hyp.ids) tgt.push_back(tr.tgt_tokenizer().piece(id));
   tgt.push_back(kEos);
+  // A model with an alignment head aligns its own translation as it would a given one.
+  if (tr.model()->decoder->has_alignment_head())
+    return to_matrix(forced_weights(tr, tr.encode_source(src), hyp.ids), with_eos(tr.src_tokenizer().pieces(src)),
+                     tgt);
   auto alpha = hyp.attention.narrow(0, 0, std::min<int64_t>(hyp.attention.size(0), tgt.size()));
   tgt.resize(alpha.size(0));
   return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), tgt);

@@ -13,11 +13,14 @@ namespace nmt {
 // Attention of the model while it reads `tgt` as the translation of `src`
 // (teacher forcing). Row t holds the weights the model used to emit target
 // token t (they are computed from the state before t, so no offset is
-// needed). Throws nmt::Error for an empty side.
+// needed), or, for a model with an alignment head (ModelOptions::
+// alignment_head), the head's weights for token t. Throws nmt::Error for an
+// empty side.
 AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt);
 
-// Attention while the model translates `src` with `search` (greedy or beam);
-// with `translation`, also the translation it made, detokenized.
+// Attention while the model translates `src` with `search` (greedy or beam),
+// or for a model with an alignment head, the head's weights over the
+// translation it made; with `translation`, also that translation, detokenized.
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {},
                                std::string* translation = nullptr);
 
