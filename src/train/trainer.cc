@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "train/batch_parts.h"
+#include "train/gradients.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -95,31 +96,34 @@ std::optional<StopReason> Trainer::stop_before_step() {
 }
 
 // The loss of `batch` (summed over its target tokens, plus the guided
-// alignment term); its value without that term goes to `loss_sum`, or the
-// term's when that is not finite.
-torch::Tensor Trainer::batch_loss(const Batch& batch, double* loss_sum) {
+// alignment term) and, detached, its value without that term; the value is
+// NaN when the term is not finite (0 * Inf and 0 * NaN are NaN), so such a
+// step is skipped. Nothing here waits for the device.
+std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) {
   torch::Tensor logits, alpha;  // [B, T, V]; [B, T, S] the alignment guided alignment trains
   if (batch.guide.defined())
     std::tie(logits, alpha) = model_->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
   else
     logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
   auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
-  *loss_sum = loss.item<double>();
+  auto value = loss.detach();
   if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows
     auto guided = guided_alignment_loss(alpha, batch.guide);
     loss = loss + opt_.guided_alignment_weight * guided;
-    const double guided_sum = guided.item<double>();
-    if (!std::isfinite(guided_sum)) *loss_sum = guided_sum;
+    value = value + guided.detach() * 0.0;
   }
-  return loss;
+  return {loss, value};
 }
 
 // The loss is summed over every rank's batch and divided by their target
 // tokens, so a step equals one step on the N batches joined. On the CPU the
 // batch runs as parts side by side (batch_parts.h), with the same sums.
+// Alone (no other ranks), the step reads the device once, at its end: the
+// loss and the gradient norm together; a non-finite loss then shows as a
+// non-finite norm too, and the step is skipped as before.
 StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
   StepStats stats;
-  std::vector<torch::Tensor> losses;  // one per part
+  std::vector<torch::Tensor> losses, values;  // one per part
   if (indices != nullptr) {
     const int64_t n = static_cast<int64_t>(indices->size());
     const int64_t parts = batch_parts(parts_wanted_, threads_, n, device_);
@@ -127,24 +131,28 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
     for (const auto& [begin, end] : part_ranges(n, parts))
       batches.push_back(make_training_batch({indices->begin() + begin, indices->begin() + end}).to(device_));
     losses.resize(batches.size());
-    std::vector<double> sums(batches.size());
+    values.resize(batches.size());
     if (parts == 1) {
-      losses[0] = batch_loss(batches[0], &sums[0]);
+      std::tie(losses[0], values[0]) = batch_loss(batches[0]);
     } else {
       // Dropout per (seed, step, rank, part): the same masks on every run.
       const uint64_t seed = mix_seed(mix_seed(state_.seed, static_cast<uint64_t>(state_.step)), rank());
-      run_parts(parts, threads_, seed, [&](int64_t p) { losses[p] = batch_loss(batches[p], &sums[p]); });
+      run_parts(parts, threads_, seed, [&](int64_t p) { std::tie(losses[p], values[p]) = batch_loss(batches[p]); });
     }
-    for (size_t p = 0; p < batches.size(); ++p) {
-      stats.loss_sum += sums[p];
-      stats.tokens += batches[p].tgt_tokens;
-      stats.sentences += batches[p].size();
+    for (const auto& b : batches) {
+      stats.tokens += b.tgt_tokens;
+      stats.sentences += b.size();
     }
   }
+  // [] double, the loss summed over the parts (in part order)
+  const auto loss_sum = values.empty() ? torch::zeros({}, torch::kDouble) : torch::stack(values).to(torch::kDouble).sum();
   optimizer_->zero_grad();
-  stats.finite = std::isfinite(stats.loss_sum);
-  stats.all_reduce(comm_.get());  // every rank's tokens, loss, sentences and verdict
-  if (!stats.finite) return stats;
+  if (comm_) {  // every rank's tokens, loss, sentences and verdict, before any rank's backward
+    stats.loss_sum = loss_sum.item<double>();
+    stats.finite = std::isfinite(stats.loss_sum);
+    stats.all_reduce(comm_.get());
+    if (!stats.finite) return stats;
+  }
   const double scale = 1.0 / static_cast<double>(stats.tokens);
   if (losses.size() == 1) (losses[0] * scale).backward();
   else if (!losses.empty()) backward_parts(losses, scale, params, threads_);
@@ -156,10 +164,15 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
     }
     comm_->all_reduce_sum(grads);
   }
-  // The clip returns the total gradient norm: NaN/Inf if any gradient is.
-  const double norm = torch::nn::utils::clip_grad_norm_(
-      params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
-  stats.finite = std::isfinite(norm);
+  // The norm before clipping: NaN/Inf if any gradient is.
+  const auto norm = clip_gradients(params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
+  if (comm_) {
+    stats.finite = std::isfinite(norm.item<double>());
+    return stats;
+  }
+  const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
+  stats.loss_sum = both[0].item<double>();
+  stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
   return stats;
 }
 

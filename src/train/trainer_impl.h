@@ -62,8 +62,9 @@ class Trainer {
   // gradients summed over ranks and clipped. The step's figures say whether
   // loss and gradient were finite, i.e. whether optimizer_->step() may run.
   StepStats forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
-  // The summed loss of one batch (or part), its value to `loss_sum`.
-  torch::Tensor batch_loss(const Batch& batch, double* loss_sum);
+  // The summed loss of one batch (or part) and, detached, its value without
+  // the guided alignment term (NaN when that term is not finite).
+  std::pair<torch::Tensor, torch::Tensor> batch_loss(const Batch& batch);
   // The tensors of training batch `indices` (segmentations sampled anew with --spm-alpha).
   Batch make_training_batch(const std::vector<int64_t>& indices) const;
   void skip_bad_step(TrainResult* result);
