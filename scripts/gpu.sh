@@ -27,8 +27,8 @@
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1)
-#   hansards  guided-alignment en-fr, en-fr with an alignment head and a plain fr-en
-#             trained side by side on the device (NMT_GPU_HANSARDS_STEPS steps,
+#   hansards  guided-alignment en-fr, en-fr and fr-en with alignment heads, and a plain
+#             fr-en trained side by side on the device (NMT_GPU_HANSARDS_STEPS steps,
 #             default 5,000), then every extraction method scored on the trial set (AER)
 # NMT_GPU_SECONDS (default 560): the whole command's deadline; each step after
 # the build is cut to what is left of it.
@@ -232,8 +232,8 @@ multi30k_step() {
 
 # Guided alignment on Hansards (the GPU issue's alignment target: attention AER
 # <= 0.16 on the trial set): en-fr guided by the ibm2 links (weight 3), en-fr
-# with an alignment head that the same links train (weight 1), and a plain
-# fr-en (for the symmetrized rows) train side by side on the device for
+# and fr-en with alignment heads that the same links train (weight 1), and a
+# plain fr-en (for the symmetrized rows) train side by side on the device for
 # NMT_GPU_HANSARDS_STEPS steps each (a budget of steps, so the result does not
 # depend on the machine's speed; the step's time limit only saves and stops a
 # run that would overrun it), then scripts/hansards_align.sh scores every
@@ -264,17 +264,22 @@ hansards_step() {
       "${flags[@]}" "${resume[@]}" "$@" 2>"$out/hansards-$name.log"
   }
   train_hansards en-fr-guided-w3 en fr --guided-alignment "$run/train.gdfa" --guided-alignment-weight 3 & pids+=($!)
+  local head=256
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] && head=16
+  [[ -s $run/train.gdfa.fr-en ]] || sed -E 's/([0-9]+)-([0-9]+)/\2-\1/g' "$run/train.gdfa" >"$run/train.gdfa.fr-en"
   train_hansards en-fr-head en fr --guided-alignment "$run/train.gdfa" --guided-alignment-weight 1 \
-    --alignment-head "$([[ ${NMT_GPU_TINY:-0} == 1 ]] && echo 16 || echo 256)" & pids+=($!)
+    --alignment-head $head & pids+=($!)
+  train_hansards fr-en-head fr en --guided-alignment "$run/train.gdfa.fr-en" --guided-alignment-weight 1 \
+    --alignment-head $head & pids+=($!)
   train_hansards fr-en fr en & pids+=($!)
   for f in "${pids[@]}"; do wait "$f" || rc=$?; done
-  for f in en-fr-guided-w3 en-fr-head fr-en; do
+  for f in en-fr-guided-w3 en-fr-head fr-en-head fr-en; do
     echo "hansards: $f: $(grep -h 'training finished' "$out/hansards-$f.log" || tail -n1 "$out/hansards-$f.log")" |
       tee -a "$out/steps.log"
   done
   NMT_BUILD_DIR=$build NMT_HANSARDS_RUN=$run NMT_HANSARDS_IBM=0 NMT_DEVICE=$device NMT_HANSARDS_CKPT=last.ckpt \
     NMT_HANSARDS_RESULT="$out/hansards-aer.txt" scripts/hansards_align.sh "$data" >"$out/hansards-align.log" 2>&1 || rc=$?
-  echo "hansards: exit $rc, $((SECONDS - t0)) s; $(grep -E '(guided \(weight 3\) attention|alignment head), (argmax|threshold 0.3) \|' \
+  echo "hansards: exit $rc, $((SECONDS - t0)) s; $(grep -E '(guided \(weight 3\) attention|alignment heads?), (argmax|threshold 0.3|argmax, grow-diag-final-and) \|' \
     "$out/hansards-aer.txt" 2>/dev/null | paste -sd ';')" | tee -a "$out/steps.log"
 }
 

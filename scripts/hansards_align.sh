@@ -35,13 +35,13 @@ row() {  # row LABEL nmt-align-args...
 {
   echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
   echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "# models: $(for d in en-fr fr-en en-fr-guided en-fr-guided-w3 en-fr-head; do has $d && printf "%s " "$d"; done)in $m ($ck)"
+  echo "# models: $(for d in en-fr fr-en en-fr-guided en-fr-guided-w3 en-fr-head fr-en-head; do has $d && printf "%s " "$d"; done)in $m ($ck)"
   echo
   echo "| method | precision | recall | AER |"
   echo "|---|---|---|---|"
   F=(-m "$m/en-fr/$ck"); G=(-m "$m/en-fr-guided/$ck"); G3=(-m "$m/en-fr-guided-w3/$ck")
   H=(-m "$m/en-fr-head/$ck")
-  R=(--reverse-model "$m/fr-en/$ck")
+  R=(--reverse-model "$m/fr-en/$ck"); RH=(--reverse-model "$m/fr-en-head/$ck")
   if has en-fr; then
     row "en-fr attention, argmax" "${F[@]}"
     row "en-fr attention, argmax, shift 1" "${F[@]}" --shift 1
@@ -81,6 +81,14 @@ row() {  # row LABEL nmt-align-args...
     if has fr-en; then
       row "en-fr alignment head x fr-en attention, argmax, intersection" "${H[@]}" "${R[@]}" --symmetrize intersection
       row "en-fr alignment head x fr-en attention, argmax, grow-diag-final-and" "${H[@]}" "${R[@]}" --symmetrize grow-diag-final-and
+    fi
+    if has fr-en-head; then
+      for s in intersection union grow-diag grow-diag-final grow-diag-final-and; do
+        row "en-fr x fr-en alignment heads, argmax, $s" "${H[@]}" "${RH[@]}" --symmetrize $s
+      done
+      row "en-fr x fr-en alignment heads, average, argmax" "${H[@]}" "${RH[@]}" --symmetrize average
+      row "en-fr x fr-en alignment heads, average, threshold 0.3" "${H[@]}" "${RH[@]}" --symmetrize average --method threshold --threshold 0.3
+      row "en-fr x fr-en alignment heads, average, threshold 0.5" "${H[@]}" "${RH[@]}" --symmetrize average --method threshold --threshold 0.5
     fi
   fi
   if [ "${NMT_HANSARDS_IBM:-1}" = 1 ]; then

@@ -12,10 +12,12 @@
 #   en-fr-head    English -> French with an alignment head (--alignment-head
 #                 256): the guide trains the head (weight 1), whose query
 #                 also sees the target piece it aligns; nmt-align reads it
+#   fr-en-head    the same French -> English, guided by the same links
+#                 reversed (train.gdfa.fr-en), for symmetrized head rows
 # Data: 200,000 pairs of 3 to 40 words from ../shared/data/hansards-enfr (or
 # $1), shuffled with a fixed seed, plus 500 held out for validation.
 #   scripts/hansards_train.sh [HANSARDS_DIR]      # into runs/hansards/
-# Environment: NMT_HANSARDS_MODELS (all five: which of them to train, e.g.
+# Environment: NMT_HANSARDS_MODELS (all six: which of them to train, e.g.
 # "en-fr-head"), NMT_BUILD_DIR (build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ mkdir -p "$out"
 if [ ! -s "$out/valid.fr" ]; then
   scripts/hansards_pairs.py "$data" "$out" 200000
 fi
-models=" ${NMT_HANSARDS_MODELS:-en-fr en-fr-guided fr-en en-fr-guided-w3 en-fr-head} "
+models=" ${NMT_HANSARDS_MODELS:-en-fr en-fr-guided fr-en en-fr-guided-w3 en-fr-head fr-en-head} "
 train() {  # train NAME SRC TGT [flags...]
   local name=$1 s=$2 t=$3; shift 3
   [[ $models == *" $name "* ]] || return 0
@@ -44,3 +46,8 @@ train en-fr-guided en fr --guided-alignment "$out/train.gdfa"
 train fr-en fr en
 train en-fr-guided-w3 en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 3
 train en-fr-head en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 1 --alignment-head 256
+if [[ $models == *" fr-en-head "* && ! -s $out/train.gdfa.fr-en ]]; then  # links i-j as j-i
+  sed -E 's/([0-9]+)-([0-9]+)/\2-\1/g' "$out/train.gdfa" >"$out/train.gdfa.fr-en.tmp"
+  mv "$out/train.gdfa.fr-en.tmp" "$out/train.gdfa.fr-en"
+fi
+train fr-en-head fr en --guided-alignment "$out/train.gdfa.fr-en" --guided-alignment-weight 1 --alignment-head 256
