@@ -42,10 +42,11 @@ nmt::Batch toy_batch(int n = 6, uint64_t seed = 3) {
   return nmt::make_batch(ex, idx);
 }
 
-nmt::Seq2Seq tiny(bool tie = false) {
+nmt::Seq2Seq tiny(bool tie = false, int64_t alignment_head = 0) {
   torch::manual_seed(5);
   auto opt = nmt::test::tiny_model();
   opt.tie_embeddings = tie;
+  opt.alignment_head = alignment_head;
   nmt::Seq2Seq m(opt);
   m->eval();
   return m;
@@ -67,10 +68,11 @@ void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b) {
 }
 
 TEST(CheckpointTest, RoundTrip) {
-  for (bool tie : {false, true}) {
+  for (int variant = 0; variant < 3; ++variant) {  // untied, tied, with an alignment head
+    const bool tie = variant == 1;
     const auto dir = temp_dir("ckpt_roundtrip");
     const auto path = dir + "/m.ckpt";
-    auto model = tiny(tie);
+    auto model = tiny(tie, variant == 2 ? 16 : 0);
     const auto& tok = nmt::test::toy_tokenizer();
     nmt::save_checkpoint(path, model, tok, tok);
     const auto bytes = read_bytes(path);
@@ -88,7 +90,13 @@ TEST(CheckpointTest, RoundTrip) {
     EXPECT_FALSE(loaded.model->is_training());
     expect_same_weights(model, loaded.model);
     const auto b = toy_batch();
-    EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b))) << (tie ? "tied" : "untied");
+    EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b))) << "variant " << variant;
+    EXPECT_EQ(loaded.model->decoder->has_alignment_head(), variant == 2);
+    if (variant == 2) {
+      torch::NoGradGuard ng;
+      EXPECT_TRUE(torch::equal(model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second,
+                               loaded.model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second));
+    }
     // Saving the loaded model gives the same file.
     nmt::save_checkpoint(dir + "/again.ckpt", loaded.model, loaded.src_tok, loaded.tgt_tok);
     auto again = nmt::load_checkpoint(dir + "/again.ckpt", torch::kCPU);

@@ -189,7 +189,7 @@ TEST(OptionsFieldsTest, EachToolListsEveryOptionOnce) {
   expect_well_formed(train);
   expect_well_formed(field_names<nmt::StreamOptions>());
   expect_well_formed(field_names<nmt::AlignRunOptions>());
-  EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 12u);  // one per member of ModelOptions
+  EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 13u);  // one per member of ModelOptions
 }
 
 TEST(OptionsFieldsTest, ModelOptionsRoundTripThroughTheirText) {
@@ -198,6 +198,7 @@ TEST(OptionsFieldsTest, ModelOptionsRoundTripThroughTheirText) {
   m.decoder = nmt::DecoderType::kCgru;
   m.dropout = 0.125;
   m.tie_embeddings = true;
+  m.alignment_head = 32;
   const auto back = nmt::ModelOptions::parse(m.serialize(), "test");
   EXPECT_EQ(back.serialize(), m.serialize());
   EXPECT_EQ(back.field("decoder"), "cgru");
@@ -207,6 +208,10 @@ TEST(OptionsFieldsTest, ModelOptionsRoundTripThroughTheirText) {
   std::string old = m.serialize();
   old.erase(old.find("decoder=cgru\n"), std::string("decoder=cgru\n").size());
   EXPECT_EQ(nmt::ModelOptions::parse(old, "old").decoder, nmt::DecoderType::kBahdanau);
+  // ... and one written before `alignment_head` existed has none.
+  EXPECT_EQ(back.field("alignment_head"), "32");
+  old.erase(old.find("alignment_head=32\n"), std::string("alignment_head=32\n").size());
+  EXPECT_EQ(nmt::ModelOptions::parse(old, "old").alignment_head, 0);
   std::string lacking = m.serialize();
   lacking.erase(lacking.find("emb_dim="), lacking.find('\n', lacking.find("emb_dim=")) + 1 - lacking.find("emb_dim="));
   EXPECT_TRUE(contains(error_of([&] { nmt::ModelOptions::parse(lacking, "x.ckpt"); }), "lacks 'emb_dim'"));
