@@ -32,6 +32,13 @@ row() {  # row LABEL nmt-align-args...
   score=$("$bin/nmt-align" "${pair[@]}" "$@" 2>&1 | grep -o 'precision.*') || { echo "failed: $label" >&2; exit 1; }
   printf '| %s | %s |\n' "$label" "$(echo "$score" | sed -E 's/precision ([0-9.]+) recall ([0-9.]+) AER ([0-9.]+).*/\1 | \2 | \3/')"
 }
+paired() {  # paired LABEL MODEL: MODEL's argmax links combined with the plain fr-en's (when there is one)
+  has fr-en || return 0
+  local s
+  for s in intersection grow-diag-final-and; do
+    row "$1 x fr-en attention, argmax, $s" -m "$2" "${R[@]}" --symmetrize $s
+  done
+}
 {
   echo "# Hansards en-fr trial set (37 pairs, 1-based talp gold), forced alignment"
   echo "# commit $commit, $(hostname -s), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -59,29 +66,20 @@ row() {  # row LABEL nmt-align-args...
   if has en-fr-guided; then
     row "en-fr guided attention, argmax" "${G[@]}"
     row "en-fr guided attention, threshold 0.3" "${G[@]}" --method threshold --threshold 0.3
-    if has fr-en; then
-      row "en-fr guided x fr-en attention, argmax, intersection" "${G[@]}" "${R[@]}" --symmetrize intersection
-      row "en-fr guided x fr-en attention, argmax, grow-diag-final-and" "${G[@]}" "${R[@]}" --symmetrize grow-diag-final-and
-    fi
+    paired "en-fr guided" "$m/en-fr-guided/$ck"
   fi
   if has en-fr-guided-w3; then
     row "en-fr guided (weight 3) attention, argmax" "${G3[@]}"
     row "en-fr guided (weight 3) attention, argmax, shift 1" "${G3[@]}" --shift 1
     row "en-fr guided (weight 3) attention, threshold 0.3" "${G3[@]}" --method threshold --threshold 0.3
     row "en-fr guided (weight 3) attention, threshold 0.5" "${G3[@]}" --method threshold --threshold 0.5
-    if has fr-en; then
-      row "en-fr guided (weight 3) x fr-en attention, argmax, intersection" "${G3[@]}" "${R[@]}" --symmetrize intersection
-      row "en-fr guided (weight 3) x fr-en attention, argmax, grow-diag-final-and" "${G3[@]}" "${R[@]}" --symmetrize grow-diag-final-and
-    fi
+    paired "en-fr guided (weight 3)" "$m/en-fr-guided-w3/$ck"
   fi
   if has en-fr-head; then
     row "en-fr alignment head, argmax" "${H[@]}"
     row "en-fr alignment head, threshold 0.3" "${H[@]}" --method threshold --threshold 0.3
     row "en-fr alignment head, threshold 0.5" "${H[@]}" --method threshold --threshold 0.5
-    if has fr-en; then
-      row "en-fr alignment head x fr-en attention, argmax, intersection" "${H[@]}" "${R[@]}" --symmetrize intersection
-      row "en-fr alignment head x fr-en attention, argmax, grow-diag-final-and" "${H[@]}" "${R[@]}" --symmetrize grow-diag-final-and
-    fi
+    paired "en-fr alignment head" "$m/en-fr-head/$ck"
     if has fr-en-head; then
       for s in intersection union grow-diag grow-diag-final grow-diag-final-and; do
         row "en-fr x fr-en alignment heads, argmax, $s" "${H[@]}" "${RH[@]}" --symmetrize $s
