@@ -491,8 +491,8 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelOptions& opt) : opt_(opt) {
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
-                                   torch::Tensor* alpha_out, const torch::Tensor& tgt_out) {
-  return decoder->forward(tgt_in, encoder->forward(src, src_len), alpha_out, tgt_out);
+                                   torch::Tensor* alpha_out) {
+  return decoder->forward(tgt_in, encoder->forward(src, src_len), alpha_out);
 }
 
 std::pair<torch::Tensor, torch::Tensor> Seq2SeqImpl::forward_aligned(const torch::Tensor& src,
@@ -500,7 +500,7 @@ std::pair<torch::Tensor, torch::Tensor> Seq2SeqImpl::forward_aligned(const torch
                                                                      const torch::Tensor& tgt_in,
                                                                      const torch::Tensor& tgt_out) {
   torch::Tensor alignment;
-  auto logits = forward(src, src_len, tgt_in, &alignment, tgt_out);
+  auto logits = decoder->forward(tgt_in, encoder->forward(src, src_len), &alignment, tgt_out);
   return {logits, alignment};
 }
 

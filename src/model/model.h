@@ -207,7 +207,7 @@ class DecoderImpl : public torch::nn::Module {
   // Teacher forcing. tgt_in [B, T] -> logits [B, T, V]; with `alpha_out`,
   // also the attention weights [B, T, S], or, when the model has an
   // alignment head and `tgt_out` [B, T] (the pieces each step predicts) is
-  // defined, the head's weights for those pieces (alignment()).
+  // defined, the head's weights for those pieces (Seq2SeqImpl::forward_aligned()).
   torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out = nullptr,
                         const torch::Tensor& tgt_out = {});
   // Whether the model has an alignment head (ModelOptions::alignment_head).
@@ -342,9 +342,9 @@ class Seq2SeqImpl : public torch::nn::Module {
  public:
   explicit Seq2SeqImpl(const ModelOptions& opt);
   // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in);
-  // `alpha_out` and `tgt_out` as DecoderImpl::forward().
+  // with `alpha_out`, also the attention weights [B, T, S].
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
-                        torch::Tensor* alpha_out = nullptr, const torch::Tensor& tgt_out = {});
+                        torch::Tensor* alpha_out = nullptr);
   // Teacher forcing, and each target piece's alignment over the source: the
   // logits [B, T, V] and the weights [B, T, S] of the alignment head for the
   // pieces tgt_out [B, T] when the model has one, else of the attention.
