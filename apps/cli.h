@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/blas_kernels.h"
 #include "base/config.h"
 #include "base/options.h"
 #include "model/device.h"
@@ -111,7 +112,10 @@ inline std::string config_path(int argc, char** argv) {
 // (print the effective options as TOML and exit), --version and -v.
 class Tool {
  public:
-  Tool(CLI::App& app, const char* name) : app_(app), name_(name), binder_(app) {
+  // Runs the tool again with the widest BLAS kernels when OpenBLAS picked
+  // narrower ones (base/blas_kernels.h): first, before anything else happens.
+  Tool(CLI::App& app, const char* name, char** argv) : app_(app), name_(name), binder_(app) {
+    ensure_best_blas_kernels(argv);
     app.add_option("-c,--config", config_, "TOML file of options (keys: the long option names, - or _; tables allowed)");
     app.add_flag("--dump-config", dump_, "Print the effective options as TOML (what --config reads) and exit");
     app.add_flag("-v,--verbose", verbose, "Debug logging");

@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   nmt::AlignRunOptions opt;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
-  nmt::cli::Tool tool(app, "nmt-align");
+  nmt::cli::Tool tool(app, "nmt-align", argv);
   tool.binder().add(opt);
   app.footer(
       "Examples:\n"

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
   app.get_formatter()->column_width(34);
-  nmt::cli::Tool tool(app, "nmt-train");
+  nmt::cli::Tool tool(app, "nmt-train", argv);
   tool.binder().add(opt).add(tok).add(model);
   app.footer(
       "Examples:\n"

@@ -11,7 +11,7 @@
 int main(int argc, char** argv) {
   nmt::StreamOptions opt;
   CLI::App app{"Translate text with an nmt checkpoint."};
-  nmt::cli::Tool tool(app, "nmt-translate");
+  nmt::cli::Tool tool(app, "nmt-translate", argv);
   tool.binder().add(opt);
   app.footer(
       "Examples:\n"

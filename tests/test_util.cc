@@ -214,9 +214,15 @@ std::string quote(const std::string& s) {
 
 // Runs `args` (already quoted where needed) with stdout and stderr captured.
 Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
+  return run_with_env("", exe, args, dir, stdin_file);
+}
+
+Result run_with_env(const std::string& env, const std::string& exe, const std::string& args, const std::string& dir,
+                    const std::string& stdin_file) {
   const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  const std::string cmd = "NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) + " > " +
-                          quote(out) + " 2> " + quote(err);
+  const std::string cmd = (env.empty() ? "" : env + " ") + "NMT_THREADS=1 " +
+                          quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) +
+                          " > " + quote(out) + " 2> " + quote(err);
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);

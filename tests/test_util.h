@@ -87,6 +87,9 @@ std::string quote(const std::string& s);
 // quoted where needed) and NMT_THREADS=1, stdout and stderr captured in `dir`.
 Result run(const std::string& exe, const std::string& args, const std::string& dir,
            const std::string& stdin_file = "/dev/null");
+// run() with `env` in front of the command: "env -u NAME NAME2=value".
+Result run_with_env(const std::string& env, const std::string& exe, const std::string& args, const std::string& dir,
+                    const std::string& stdin_file = "/dev/null");
 
 // Exit codes the tools document (tools/app.h), for the tests that run them.
 constexpr int kExitError = 1;  // bad input or file

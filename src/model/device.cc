@@ -26,6 +26,7 @@
 #include <torch/utils.h>
 #include <torch/version.h>
 
+#include "base/blas_kernels.h"
 #include "base/error.h"
 #include "nmt_commit.h"  // generated: NMT_COMMIT (cmake/commit.cmake)
 #include "text/tokenizer.h"
@@ -148,15 +149,11 @@ std::string blas_description() {
     case 2: threading = "OpenMP"; break;
     default: return "BLAS";
   }
-  // The kernel family OpenBLAS runs (it picks one for the CPU unless
-  // OPENBLAS_CORETYPE names one: on AVX-512 CPUs a forced "Haswell" made
-  // training about 1.4x slower, bench/results/openblas-core-*.txt).
-  using CoreFn = char* (*)();
-  auto core_fn = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const std::string core = core_fn ? core_fn() : "";
-  if (core.empty()) return "OpenBLAS (" + threading + ")";
-  return "OpenBLAS (" + threading + ", " + core + " kernels" +
-         (std::getenv("OPENBLAS_CORETYPE") ? ", set by OPENBLAS_CORETYPE" : "") + ")";
+  // The kernel family OpenBLAS runs and how it came to (base/blas_kernels.h):
+  // on an AVX-512 CPU its Prescott kernels trained 2.9x slower than Cooperlake.
+  const BlasKernels k = blas_kernels();
+  if (k.family.empty()) return "OpenBLAS (" + threading + ")";
+  return k.library + " (" + threading + ", " + k.family + " kernels, " + k.how + ")";
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "base/blas_kernels.h"
 #include "base/error.h"
 #include "io/io.h"
 
@@ -49,6 +50,9 @@ void setup_logging(bool verbose, bool warnings_only) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
   spdlog::set_level(warnings_only ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info);
+  const BlasKernels blas = blas_kernels();
+  if (!blas.warning.empty()) spdlog::warn("{}", blas_choice_log_line());
+  else if (const std::string line = blas_choice_log_line(); !line.empty()) spdlog::info("{}", line);
 }
 
 int run_guarded(const std::function<int()>& body) {

@@ -16,7 +16,8 @@ constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report
 
 // Sends logs to stderr as "[time] [level] message"; `verbose` adds debug
 // lines, `warnings_only` keeps warnings and errors only (ranks > 0 of a
-// data-parallel run: rank 0 speaks for the group).
+// data-parallel run: rank 0 speaks for the group). Its first line says which
+// BLAS kernels nmt chose, when it chose them (base/blas_kernels.h).
 void setup_logging(bool verbose = false, bool warnings_only = false);
 
 // Installs the handlers of SIGINT, SIGTERM and SIGHUP. Without `stop`, a
