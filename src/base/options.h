@@ -180,6 +180,11 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool resume = false;
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
+  // CPU: the matrix products of forward and backward in bfloat16 (LibTorch's
+  // autocast; the recurrence rounds its own), weights, optimizer and loss in
+  // float (model/mixed_precision.h). Fast with AVX512-BF16 or AMX, emulated
+  // and slower without.
+  bool bf16 = false;
   // CPU: each batch is trained as this many parts side by side, each on one
   // thread, handed out as threads come free, their gradients summed in a
   // fixed order (train/batch_parts.h). 0: automatic, kPartsPerThread parts

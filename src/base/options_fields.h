@@ -56,6 +56,9 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"batch-parts", "On the CPU, train each batch as N parts side by side, one thread each, gradients summed "
                          "(0: one part per thread for batches large enough to gain from it, else whole; 1: always the whole batch over all threads)", "Hardware"},
     s.batch_parts);
+  v(Field{"bf16", "On the CPU, matrix products in bfloat16 (weights, optimizer and loss stay float): faster with "
+                 "AVX512-BF16 or AMX units, emulated and slower without", "Hardware"},
+    s.bf16);
 
   const char* bk = "Logging and checkpoints";
   v(Field{"log-every", "Progress line every N steps", bk}, s.log_every);

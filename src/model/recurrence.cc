@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "model/mixed_precision.h"
 #include "model/step_kernels.h"
 
 namespace nmt {
@@ -42,6 +43,21 @@ Tensor gru_backward(const Tensor& dout, const Tensor& act, const Tensor& ghn, co
   auto dgh_n = dgh.narrow(1, 2 * D, D);
   torch::mul_out(dgh_n, dn, r);
   return dout * z;
+}
+
+// b + x wt for x [B, K], wt [K, N] and b [N] or [B, N] (float): addmm in
+// float, or the product in bfloat16 when wt is (then x is rounded to it and
+// the result comes back in float before b is added).
+Tensor affine(const Tensor& b, const Tensor& x, const Tensor& wt) {
+  if (wt.scalar_type() == torch::kFloat) return torch::addmm(b, x, wt);
+  return torch::mm(x.to(wt.scalar_type()), wt).to(torch::kFloat).add_(b);
+}
+
+// a b in float; with `bf16` both rounded to bfloat16 first (products as
+// --bf16 trains them, float accumulation inside oneDNN).
+Tensor product(const Tensor& a, const Tensor& b, bool bf16) {
+  if (!bf16) return a.mm(b);
+  return a.to(torch::kBFloat16).mm(b.to(torch::kBFloat16)).to(torch::kFloat);
 }
 
 // The backward of the attention energies e = tanh(k + W q) [B, S, A] under
@@ -86,17 +102,20 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     }
     const auto v_col = v.reshape({A, 1});
     // The weights transposed once, so that the steps' products read them as
-    // OpenBLAS packs fastest (see StepWeights in model.h).
-    const auto w_h1t = cgru ? w_h1.t().contiguous() : Tensor(), w_qt = w_q.t().contiguous(),
-               w_ct = w_c.t().contiguous();
+    // OpenBLAS packs fastest (see StepWeights in model.h); under bfloat16
+    // autocast (--bf16) rounded once, and the products run in bfloat16.
+    const bool bf16 = bf16_autocast_active();
+    const NoAutocast own_rounding;  // the products below choose their precision themselves
+    const auto prepared = [&](const Tensor& w) { return bf16 ? w.t().to(torch::kBFloat16).contiguous() : w.t().contiguous(); };
+    const auto w_h1t = cgru ? prepared(w_h1) : Tensor(), w_qt = prepared(w_q), w_ct = prepared(w_c);
     Tensor s = s0;
     for (int64_t t = 0; t < T; ++t) {
       Tensor h = s;  // the query state
       if (cgru) {
         h = query_states[t];
-        gru_forward(gi1[t], torch::addmm(b_h1, s, w_h1t), s, act1[t], ghn1[t], h);
+        gru_forward(gi1[t], affine(b_h1, s, w_h1t), s, act1[t], ghn1[t], h);
       }
-      const auto qg = torch::addmm(b_q, h, w_qt);  // [B, A + G]
+      const auto qg = affine(b_q, h, w_qt);  // [B, A + G]
       const auto qa = qg.narrow(1, 0, A);          // [B, A] W q
       auto e = energies[t];                        // [B, S, A]
       auto alpha = alphas[t];                      // [B, S]
@@ -110,7 +129,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
         auto c_row = c.unsqueeze(1);
         torch::bmm_out(c_row, alpha.unsqueeze(1), values);  // [B, 1, S] x [B, S, C]
       }
-      const auto gi2 = torch::addmm(cgru ? b_c : gi1[t], c, w_ct);  // [B, G]
+      const auto gi2 = affine(cgru ? b_c : gi1[t], c, w_ct);  // [B, G]
       gru_forward(gi2, qg.narrow(1, A, G), h, act2[t], ghn2[t], states[t]);
       s = states[t];
     }
@@ -118,6 +137,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     ctx->save_for_backward({s0, keys, values, w_h1, w_q, v, w_c, states, contexts, alphas, energies, act2, ghn2,
                             query_states, act1, ghn1});
     ctx->saved_data["cgru"] = cgru;
+    ctx->saved_data["bf16"] = bf16;
     return {states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)};
   }
 
@@ -128,7 +148,10 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
                &v = saved[5], &w_c = saved[6], &states = saved[7], &contexts = saved[8], &alphas = saved[9],
                &energies = saved[10], &act2 = saved[11], &ghn2 = saved[12], &query_states = saved[13],
                &act1 = saved[14], &ghn1 = saved[15];
-    const bool cgru = ctx->saved_data["cgru"].toBool();
+    const bool cgru = ctx->saved_data["cgru"].toBool(), bf16 = ctx->saved_data["bf16"].toBool();
+    // Under --bf16 the backward's products run in bfloat16 too, the weights rounded once.
+    const auto rounded = [&](const Tensor& w) { return bf16 && w.numel() > 0 ? w.to(torch::kBFloat16) : w; };
+    const auto w_c_r = rounded(w_c), w_q_r = rounded(w_q), w_h1_r = rounded(w_h1);
     const int64_t T = states.size(0), B = states.size(1), D = states.size(2);
     const int64_t S = keys.size(1), A = keys.size(2), C = values.size(2), G = 3 * D;
     const auto opt = s0.options();
@@ -156,7 +179,8 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       auto dh = gru_backward(ds, act2[t], ghn2[t], h, d_gi2[t], d_gh2);
       // c_t feeds gi2 = W_c c_t (+ ...).
       auto dc = d_ctx[t];
-      torch::mm_out(dc, d_gi2[t], w_c);
+      if (bf16) dc.copy_(torch::mm(d_gi2[t].to(torch::kBFloat16), w_c_r));
+      else torch::mm_out(dc, d_gi2[t], w_c);
       if (g_contexts.defined()) dc.add_(g_contexts[t]);
       // c_t = sum_j alpha_j h_j; alpha = softmax(scores).
       const auto alpha = alphas[t];
@@ -167,11 +191,13 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       // scores_j = v^T e_j, e_j = tanh(k_j + W q).
       auto d_q = d_qg[t].narrow(1, 0, A);
       energy_backward(d_sc, energies[t], v, d_keys, d_q);
-      dh.addmm_(d_qg[t], w_q);  // through W q and the reading GRU's W_hh h
+      // through W q and the reading GRU's W_hh h
+      if (bf16) dh.add_(torch::mm(d_qg[t].to(torch::kBFloat16), w_q_r));
+      else dh.addmm_(d_qg[t], w_q);
       if (cgru) {
         // s'_t = GRU1(gi1, W_hh1 s_{t-1} + b, s_{t-1}).
         auto d_prev = gru_backward(dh, act1[t], ghn1[t], s_prev, d_gi1[t], d_gh1[t]);
-        ds = d_prev.addmm_(d_gh1[t], w_h1);
+        ds = bf16 ? d_prev.add_(torch::mm(d_gh1[t].to(torch::kBFloat16), w_h1_r)) : d_prev.addmm_(d_gh1[t], w_h1);
       } else {
         ds = dh;
       }
@@ -182,13 +208,13 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     const auto query_rows = flat(cgru ? query_states : prev_states);
     Tensor g_w_h1, g_b_h1, g_b_c;
     if (cgru) {
-      g_w_h1 = flat(d_gh1).t().mm(flat(prev_states));  // [G, D]
+      g_w_h1 = product(flat(d_gh1).t(), flat(prev_states), bf16);  // [G, D]
       g_b_h1 = flat(d_gh1).sum(0);
       g_b_c = flat(d_gi2).sum(0);
     }
-    const auto g_w_q = flat(d_qg).t().mm(query_rows);  // [A + G, D]
+    const auto g_w_q = product(flat(d_qg).t(), query_rows, bf16);  // [A + G, D]
     const auto g_b_q = flat(d_qg).sum(0);
-    const auto g_w_c = flat(d_gi2).t().mm(flat(contexts));  // [G, C]
+    const auto g_w_c = product(flat(d_gi2).t(), flat(contexts), bf16);  // [G, C]
     const auto g_v = d_scores.reshape({1, T * B * S}).mm(energies.view({T * B * S, A})).view({A});
     const auto g_values = torch::bmm(alphas.permute({1, 2, 0}), d_ctx.transpose(0, 1));  // [B, S, T] x [B, T, C]
     return {d_gi1.transpose(0, 1), ds, d_keys, g_values, Tensor(), g_w_h1, g_b_h1,
@@ -203,7 +229,9 @@ RecurrenceOutput attentive_recurrence(const Tensor& input_gates, const Tensor& i
   // Weights a decoder type does not have travel as empty tensors.
   const auto none = torch::empty({0}, init_state.options());
   auto or_none = [&](const Tensor& x) { return x.defined() ? x : none; };
-  auto out = AttentiveRecurrence::apply(input_gates, init_state, keys, values, mask_bias, or_none(w.hidden1_weight),
+  // In float whatever autocast made of them (--bf16 computes keys and input gates in bfloat16).
+  const auto f = [](const Tensor& x) { return x.to(torch::kFloat); };
+  auto out = AttentiveRecurrence::apply(f(input_gates), f(init_state), f(keys), f(values), mask_bias, or_none(w.hidden1_weight),
                                         or_none(w.hidden1_bias), w.query_weight, w.query_bias,
                                         w.score_weight.reshape({-1}), w.context_weight, or_none(w.context_bias),
                                         w.cgru);

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "model/mixed_precision.h"
 #include "train/batch_parts.h"
 #include "train/gradients.h"
 #include "train/trainer_impl.h"
@@ -101,10 +102,15 @@ std::optional<StopReason> Trainer::stop_before_step() {
 // step is skipped. Nothing here waits for the device.
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) {
   torch::Tensor logits, alpha;  // [B, T, V]; [B, T, S] the alignment guided alignment trains
-  if (batch.guide.defined())
-    std::tie(logits, alpha) = model_->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
-  else
-    logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+  {
+    const Bf16Autocast bf16(opt_.bf16 && device_.is_cpu());  // products in bfloat16 (this thread's forward)
+    if (batch.guide.defined())
+      std::tie(logits, alpha) = model_->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
+    else
+      logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+  }
+  logits = logits.to(torch::kFloat);  // the loss in float (a no-op unless --bf16)
+  if (alpha.defined()) alpha = alpha.to(torch::kFloat);
   auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
   auto value = loss.detach();
   if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "base/blas_kernels.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "io/io.h"
@@ -32,6 +33,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& opt,
 void Trainer::prepare() {
   validate_options();
   device_ = start_runtime(opt_.runtime, &threads_);
+  if (opt_.bf16 && !device_.is_cpu())
+    throw UsageError("--bf16 is for training on the CPU; on " + device_.str() + " leave it out");
+  if (opt_.bf16 && !CpuFeatures::detect().avx512_bf16 && is_main())
+    spdlog::warn("--bf16: this CPU has no bfloat16 units (AVX512-BF16, AMX): its products are emulated, slower than float");
   if (device_.is_cpu() && !opt_.fixed_threads && threads_ > 1) governor_ = std::make_unique<ThreadGovernor>(threads_);
   join_group();
   torch::manual_seed(opt_.seed);
@@ -72,9 +77,10 @@ void Trainer::prepare() {
   const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
   write_file_atomic(folder_.path("config.toml"), config);
   spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
-  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {}",
+  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {}{}",
                count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
-               batches_.size(), describe_batch_parts(parts_wanted_, threads_, device_));
+               batches_.size(), describe_batch_parts(parts_wanted_, threads_, device_),
+               opt_.bf16 ? ", products in bfloat16" : "");
 }
 
 void Trainer::validate_options() {
