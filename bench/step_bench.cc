@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/blas_kernels.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
@@ -181,9 +182,10 @@ int main(int argc, char** argv) {
                  argv[0], argv[0]);
     return 2;
   }
-  // What the tools do at start (nmt::start_runtime): LibTorch's AVX-512
-  // kernels, the heap policy and the threads of LibTorch and OpenBLAS; the
-  // device comes from NMT_BENCH_DEVICE.
+  // What the tools do at start (apps/cli.h, nmt::start_runtime): the widest
+  // BLAS kernels, LibTorch's AVX-512 kernels, the heap policy and the threads
+  // of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
+  nmt::ensure_best_blas_kernels(argv);
   const char* heap = std::getenv("NMT_BENCH_HEAP");  // "default": glibc's policy, for comparison
   nmt::prefer_avx512_kernels();
   if (!(heap && std::string(heap) == "default")) nmt::keep_freed_memory();

@@ -47,6 +47,8 @@
 # text also run the mirror with ATEN_CPU_CAPABILITY=avx512 (side
 # "pytorch-avx512"; the result's ratio_vs_pytorch_avx512): the ratio against
 # the mirror as PyTorch runs out of the box, and against it with the same kernels.
+# Both sides run the BLAS kernel family nmt runs (the mirror gets it as
+# OPENBLAS_CORETYPE), and the result records each side's (blas_kernels).
 # Needs python3-torch and python3-sentencepiece (scripts/setup.sh --bench).
 # Writes bench/results/vs-pytorch[-cuda]-HOST-COMMIT.json. Nothing else may run
 # meanwhile: every figure is a rate.
@@ -76,6 +78,12 @@ done
 local text_rows=1
 "$py" -c "import sentencepiece" 2>/dev/null ||
   { text_rows=0; echo "vs-pytorch.sh: no Python sentencepiece: only the fixed-shape rows" >&2; }
+# Both sides run the same BLAS kernels: the family nmt runs here (OpenBLAS's
+# own choice, or the widest one when OpenBLAS picked narrower; see
+# src/base/blas_kernels.h) is set for the mirror too, and both are recorded.
+local nmt_blas pyenv=()
+nmt_blas=$("$bin/nmt-train" --version | sed -nE 's/^BLAS: .*, ([A-Za-z0-9_]+) kernels, .*/\1/p')
+[[ -n $nmt_blas ]] && pyenv=(env OPENBLAS_CORETYPE="$nmt_blas")
 mkdir -p "$work"
 local tsv=$work/measurements.tsv
 printf 'round\tside\trow\tvalue\n' >"$tsv"
@@ -83,7 +91,8 @@ record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
 # The mirror as PyTorch runs by default (side "pytorch") or with LibTorch's
 # AVX-512 kernels ("pytorch-avx512"): mirror SIDE ARGS...
 mirror() {
-  if [[ $1 == pytorch-avx512 ]]; then ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" "${@:2}"; else "$py" "$ref" "${@:2}"; fi
+  if [[ $1 == pytorch-avx512 ]]; then "${pyenv[@]}" ATEN_CPU_CAPABILITY=avx512 "$py" "$ref" "${@:2}"
+  else "${pyenv[@]}" "$py" "$ref" "${@:2}"; fi
 }
 field() { "$py" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 
@@ -156,7 +165,7 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt-plain "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PATH=optimized "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-optimized "$row" "$(field "$j" tgt_tokens_per_s)"
-    j=$("$py" "$ref" train-fixed --threads "$threads" --device "$dev" --batch "$B" --src-len 16 --tgt-len 16 --steps 30)
+    j=$("${pyenv[@]}" "$py" "$ref" train-fixed --threads "$threads" --device "$dev" --batch "$B" --src-len 16 --tgt-len 16 --steps 30)
     record "$r" pytorch "$row" "$(field "$j" tgt_tokens_per_s)"
   done
   # Decoding val sentences, greedy and beam 5, same weights.
@@ -206,7 +215,7 @@ for ((r = 1; r <= rounds; r++)); do
       j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_NO_CUDA_GRAPHS=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
       record "$r" nmt-eager "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
     fi
-    j=$("$py" "$ref" decode-fixed --threads "$threads" --device "$dev" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
+    j=$("${pyenv[@]}" "$py" "$ref" decode-fixed --threads "$threads" --device "$dev" -m "$ckpt" --batch 64 --src-len 16 --beam "$beam" --steps 10)
     record "$r" pytorch "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
   done
 done
@@ -229,7 +238,7 @@ if [[ $dev == cpu ]] && ((text_rows && train_rows)); then
 fi
 
 local sgemm flops
-sgemm=$("$py" "$ref" sgemm --threads "$threads" --device "$dev" $([[ $dev == cpu ]] || echo "--n 8192"))
+sgemm=$("${pyenv[@]}" "$py" "$ref" sgemm --threads "$threads" --device "$dev" $([[ $dev == cpu ]] || echo "--n 8192"))
 flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15)  # Multi30k's mean pieces per sentence, about
 
 local commit host
@@ -305,6 +314,9 @@ result = {
     # OPENBLAS_CORETYPE, when set, forces them for both)
     "nmt_version": nmt_version.splitlines(),
     "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+    # the kernel family each side ran: nmt's (its --version) and the mirror's (set to nmt's)
+    "blas_kernels": {"nmt": next((l for l in nmt_version.splitlines() if l.startswith("BLAS: ")), None),
+                     "pytorch": sgemm.get("blas_kernels")},
 }
 with open(out + ".part", "w") as f:
     json.dump(result, f, indent=2)

@@ -421,6 +421,18 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def openblas_kernels():
+    """The OpenBLAS kernel family this process runs ("Cooperlake"), or None
+    when the BLAS is not OpenBLAS (torch loads it: ask the loaded library)."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0", mode=ctypes.RTLD_GLOBAL)
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", choices=["train-corpus", "train-fixed", "decode", "decode-fixed", "sgemm", "flops"])
@@ -540,6 +552,7 @@ def main():
                 times.append(time.perf_counter() - t0)
             peaks[name] = 2 * a.n ** 3 / min(times) / 1e9
         result.update(n=a.n, **peaks)
+        result.update(blas_kernels=openblas_kernels())
     elif a.command == "flops":
         z = sizes_from(a, a.src_vocab, a.tgt_vocab)
         result.update(flops_per_tgt_token=flops_per_target_token(z, a.src_len, a.tgt_len))
