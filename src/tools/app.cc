@@ -3,9 +3,11 @@
 
 #include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -34,6 +36,15 @@ extern "C" void on_signal(int sig) {
 }
 
 }  // namespace
+
+bool ensure_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    // The lowest free descriptor is `fd` itself: the ones below it are open by now.
+    if (::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) return false;
+  }
+  return true;
+}
 
 void install_signal_handlers(const char* tool, std::atomic<bool>* stop) {
   g_tool = tool;

@@ -14,6 +14,14 @@ constexpr int kExitError = 1;     // bad input or file, a failure at run time (a
 constexpr int kExitUsage = 2;     // a command line or config file that cannot be parsed, a bad option value (nmt::UsageError)
 constexpr int kExitInternal = 3;  // an unexpected failure (a bug: please report)
 
+// Makes sure descriptors 0, 1 and 2 are open, opening /dev/null on each that
+// is closed (read-only for 0, write-only for 1 and 2), so that no file the
+// tool opens later becomes its stdin, stdout or stderr and receives its log
+// lines or output (`nmt-train 2>&-` would write its log into the first file
+// it opens). Call first thing in main(). Returns false when one could not be
+// opened (then the tool should stop). Never throws.
+bool ensure_standard_streams();
+
 // Sends logs to stderr as "[time] [level] message"; `verbose` adds debug
 // lines, `warnings_only` keeps warnings and errors only (ranks > 0 of a
 // data-parallel run: rank 0 speaks for the group). Its first line says which
