@@ -100,6 +100,29 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
   EXPECT_FALSE(fs::exists(dir + "/model")) << "nothing is created before the options are good";
 }
 
+// With stdin, stdout or stderr closed, a file the tool opens must not take
+// their place: nmt-train's log lines once went into .nmt.lock (2>&-) and
+// metrics.jsonl (all three closed).
+TEST(CliTest, ClosedStandardStreamsReceiveNothingOfTheTools) {
+  const auto dir = temp_dir("cli_closed_streams");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  for (const std::string closed : {"2>&-", "<&- >&- 2>&-"}) {
+    SCOPED_TRACE(closed);
+    const std::string out = dir + "/run";
+    fs::remove_all(out);
+    const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/nmt-train") + " " + train_args(f, out) +
+                            " --max-steps 2 --valid-every 2 " + closed;
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+    for (const auto& e : fs::directory_iterator(out)) {
+      if (e.path().extension() == ".ckpt" || e.path().filename() == "train.log") continue;
+      EXPECT_FALSE(nmt::test::contains(read_bytes(e.path().string()), "] [info] "))
+          << e.path() << " holds log lines";
+    }
+    EXPECT_TRUE(fs::exists(out + "/last.ckpt"));
+  }
+}
+
 TEST(CliTest, EveryToolPrintsItsVersion) {
   const auto dir = temp_dir("cli_version");
   for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {
