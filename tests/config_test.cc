@@ -1,6 +1,7 @@
 // TOML config files: reading through the options' field lists (both key
 // spellings, tables, types), errors at file:line:column with a suggestion
-// for a misspelt key, and the dump that reads back to the same options.
+// for a misspelt key, and the dump that reads back to the same options
+// (doubles in their shortest form).
 #include "base/config.h"
 
 #include <gtest/gtest.h>
@@ -96,7 +97,16 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   tok.shared = true;
   model.decoder = nmt::DecoderType::kCgru;
   model.dropout = 0.1;
+  train.clip_norm = 0.1 + 0.2;    // 0.30000000000000004: takes all 17 digits
+  train.adam_beta2 = 1.0 / 3;
+  train.weight_decay = 2;         // a whole number stays a TOML float
+  train.valid_src = "tab\there";  // a control character, escaped
   const std::string dump = nmt::ConfigWriter().add(train).add(tok).add(model).str();
+  // Each double in the shortest form that reads back to it.
+  for (const char* line : {"dropout = 0.1\n", "learning-rate = 0.0003\n", "max-minutes = 1.5\n", "min-lr = 1e-05\n",
+                           "clip-norm = 0.30000000000000004\n", "weight-decay = 2.0\n", "valid-src = \"tab\\there\"\n"})
+    EXPECT_TRUE(contains(dump, line)) << line << " missing from:\n" << dump;
+  EXPECT_FALSE(contains(dump, "0.10000000000000001")) << dump;
   const auto path = write_config("dump.toml", {dump});
   nmt::TrainOptions train2;
   nmt::TokenizerOptions tok2;
@@ -110,6 +120,10 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   EXPECT_EQ(train2.train_src, train.train_src);
   EXPECT_EQ(train2.seed, train.seed);
   EXPECT_EQ(model2.decoder, nmt::DecoderType::kCgru);
+  EXPECT_EQ(model2.dropout, model.dropout);
+  EXPECT_EQ(train2.clip_norm, train.clip_norm);
+  EXPECT_EQ(train2.adam_beta2, train.adam_beta2);
+  EXPECT_EQ(train2.valid_src, train.valid_src);
   EXPECT_TRUE(contains(dump, "[model]")) << dump;
 }
 

@@ -61,7 +61,7 @@ class ConfigFile {
   std::vector<std::string> known_;       // every field name apply() saw (for "did you mean")
 };
 
-// Collects fields and their values for to_toml().
+// Collects fields and their values for str().
 class ConfigWriter {
  public:
   template <class Options>
@@ -71,8 +71,11 @@ class ConfigWriter {
     });
     return *this;
   }
-  // The options as a TOML document, one table per --help group, which
-  // ConfigFile::read() + apply() turn back into the same options.
+  // The options as a TOML document, one table per --help group (tables and
+  // keys in the order the fields list them, each double in the shortest form
+  // that reads back to it: 0.1, not 0.10000000000000001), which
+  // ConfigFile::read() + apply() turn back into the same options. Never
+  // throws (beyond std::bad_alloc).
   std::string str() const;
 
  private:

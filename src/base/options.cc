@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "base/validate.h"
 
@@ -198,6 +199,8 @@ std::string to_text(const T& v) {
     return v ? "1" : "0";
   } else if constexpr (std::is_enum_v<T>) {
     return enum_name(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return shortest_decimal(v);  // reads back to the same value (ostream's 6 digits would not)
   } else {
     std::ostringstream o;
     o << v;
