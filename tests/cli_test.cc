@@ -1,5 +1,6 @@
 // The real executables (nmt-train, nmt-translate, nmt-align): exit codes and
 // one-line errors for bad input, and a tiny end-to-end run.
+#include <expat.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -854,6 +855,106 @@ TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
   r = run("nmt-translate", common + " --shortlist " + quote(dir + "/bad.tsv") + " -o " + quote(dir + "/plain.txt"), dir);
   nmt::test::expect_one_line_error(r, {"bad.tsv:2:", "expected source_piece<TAB>target_piece<TAB>probability"});
   EXPECT_FALSE(read_bytes(dir + "/plain.txt").empty());
+}
+
+}  // namespace
+
+namespace {
+
+// Collects what an SVG's <text> elements say and where they stand.
+struct SvgText {
+  std::string content, anchor = "start", transform;
+  double x = 0, font_size = 0;
+  bool bold = false;
+};
+struct SvgScan {
+  double width = 0, font_size = 0;
+  std::vector<SvgText> texts;
+  int depth = 0;  // inside a <text> (its <tspan>s included)
+};
+
+SvgScan scan_svg(const std::string& svg, bool* well_formed) {
+  SvgScan scan;
+  XML_Parser p = XML_ParserCreate("UTF-8");
+  XML_SetUserData(p, &scan);
+  XML_SetElementHandler(
+      p,
+      [](void* data, const XML_Char* name, const XML_Char** attrs) {
+        auto* s = static_cast<SvgScan*>(data);
+        std::map<std::string, std::string> a;
+        for (int i = 0; attrs[i] != nullptr; i += 2) a[attrs[i]] = attrs[i + 1];
+        const std::string n = name;
+        if (n == "svg") {
+          s->width = std::stod(a["width"]);
+          s->font_size = std::stod(a["font-size"]);
+        } else if (n == "text") {
+          SvgText t;
+          t.x = std::stod(a["x"]);
+          t.font_size = a.count("font-size") ? std::stod(a["font-size"]) : s->font_size;
+          if (a.count("text-anchor")) t.anchor = a["text-anchor"];
+          t.transform = a["transform"];
+          t.bold = a["font-weight"] == "bold";
+          s->texts.push_back(t);
+          s->depth = 1;
+        } else if (s->depth > 0) {
+          ++s->depth;
+        }
+      },
+      [](void* data, const XML_Char*) {
+        auto* s = static_cast<SvgScan*>(data);
+        if (s->depth > 0) --s->depth;
+      });
+  XML_SetCharacterDataHandler(p, [](void* data, const XML_Char* text, int len) {
+    auto* s = static_cast<SvgScan*>(data);
+    if (s->depth > 0) s->texts.back().content.append(text, static_cast<size_t>(len));
+  });
+  *well_formed = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
+  EXPECT_TRUE(*well_formed) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p);
+  XML_ParserFree(p);
+  return scan;
+}
+
+// A heatmap holds every line of its text: the picture is at least as wide
+// as each horizontal text needs at an estimate of 0.55 em a character (what
+// sans-serif text takes on average; bold a tenth more), and its title names
+// the pair, the mode, the level and the model.
+void expect_heatmap_holds_its_text(const std::string& path, const std::vector<std::string>& title_parts) {
+  SCOPED_TRACE(path);
+  const std::string svg = read_bytes(path);
+  bool ok = false;
+  const SvgScan scan = scan_svg(svg, &ok);
+  ASSERT_TRUE(ok) << svg;
+  ASSERT_GT(scan.width, 0);
+  std::string title;
+  double longest = 0;
+  for (const auto& t : scan.texts) {
+    if (!t.transform.empty()) continue;  // labels read upwards: their height is the picture's
+    const double w = static_cast<double>(nmt::utf8_length(t.content)) * t.font_size * 0.55 * (t.bold ? 1.1 : 1.0);
+    const double right = t.anchor == "end" ? t.x : t.anchor == "middle" ? t.x + w / 2 : t.x + w;
+    const double left = t.anchor == "end" ? t.x - w : t.anchor == "middle" ? t.x - w / 2 : t.x;
+    EXPECT_LE(right, scan.width) << "'" << t.content << "' runs past the right edge";
+    EXPECT_GE(left, 0) << "'" << t.content << "' runs past the left edge";
+    longest = std::max(longest, w);
+    if (t.content.rfind("pair ", 0) == 0) title = t.content;
+  }
+  EXPECT_GE(scan.width, longest);
+  for (const auto& part : title_parts) EXPECT_NE(title.find(part), std::string::npos) << part << " not in '" << title << "'";
+}
+
+TEST(CliTest, HeatmapOfAThreeWordPairHoldsItsTextAndSaysWhatItShows) {
+  const auto dir = temp_dir("cli_heatmap");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/a.src", {"red cat sees"});
+  write_lines(dir + "/a.tgt", {"seeso cato redo"});
+  const std::string base = "-m " + quote(ckpt) + " --threads 1 --src " + quote(dir + "/a.src");
+  auto r = run("nmt-align", base + " --tgt " + quote(dir + "/a.tgt") + " --format svg --output-dir " + quote(dir + "/p"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string model = fs::path(ckpt).filename().string();
+  expect_heatmap_holds_its_text(dir + "/p/0001.svg", {"pair 1", "forced", "piece level", model});
+  EXPECT_NE(read_bytes(dir + "/p/0001.svg").find("subword pieces"), std::string::npos);
+  r = run("nmt-align", base + " --level word --format svg --output-dir " + quote(dir + "/w"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_heatmap_holds_its_text(dir + "/w/0001.svg", {"pair 1", "free", "word level", model});
 }
 
 }  // namespace

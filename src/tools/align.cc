@@ -256,7 +256,8 @@ class AlignmentSink {
     if (out_ && opt.format == AlignFormat::kTidy) write_tidy_csv(out_->stream(), AttentionMatrix{}, 0, true);
   }
   void write(size_t k, const PairAlignment& a) {
-    if (!opt_.heatmap_dir.empty() && a.has_matrix) write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown));
+    if (!opt_.heatmap_dir.empty() && a.has_matrix)
+      write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
     switch (opt_.format) {
       case AlignFormat::kPharaoh:  // free mode: "translation ||| links", as marian-decoder --alignment
         if (a.free) out_->stream() << a.translation << " ||| ";
@@ -272,7 +273,7 @@ class AlignmentSink {
         }
         break;
       case AlignFormat::kSvg:
-        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown));
+        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
         break;
       case AlignFormat::kLex:  // one table for the whole corpus (write_lexical_table), nothing per pair
         break;
@@ -298,10 +299,22 @@ class AlignmentSink {
     name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
     return name.str();
   }
-  static std::string svg(const AttentionMatrix& m) {
+  static std::string svg(const AttentionMatrix& m, const std::string& title) {
     std::ostringstream s;
-    write_svg(s, m);
+    write_svg(s, m, title);
     return s.str();
+  }
+  // The title of pair k's heatmap: its number (as in its file name), forced
+  // or free, word or piece level, and the model's file name, e.g.
+  // "pair 3 · forced · word level · best.ckpt".
+  std::string heatmap_title(size_t k, const PairAlignment& a) const {
+    const char* dot = " \u00b7 ";
+    const bool average = opt_.symmetrize == Symmetrization::kAverage;  // a word-level matrix of both models
+    std::string t = "pair " + std::to_string(k + 1) + dot + (a.free ? "free (the model's translation)" : "forced") +
+                    dot + (opt_.level == AlignLevel::kWord || average ? "word" : "piece") + " level" + dot +
+                    std::filesystem::path(opt_.model_path).filename().string();
+    if (average) t += " averaged with " + std::filesystem::path(opt_.reverse_model).filename().string();
+    return t;
   }
   static void write_file(const std::string& path, const std::string& text) {
     OutputFile f(path, /*sweep_stale=*/false);  // the folder was swept when the sink opened
