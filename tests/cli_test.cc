@@ -957,4 +957,37 @@ TEST(CliTest, HeatmapOfAThreeWordPairHoldsItsTextAndSaysWhatItShows) {
   expect_heatmap_holds_its_text(dir + "/w/0001.svg", {"pair 1", "free", "word level", model});
 }
 
+// Counts agree with their nouns, the plateau line follows the validation
+// that caused it, and the run's config.toml holds each number as written.
+TEST(CliTest, TrainingLogsReadRightAndItsConfigKeepsShortNumbers) {
+  const auto dir = temp_dir("cli_train_log");
+  const auto f = nmt::test::write_toy_corpus(dir, 40, 5);
+  // A learning rate too small to improve anything: every validation after
+  // the first is a plateau.
+  auto r = run("nmt-train", train_args(f, dir + "/run") +
+                                " --max-steps 12 --valid-every 4 --log-every 4 --learning-rate 1e-9 --lr-patience 1"
+                                " --min-lr 0 --early-stopping 0 --keep-checkpoints 0 --dropout 0.1",
+               dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(", 1 thread, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(" 1 threads"), std::string::npos) << r.err;
+  int plateaus = 0;
+  for (size_t i = 0; i < r.err_lines.size(); ++i) {
+    if (r.err_lines[i].find("validation plateau") == std::string::npos) continue;
+    ++plateaus;
+    ASSERT_GT(i, 0u);
+    EXPECT_NE(r.err_lines[i - 1].find("valid | step"), std::string::npos)
+        << "the plateau line should follow its validation:\n" << r.err;
+  }
+  EXPECT_GT(plateaus, 0) << r.err;
+  const std::string config = read_bytes(dir + "/run/config.toml");
+  EXPECT_NE(config.find("dropout = 0.1\n"), std::string::npos) << config;
+  EXPECT_NE(config.find("learning-rate = 1e-09\n"), std::string::npos) << config;
+  EXPECT_EQ(config.find("000000000"), std::string::npos) << config;
+  auto dump = run("nmt-train", "--dropout 0.1 --dump-config", dir);
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_NE(dump.out.find("dropout = 0.1\n"), std::string::npos) << dump.out;
+  EXPECT_EQ(dump.out.find("0.10000000000000001"), std::string::npos) << dump.out;
+}
+
 }  // namespace

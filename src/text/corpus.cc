@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "io/io.h"
 
@@ -47,8 +48,8 @@ void over_long(ParallelCorpus& c, const CorpusLimits& limits, const std::string&
 }  // namespace
 
 std::string CorpusStats::summary() const {
-  return std::to_string(lines) + " pairs read, " + std::to_string(kept) + " kept (" + std::to_string(empty) +
-         " empty, " + std::to_string(too_long) + " over-long)";
+  return counted(lines, "pair") + " read, " + std::to_string(kept) + " kept (" + std::to_string(empty) + " empty, " +
+         std::to_string(too_long) + " over-long)";
 }
 
 void validate_line(const std::string& raw, const std::string& path, int64_t line) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "base/validate.h"
 #include "io/io.h"
@@ -181,7 +182,8 @@ class IbmPairAligner : public PairAligner {
  public:
   IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
     const Pairs all = ibm_training_pairs(opt, pairs);
-    spdlog::info("ibm2: learning from {} pairs, {} iterations", all.src.size(), opt.ibm.iterations);
+    spdlog::info("ibm2: learning from {}, {}", counted(static_cast<int64_t>(all.src.size()), "pair"),
+                 counted(opt.ibm.iterations, "iteration"));
     fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
     if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
   }
@@ -342,12 +344,13 @@ void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
     src.push_back(joined(m.src_tok.pieces(all.src[k])));
     tgt.push_back(joined(m.tgt_tok.pieces(all.tgt[k])));
   }
-  spdlog::info("ibm2: learning a lexical table from {} pairs of pieces, {} iterations", src.size(), opt.ibm.iterations);
+  spdlog::info("ibm2: learning a lexical table from {} of pieces, {}", counted(static_cast<int64_t>(src.size()), "pair"),
+               counted(opt.ibm.iterations, "iteration"));
   const auto table = WordAligner::train(src, tgt, opt.ibm).lexical_table(static_cast<size_t>(opt.lex_best), 0.0);
   OutputFile out(opt.output);
   for (const auto& e : table) out.stream() << e.source << '\t' << e.target << '\t' << fmt::format("{:.6g}", e.prob) << '\n';
   out.commit();
-  spdlog::info("lexical table: {} entries written", table.size());
+  spdlog::info("lexical table: {} written", counted(static_cast<int64_t>(table.size()), "entry", "entries"));
 }
 
 }  // namespace
@@ -389,8 +392,9 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   AerScore score;
   if (!gold.empty()) {
     score = alignment_error_rate(hard, gold);
-    spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({} links, {} sure gold links, {} pairs)",
-                 opt.eval_gold, score.precision(), score.recall(), score.aer(), score.hyp, score.sure, hard.size());
+    spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({}, {}, {})", opt.eval_gold,
+                 score.precision(), score.recall(), score.aer(), counted(score.hyp, "link"),
+                 counted(score.sure, "sure gold link"), counted(static_cast<int64_t>(hard.size()), "pair"));
   }
   return score;
 }
