@@ -1,12 +1,14 @@
 // TOML config files: reading through the options' field lists (both key
 // spellings, tables, types), errors at file:line:column with a suggestion
-// for a misspelt key, and the dump that reads back to the same options
-// (doubles in their shortest form).
+// for a misspelt key (also the nearest-name logic the command line shares),
+// and the dump that reads back to the same options (doubles in their
+// shortest form).
 #include "base/config.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "base/options.h"
 #include "test_util.h"
@@ -125,6 +127,17 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   EXPECT_EQ(train2.adam_beta2, train.adam_beta2);
   EXPECT_EQ(train2.valid_src, train.valid_src);
   EXPECT_TRUE(contains(dump, "[model]")) << dump;
+}
+
+// "did you mean": a near spelling, or the first words of a longer name.
+TEST(ConfigTest, NearestNameSuggestsSlipsAndLeadingWords) {
+  const std::vector<std::string> names = {"beam-size", "max-epochs", "max-steps", "batch-tokens", "model"};
+  EXPECT_EQ(nmt::nearest_name("beam", names), "beam-size");
+  EXPECT_EQ(nmt::nearest_name("max-epoch", names), "max-epochs");
+  EXPECT_EQ(nmt::nearest_name("batch-tokenz", names), "batch-tokens");
+  EXPECT_EQ(nmt::nearest_name("modle", names), "model");
+  EXPECT_EQ(nmt::nearest_name("frobnicate", names), "");
+  EXPECT_EQ(nmt::nearest_name("be", names), "");  // too little of a name to guess from
 }
 
 }  // namespace

@@ -112,6 +112,20 @@ std::string toml_value(const ConfigValue& value) {
 
 }  // namespace
 
+std::string nearest_name(const std::string& name, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& candidate : names) {
+    // A leading part of a name up to one of its dashes ("beam" of "beam-size")
+    // is as near as a one-letter slip.
+    const bool head = candidate.size() > name.size() && candidate.compare(0, name.size(), name) == 0 &&
+                      candidate[name.size()] == '-';
+    const size_t d = head ? 1 : distance(name, candidate);
+    if (d < best_d) best_d = d, best = candidate;
+  }
+  return best_d <= std::max<size_t>(2, name.size() / 3) ? best : std::string();
+}
+
 ConfigFile ConfigFile::read(const std::string& path) {
   std::ifstream probe(path);
   if (!probe) throw Error(located(path, 0, "cannot read the config file"));
@@ -163,14 +177,8 @@ void ConfigFile::check_all_used() const {
   for (const auto& kv : entries_)
     if (!kv.second.used && (first == nullptr || kv.second.line < first->second.line)) first = &kv;
   if (first == nullptr) return;
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& name : known_) {
-    const size_t d = distance(first->first, name);
-    if (d < best_d) best_d = d, best = name;
-  }
-  std::string hint;
-  if (!best.empty() && best_d <= std::max<size_t>(2, first->first.size() / 3)) hint = " (did you mean '" + best + "'?)";
+  const std::string best = nearest_name(first->first, known_);
+  const std::string hint = best.empty() ? "" : " (did you mean '" + best + "'?)";
   throw Error(path_ + ":" + std::to_string(first->second.line) + ":" + std::to_string(first->second.column) +
               ": unknown option '" + first->first + "'" + hint);
 }

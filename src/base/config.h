@@ -61,6 +61,13 @@ class ConfigFile {
   std::vector<std::string> known_;       // every field name apply() saw (for "did you mean")
 };
 
+// The name of `names` nearest to `name` (a misspelt option, without its
+// dashes), for "did you mean": within an edit distance of max(2, a third of
+// its length), a name that `name` begins up to one of its dashes ("beam" for
+// "beam-size") counting as a distance of 1; the first of equally near names.
+// "" when none is that near. Never throws (beyond std::bad_alloc).
+std::string nearest_name(const std::string& name, const std::vector<std::string>& names);
+
 // Collects fields and their values for str().
 class ConfigWriter {
  public:

@@ -3,6 +3,7 @@
 #include "tools/align.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -95,26 +96,29 @@ struct Pairs {
   std::vector<std::string> src, tgt;
 };
 
-// Reads --tsv or --src (and --tgt), at most --max-pairs of them. Throws
-// nmt::Error for unreadable files, a pair with an empty side, or no input.
+// Reads --src (and --tgt), --tsv or --pairs, or with none of them
+// fast_align pairs from stdin; at most --max-pairs of them. Throws
+// nmt::UsageError when there is no input option and stdin is a terminal,
+// nmt::Error for unreadable files or a pair with an empty side.
 Pairs read_pairs(const AlignRunOptions& opt) {
   Pairs p;
   const CorpusLimits limits{kAlignMaxLineBytes, false};
-  if (!opt.tsv.empty()) {
-    if (!opt.src.empty() || !opt.tgt.empty()) throw Error("give --tsv or --src/--tgt, not both");
-    auto c = read_tsv(opt.tsv, limits);
+  const bool given = !opt.src.empty() || !opt.tsv.empty() || !opt.pairs.empty();
+  if (!given && ::isatty(0))
+    throw UsageError("nothing to align: give --src (and --tgt for forced mode), --tsv or --pairs, or pipe fast_align's "
+                     "'source ||| target' lines into nmt-align");
+  if (!opt.tsv.empty() || !given || !opt.pairs.empty()) {
+    auto c = !opt.tsv.empty() ? read_tsv(opt.tsv, limits) : read_bar_pairs(given ? opt.pairs : "-", limits);
     if (c.stats.empty) throw Error(c.stats.first_empty + ": a pair with an empty side; every pair must have both");
     p.src = std::move(c.src);
     p.tgt = std::move(c.tgt);
-  } else if (!opt.src.empty() && opt.tgt.empty()) {
+  } else if (opt.tgt.empty()) {
     p.src = read_lines(opt.src, kAlignMaxLineBytes);
-  } else if (!opt.src.empty()) {
+  } else {
     auto c = read_parallel(opt.src, opt.tgt, limits);
     if (c.stats.empty) throw Error(c.stats.first_empty + ": empty line; every pair must have both sides");
     p.src = std::move(c.src);
     p.tgt = std::move(c.tgt);
-  } else {
-    throw Error("nothing to align: give --src (and --tgt for forced mode) or --tsv");
   }
   if (opt.max_pairs > 0 && static_cast<int64_t>(p.src.size()) > opt.max_pairs) {
     p.src.resize(opt.max_pairs);
@@ -356,9 +360,8 @@ void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
 }  // namespace
 
 AerScore run_alignment(const AlignRunOptions& opt) {
-  opt.validate();
+  opt.validate();  // -m, and the target where the mode needs one, are there
   const bool ibm = opt.aligner == Aligner::kIbm2;
-  if (!ibm && opt.model_path.empty()) throw Error("give a model (--model) to align with its attention");
   std::unique_ptr<AttentionPairAligner> attention;
   if (ibm) {
     set_threads(opt.runtime.threads);
@@ -366,9 +369,6 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     attention = std::make_unique<AttentionPairAligner>(opt);
   }
   const Pairs pairs = read_pairs(opt);
-  if (!opt.reverse_model.empty() && pairs.tgt.empty())
-    throw Error("a reverse model needs forced mode: give the target sentences too");
-  if (ibm && pairs.tgt.empty()) throw Error("the ibm2 aligner needs the target sentences too");
   if (opt.format == AlignFormat::kLex) {
     write_lexical_table(opt, pairs);
     return AerScore{};

@@ -144,7 +144,7 @@ void Trainer::make_tokenizers(const ParallelCorpus& train) {
     tgt_tok_ = tok_opt_.shared ? src_tok_
                                : Tokenizer::load(tok_opt_.tgt_model.empty() ? tok_opt_.src_model : tok_opt_.tgt_model);
   } else if (!tok_opt_.tgt_model.empty()) {
-    throw Error("--tgt-spm given without --src-spm");
+    throw UsageError("--tgt-spm given without --src-spm");
   } else if (tok_opt_.shared) {
     auto both = train.src;
     both.insert(both.end(), train.tgt.begin(), train.tgt.end());
