@@ -1153,4 +1153,17 @@ TEST(CliTest, TranslateSummaryCountsRight) {
   EXPECT_GT(std::stoi(m[1]), 0) << scored.err;
 }
 
+// Each config shipped in configs/ reads (and dumps) as nmt-train's options.
+TEST(CliTest, ShippedConfigsParse) {
+  const auto dir = temp_dir("cli_configs");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(std::string(NMT_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() != ".toml") continue;
+    ++n;
+    const auto r = run("nmt-train", "-c " + quote(e.path().string()) + " --dump-config", dir);
+    EXPECT_EQ(r.exit_code, 0) << e.path() << ":\n" << r.err;
+  }
+  EXPECT_GE(n, 3);
+}
+
 }  // namespace

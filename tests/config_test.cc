@@ -1,12 +1,13 @@
 // TOML config files: reading through the options' field lists (both key
 // spellings, tables, types), errors at file:line:column with a suggestion
-// for a misspelt key (also the nearest-name logic the command line shares),
-// and the dump that reads back to the same options (doubles in their
-// shortest form).
+// for a misspelt key, the dump that reads back to the same options (doubles
+// in their shortest form), and the configs shipped in configs/.
 #include "base/config.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,34 @@ TEST(ConfigTest, NearestNameSuggestsSlipsAndLeadingWords) {
   EXPECT_EQ(nmt::nearest_name("modle", names), "model");
   EXPECT_EQ(nmt::nearest_name("frobnicate", names), "");
   EXPECT_EQ(nmt::nearest_name("be", names), "");  // too little of a name to guess from
+}
+
+// Every config shipped in configs/ reads into nmt-train's options without an
+// unknown key, and its values pass the checks a run makes.
+TEST(ConfigTest, ShippedConfigsAreValid) {
+  std::set<std::string> seen;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(NMT_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    seen.insert(entry.path().filename().string());
+    SCOPED_TRACE(entry.path().string());
+    nmt::TrainOptions train;
+    nmt::TokenizerOptions tok;
+    nmt::ModelOptions model;
+    auto cfg = nmt::ConfigFile::read(entry.path().string());
+    cfg.apply(train);
+    cfg.apply(tok);
+    cfg.apply(model);
+    EXPECT_NO_THROW(cfg.check_all_used());
+    if (train.train_src.empty() && train.train_tsv.empty()) {  // data paths come from the command line
+      train.train_src = "train.en";
+      train.train_tgt = "train.de";
+    }
+    EXPECT_NO_THROW(train.validate());
+    EXPECT_NO_THROW(tok.validate());
+    model.src_vocab = model.tgt_vocab = tok.vocab_size;
+    EXPECT_NO_THROW(model.validate());
+  }
+  for (const char* name : {"small.toml", "multi30k-en-de.toml", "large.toml"}) EXPECT_EQ(seen.count(name), 1u) << name;
 }
 
 }  // namespace
