@@ -38,7 +38,9 @@ class Binder {
   }
 
   // The visitor: one CLI11 option for `value`, and a hidden one for its
-  // former spelling (Field::old_name).
+  // former spelling (Field::old_name). The two are not tied with CLI11's
+  // excludes(), whose --help line would name the hidden one as nothing
+  // ("Excludes:" alone): conflict() checks them after parsing.
   template <class T>
   void operator()(const Field& f, T& value) {
     if (f.has(kInternal)) return;
@@ -47,9 +49,18 @@ class Binder {
     options_[f.name] = o;
     if (f.old_name != nullptr) {
       CLI::Option* old = bind(std::string("--") + f.old_name, f.help, value)->group("");
-      old->excludes(o);
       old_names_.push_back({f.old_name, f.name, old});
     }
+  }
+
+  // "" when no option was given under both its names, else the message
+  // "--OLD and --NEW are one option (--OLD is its former spelling): give it once".
+  std::string conflict() const {
+    for (const auto& o : old_names_)
+      if (o.option->count() > 0 && options_.at(o.name)->count() > 0)
+        return "--" + o.old_name + " and --" + o.name + " are one option (--" + o.old_name +
+               " is its former spelling): give it once";
+    return "";
   }
 
   // Whether --NAME (or its former spelling) was given, on the command line or in a config file.
@@ -148,10 +159,17 @@ class Tool {
     }
     try {
       app_.parse(argc, argv);
+    } catch (const CLI::ExtrasError&) {  // CLI11 would say "not expected: 5 --beam"
+      std::fprintf(stderr, "%s: error: %s; see --help\n", name_, unexpected(app_.remaining()).c_str());
+      return kExitUsage;
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app_.exit(e);  // --help, --version: printed, exit 0
       // One line, like every other error: the option and the problem.
       std::fprintf(stderr, "%s: error: %s (see --help)\n", name_, e.what());
+      return kExitUsage;
+    }
+    if (const std::string c = binder_.conflict(); !c.empty()) {
+      std::fprintf(stderr, "%s: error: %s\n", name_, c.c_str());
       return kExitUsage;
     }
     for (const auto& line : binder_.deprecations()) std::fprintf(stderr, "%s: warning: %s\n", name_, line.c_str());
@@ -170,6 +188,28 @@ class Tool {
   bool verbose = false;
 
  private:
+  // What is wrong with the arguments CLI11 could not place (`extras`, in
+  // command-line order): the first that looks like an option is unknown,
+  // with the nearest option name as a suggestion ("unknown option '--beam'
+  // (did you mean '--beam-size'?)", as config files get); else the first
+  // is an argument no option takes.
+  std::string unexpected(const std::vector<std::string>& extras) const {
+    for (const auto& arg : extras) {
+      const bool number = arg.find_first_not_of("-+.0123456789eE") == std::string::npos;
+      if (arg.size() < 2 || arg[0] != '-' || number) continue;
+      const std::string flag = arg.substr(0, arg.find('='));
+      const std::string name = flag.substr(flag.rfind("--", 0) == 0 ? 2 : 1);
+      std::vector<std::string> names;  // every long name --help shows (not the hidden former spellings)
+      for (const CLI::Option* o : app_.get_options())
+        if (!o->get_group().empty())
+          for (const auto& n : o->get_lnames()) names.push_back(n);
+      const std::string best = nearest_name(name, names);
+      return "unknown option '" + flag + "'" + (best.empty() ? "" : " (did you mean '--" + best + "'?)");
+    }
+    return "unexpected argument '" + (extras.empty() ? std::string() : extras.front()) +
+           "': options take the form --name VALUE";
+  }
+
   CLI::App& app_;
   const char* name_;
   Binder binder_;

@@ -315,7 +315,7 @@ os.replace(out + ".part", out)
 PY
   }
   evaluate() {  # evaluate HYP REF JSON -> prints the score (the log beside JSON)
-    "$bin/nmt-translate" --evaluate -i "$1" --reference "$2" --scores-json "$3" 2>"${3%.json}.log"
+    "$bin/nmt-translate" --evaluate -i "$1" --reference "$2" --scores-json "$3" >/dev/null 2>"${3%.json}.log"
     score_of "$3"
   }
   nbest_scores "$sel/rerank-val" "$run/data/val.$src"
@@ -357,7 +357,7 @@ if [[ -n $rerank_w ]]; then
   nbest_scores "$run/test-rerank" "$run/data/test.$src"
   rerank "$run/test-rerank" "$rerank_w" "$rerank_a" "$run/test.hyp"
   "$bin/nmt-translate" --evaluate -i "$run/test.hyp" --reference "$run/data/test.$tgt" \
-    --scores-json "$run/test.scores.json" 2>"$run/test.log"
+    --scores-json "$run/test.scores.json" >/dev/null 2>"$run/test.log"
   test_seconds=$(seconds_since "$t0")
 else
   test_seconds=$(test_translate test "$best_beam" "$best_lp" "${best_models[@]}")

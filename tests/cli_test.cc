@@ -1,5 +1,6 @@
 // The real executables (nmt-train, nmt-translate, nmt-align): exit codes and
 // one-line errors for bad input, and a tiny end-to-end run.
+#include <expat.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -390,9 +391,17 @@ TEST(CliTest, TranslateNBestFormatAndRanks) {
   const auto out = lines_of(r.out);
   std::map<int, std::vector<double>> scores;
   for (const auto& l : out) {
+    // Moses' form, which rerankers read: i ||| hypothesis ||| features ||| score.
     auto f = split_bars(l);
-    ASSERT_EQ(f.size(), 3u) << "not 'i ||| hyp ||| score': " << l;
-    scores[std::stoi(f[0])].push_back(std::stod(f[2]));
+    ASSERT_EQ(f.size(), 4u) << "not 'i ||| hyp ||| features ||| score': " << l;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(f[2], m, std::regex(R"(LogProb= (-?[0-9.]+) Length= ([0-9]+) LengthPenalty= ([0-9.]+))")))
+        << f[2];
+    const double score = std::stod(f[3]);
+    EXPECT_LE(std::stod(m[1]), 0.0) << l;
+    EXPECT_EQ(std::stoul(m[2]) > 0, !f[1].empty()) << "Length counts the hypothesis' pieces: " << l;
+    EXPECT_NEAR(std::stod(m[1]) / std::stod(m[3]), score, 1e-3) << "score = LogProb / LengthPenalty: " << l;
+    scores[std::stoi(f[0])].push_back(score);
   }
   ASSERT_EQ(scores.size(), 3u) << r.out;
   EXPECT_EQ(scores[0].size(), 3u);
@@ -407,6 +416,11 @@ TEST(CliTest, TranslateNBestFormatAndRanks) {
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(split_bars(p[0])[0], split_bars(out[0])[1]);
   EXPECT_EQ(std::stod(split_bars(p[0])[1]), scores[0][0]);
+  // An empty line's one hypothesis has no pieces.
+  for (const auto& l : out)
+    if (split_bars(l)[0] == "1") {
+      EXPECT_NE(split_bars(l)[2].find("Length= 0 "), std::string::npos) << l;
+    }
 }
 
 TEST(CliTest, TranslateScoreModePrintsOneLogProbPerPair) {
@@ -502,7 +516,7 @@ TEST(CliTest, TranslateCropsAMegabyteLine) {
                dir + "/in.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 3u);
-  EXPECT_NE(r.err.find("1 input lines were longer than 200 pieces"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 input line longer than 200 pieces was cropped"), std::string::npos) << r.err;
 }
 
 TEST(CliTest, TranslateReportsUnwritableOutputAndFullDisk) {
@@ -829,14 +843,15 @@ TEST(CliTest, EvaluateScoresTranslationsMadeElsewhere) {
   auto bad = run("nmt-translate", "--evaluate -i " + quote(dir + "/bad.txt") + " --reference " +
                                       quote(dir + "/ref.txt"), dir);
   expect_one_line_error(bad, {"bad.txt:2:", "invalid UTF-8"});
-  // Usage: it needs a reference, and takes no model and writes no output.
+  // Usage: it needs a reference, and takes no model; -o gets the scores.
   const std::string in = " -i " + quote(dir + "/hyp.txt");
   expect_one_line_error(run("nmt-translate", "--evaluate" + in, dir), {"--reference"}, nmt::test::kExitUsage);
   const std::string ref = " --reference " + quote(dir + "/ref.txt");
   expect_one_line_error(run("nmt-translate", "--evaluate -m x.ckpt" + in + ref, dir), {"-m"}, nmt::test::kExitUsage);
-  expect_one_line_error(run("nmt-translate", "--evaluate -o " + quote(dir + "/o.txt") + in + ref, dir), {"-o"},
-                        nmt::test::kExitUsage);
-  EXPECT_FALSE(fs::exists(dir + "/o.txt"));
+  auto to_file = run("nmt-translate", "--evaluate --tokenize none -o " + quote(dir + "/o.txt") + in + ref, dir);
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_EQ(to_file.out, "");
+  EXPECT_EQ(read_bytes(dir + "/o.txt"), piped.out);
 }
 
 TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
@@ -877,6 +892,301 @@ TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
   r = run("nmt-translate", common + " --shortlist " + quote(dir + "/bad.tsv") + " -o " + quote(dir + "/plain.txt"), dir);
   nmt::test::expect_one_line_error(r, {"bad.tsv:2:", "expected source_piece<TAB>target_piece<TAB>probability"});
   EXPECT_FALSE(read_bytes(dir + "/plain.txt").empty());
+}
+
+}  // namespace
+
+namespace {
+
+using Strings = std::vector<std::string>;
+
+// A missing option a run cannot do without is a usage error (exit 2) naming
+// the option, before anything is read or created.
+TEST(CliTest, MissingRequiredOptionsAreUsageErrors) {
+  const auto dir = temp_dir("cli_required");
+  write_lines(dir + "/a.en", {"red cat"});
+  write_lines(dir + "/a.de", {"cato redo"});
+  const std::string en = quote(dir + "/a.en"), de = quote(dir + "/a.de");
+  const int usage = nmt::test::kExitUsage;
+  expect_one_line_error(run("nmt-translate", "--threads 1", dir), {"--model (-m) is required"}, usage);
+  expect_one_line_error(run("nmt-align", "--src " + en + " --tgt " + de, dir), {"--model (-m) is required"}, usage);
+  expect_one_line_error(run("nmt-align", "--aligner ibm2 --src " + en, dir), {"--tgt is required"}, usage);
+  expect_one_line_error(run("nmt-translate", "-m x.ckpt --score-pairs --src " + en, dir), {"--tgt is required"}, usage);
+  const std::string out = " -o " + quote(dir + "/run");
+  expect_one_line_error(run("nmt-train", out, dir), {"--train-src is required"}, usage);
+  expect_one_line_error(run("nmt-train", "--train-src " + en + out, dir), {"--train-tgt is required"}, usage);
+  expect_one_line_error(run("nmt-train", "--train-src " + en + " --train-tgt " + de + " --valid-src " + en + out, dir),
+                        {"--valid-tgt is required"}, usage);
+  EXPECT_FALSE(fs::exists(dir + "/run")) << "nothing is created before the options are good";
+}
+
+// An unknown option is named with the nearest one, as a misspelt config key
+// is; the former spellings are not offered.
+TEST(CliTest, UnknownOptionsGetTheNearestName) {
+  const auto dir = temp_dir("cli_unknown");
+  const int usage = nmt::test::kExitUsage;
+  auto r = run("nmt-translate", "--beam 5", dir);
+  expect_one_line_error(r, {"unknown option '--beam' (did you mean '--beam-size'?)"}, usage);
+  r = run("nmt-train", "--max-epoch=3", dir);
+  expect_one_line_error(r, {"unknown option '--max-epoch' (did you mean '--max-epochs'?)"}, usage);
+  r = run("nmt-align", "--frobnicate", dir);
+  expect_one_line_error(r, {"unknown option '--frobnicate'"}, usage);
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+  r = run("nmt-translate", "model.ckpt", dir);
+  expect_one_line_error(r, {"unexpected argument 'model.ckpt'"}, usage);
+}
+
+// --help never lists "Excludes:" with nothing after it; an option given
+// under its former and its present spelling is refused.
+TEST(CliTest, HelpNeverShowsAnEmptyExcludesAndFormerSpellingsExcludeTheirOption) {
+  const auto dir = temp_dir("cli_help");
+  for (const char* tool : {"nmt-train", "nmt-translate", "nmt-align"}) {
+    const auto r = run(tool, "--help", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& line : lines_of(r.out)) {
+      const size_t at = line.find("Excludes:");
+      if (at != std::string::npos) {
+        EXPECT_NE(line.find_first_not_of(' ', at + 9), std::string::npos) << tool << ": " << line;
+      }
+    }
+  }
+  expect_one_line_error(run("nmt-translate", "-m x.ckpt --scores --with-scores", dir),
+                        {"--scores and --with-scores are one option"}, nmt::test::kExitUsage);
+}
+
+// --evaluate prints sacreBLEU's BLEU and chrF lines (or its JSON) on stdout,
+// against one reference or several; translating with --reference keeps the
+// translations alone on stdout and logs the scores.
+TEST(CliTest, EvaluatePrintsScoresThatScriptsRead) {
+  const auto dir = temp_dir("cli_evaluate_out");
+  const Strings hyps = {"the cat sat on the mat", "a dog barks loudly", "birds fly south"};
+  const std::vector<Strings> refs = {{"the cat sat on a mat", "the dog barks", "birds fly south in winter"},
+                                     {"a cat is on the mat", "the dog barks loud", "the birds fly south"}};
+  write_lines(dir + "/hyp.txt", hyps);
+  write_lines(dir + "/r1.txt", refs[0]);
+  write_lines(dir + "/r2.txt", refs[1]);
+  const std::string one = " --reference " + quote(dir + "/r1.txt");
+  const std::string two = one + " --reference " + quote(dir + "/r2.txt");
+  auto r = run("nmt-translate", "--evaluate" + one, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, nmt::corpus_bleu(hyps, refs[0]).to_string() + "\n" + nmt::corpus_chrf(hyps, refs[0]).to_string() + "\n");
+  EXPECT_EQ(r.out.rfind("BLEU = ", 0), 0u) << r.out;
+  r = run("nmt-translate", "--evaluate" + two, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto bleu2 = nmt::corpus_bleu_multiref(hyps, refs);
+  const auto chrf2 = nmt::corpus_chrf_multiref(hyps, refs);
+  EXPECT_GT(bleu2.score, nmt::corpus_bleu(hyps, refs[0]).score);
+  EXPECT_EQ(r.out, bleu2.to_string() + "\n" + chrf2.to_string() + "\n");
+  EXPECT_NE(r.err.find("nrefs:2|"), std::string::npos) << r.err;
+  r = run("nmt-translate", "--evaluate --score-format json" + two, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, nmt::sacrebleu_json({bleu2.to_json(), chrf2.to_json()}) + "\n");
+  for (const char* key : {"\"name\": \"BLEU\"", "\"name\": \"chrF2\"", "\"score\": ", "\"signature\": \"nrefs:2|",
+                          "\"verbose_score\": ", "\"nrefs\": \"2\""})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+  // A second reference of another length is named.
+  write_lines(dir + "/short.txt", {"x"});
+  expect_one_line_error(run("nmt-translate", "--evaluate" + one + " --reference " + quote(dir + "/short.txt"), dir,
+                            dir + "/hyp.txt"),
+                        {"short.txt", "1 reference lines for 3 input lines"});
+  // --score-format is for --evaluate.
+  expect_one_line_error(run("nmt-translate", "-m x.ckpt --score-format json" + one, dir), {"--score-format"},
+                        nmt::test::kExitUsage);
+
+  // Translating: stdout holds the translations only, the scores are logged.
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/src.txt", {"red cat", "old fish", "big dog"});
+  auto plain = run("nmt-translate", "-m " + quote(ckpt), dir, dir + "/src.txt");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto scored = run("nmt-translate", "-m " + quote(ckpt) + two, dir, dir + "/src.txt");
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  EXPECT_EQ(scored.out, plain.out);
+  EXPECT_NE(scored.err.find("BLEU = "), std::string::npos) << scored.err;
+  EXPECT_NE(scored.err.find("nrefs:2|"), std::string::npos) << scored.err;
+}
+
+// nmt-align reads fast_align's "source ||| target" lines, from --pairs or
+// from stdin when no other input is given.
+TEST(CliTest, AlignReadsFastAlignPairs) {
+  const auto dir = temp_dir("cli_fast_align");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/a.src", {"red cat sees big dog", "old fish"});
+  write_lines(dir + "/a.tgt", {"dogo bigo seeso cato redo", "fisho oldo"});
+  write_lines(dir + "/pairs.txt", {"red cat sees big dog ||| dogo bigo seeso cato redo", "old fish|||fisho oldo"});
+  const std::string m = "-m " + quote(ckpt) + " --threads 1 -f pharaoh";
+  auto files = run("nmt-align", m + " --src " + quote(dir + "/a.src") + " --tgt " + quote(dir + "/a.tgt"), dir);
+  ASSERT_EQ(files.exit_code, 0) << files.err;
+  ASSERT_EQ(lines_of(files.out).size(), 2u) << files.out;
+  auto pairs = run("nmt-align", m + " --pairs " + quote(dir + "/pairs.txt"), dir);
+  ASSERT_EQ(pairs.exit_code, 0) << pairs.err;
+  EXPECT_EQ(pairs.out, files.out);
+  auto piped = run("nmt-align", m, dir, dir + "/pairs.txt");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, files.out);
+  auto ibm = run("nmt-align", "--aligner ibm2", dir, dir + "/pairs.txt");
+  ASSERT_EQ(ibm.exit_code, 0) << ibm.err;
+  EXPECT_EQ(lines_of(ibm.out).size(), 2u) << ibm.out;
+  write_lines(dir + "/bad.txt", {"red cat ||| cato redo", "no bars here"});
+  expect_one_line_error(run("nmt-align", m + " --pairs " + quote(dir + "/bad.txt"), dir), {"bad.txt:2:", "|||"});
+}
+
+// Collects what an SVG's <text> elements say and where they stand.
+struct SvgText {
+  std::string content, anchor = "start", transform;
+  double x = 0, font_size = 0;
+  bool bold = false;
+};
+struct SvgScan {
+  double width = 0, font_size = 0;
+  std::vector<SvgText> texts;
+  int depth = 0;  // inside a <text> (its <tspan>s included)
+};
+
+SvgScan scan_svg(const std::string& svg, bool* well_formed) {
+  SvgScan scan;
+  XML_Parser p = XML_ParserCreate("UTF-8");
+  XML_SetUserData(p, &scan);
+  XML_SetElementHandler(
+      p,
+      [](void* data, const XML_Char* name, const XML_Char** attrs) {
+        auto* s = static_cast<SvgScan*>(data);
+        std::map<std::string, std::string> a;
+        for (int i = 0; attrs[i] != nullptr; i += 2) a[attrs[i]] = attrs[i + 1];
+        const std::string n = name;
+        if (n == "svg") {
+          s->width = std::stod(a["width"]);
+          s->font_size = std::stod(a["font-size"]);
+        } else if (n == "text") {
+          SvgText t;
+          t.x = std::stod(a["x"]);
+          t.font_size = a.count("font-size") ? std::stod(a["font-size"]) : s->font_size;
+          if (a.count("text-anchor")) t.anchor = a["text-anchor"];
+          t.transform = a["transform"];
+          t.bold = a["font-weight"] == "bold";
+          s->texts.push_back(t);
+          s->depth = 1;
+        } else if (s->depth > 0) {
+          ++s->depth;
+        }
+      },
+      [](void* data, const XML_Char*) {
+        auto* s = static_cast<SvgScan*>(data);
+        if (s->depth > 0) --s->depth;
+      });
+  XML_SetCharacterDataHandler(p, [](void* data, const XML_Char* text, int len) {
+    auto* s = static_cast<SvgScan*>(data);
+    if (s->depth > 0) s->texts.back().content.append(text, static_cast<size_t>(len));
+  });
+  *well_formed = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
+  EXPECT_TRUE(*well_formed) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p);
+  XML_ParserFree(p);
+  return scan;
+}
+
+// A heatmap holds every line of its text: the picture is at least as wide
+// as each horizontal text needs at an estimate of 0.55 em a character (what
+// sans-serif text takes on average; bold a tenth more), and its title names
+// the pair, the mode, the level and the model.
+void expect_heatmap_holds_its_text(const std::string& path, const std::vector<std::string>& title_parts) {
+  SCOPED_TRACE(path);
+  const std::string svg = read_bytes(path);
+  bool ok = false;
+  const SvgScan scan = scan_svg(svg, &ok);
+  ASSERT_TRUE(ok) << svg;
+  ASSERT_GT(scan.width, 0);
+  std::string title;
+  double longest = 0;
+  for (const auto& t : scan.texts) {
+    if (!t.transform.empty()) continue;  // labels read upwards: their height is the picture's
+    const double w = static_cast<double>(nmt::utf8_length(t.content)) * t.font_size * 0.55 * (t.bold ? 1.1 : 1.0);
+    const double right = t.anchor == "end" ? t.x : t.anchor == "middle" ? t.x + w / 2 : t.x + w;
+    const double left = t.anchor == "end" ? t.x - w : t.anchor == "middle" ? t.x - w / 2 : t.x;
+    EXPECT_LE(right, scan.width) << "'" << t.content << "' runs past the right edge";
+    EXPECT_GE(left, 0) << "'" << t.content << "' runs past the left edge";
+    longest = std::max(longest, w);
+    if (t.content.rfind("pair ", 0) == 0) title = t.content;
+  }
+  EXPECT_GE(scan.width, longest);
+  for (const auto& part : title_parts) EXPECT_NE(title.find(part), std::string::npos) << part << " not in '" << title << "'";
+}
+
+TEST(CliTest, HeatmapOfAThreeWordPairHoldsItsTextAndSaysWhatItShows) {
+  const auto dir = temp_dir("cli_heatmap");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/a.src", {"red cat sees"});
+  write_lines(dir + "/a.tgt", {"seeso cato redo"});
+  const std::string base = "-m " + quote(ckpt) + " --threads 1 --src " + quote(dir + "/a.src");
+  auto r = run("nmt-align", base + " --tgt " + quote(dir + "/a.tgt") + " --format svg --output-dir " + quote(dir + "/p"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string model = fs::path(ckpt).filename().string();
+  expect_heatmap_holds_its_text(dir + "/p/0001.svg", {"pair 1", "forced", "piece level", model});
+  EXPECT_NE(read_bytes(dir + "/p/0001.svg").find("subword pieces"), std::string::npos);
+  r = run("nmt-align", base + " --level word --format svg --output-dir " + quote(dir + "/w"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_heatmap_holds_its_text(dir + "/w/0001.svg", {"pair 1", "free", "word level", model});
+}
+
+// Counts agree with their nouns, the plateau line follows the validation
+// that caused it, and the run's config.toml holds each number as written.
+TEST(CliTest, TrainingLogsReadRightAndItsConfigKeepsShortNumbers) {
+  const auto dir = temp_dir("cli_train_log");
+  const auto f = nmt::test::write_toy_corpus(dir, 40, 5);
+  // A learning rate too small to improve anything: every validation after
+  // the first is a plateau.
+  auto r = run("nmt-train", train_args(f, dir + "/run") +
+                                " --max-steps 12 --valid-every 4 --log-every 4 --learning-rate 1e-9 --lr-patience 1"
+                                " --min-lr 0 --early-stopping 0 --keep-checkpoints 0 --dropout 0.1",
+               dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(", 1 thread, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(" 1 threads"), std::string::npos) << r.err;
+  int plateaus = 0;
+  for (size_t i = 0; i < r.err_lines.size(); ++i) {
+    if (r.err_lines[i].find("validation plateau") == std::string::npos) continue;
+    ++plateaus;
+    ASSERT_GT(i, 0u);
+    EXPECT_NE(r.err_lines[i - 1].find("valid | step"), std::string::npos)
+        << "the plateau line should follow its validation:\n" << r.err;
+  }
+  EXPECT_GT(plateaus, 0) << r.err;
+  const std::string config = read_bytes(dir + "/run/config.toml");
+  EXPECT_NE(config.find("dropout = 0.1\n"), std::string::npos) << config;
+  EXPECT_NE(config.find("learning-rate = 1e-09\n"), std::string::npos) << config;
+  EXPECT_EQ(config.find("000000000"), std::string::npos) << config;
+  auto dump = run("nmt-train", "--dropout 0.1 --dump-config", dir);
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_NE(dump.out.find("dropout = 0.1\n"), std::string::npos) << dump.out;
+  EXPECT_EQ(dump.out.find("0.10000000000000001"), std::string::npos) << dump.out;
+}
+
+// nmt-translate's summary counts in the singular too, and --score-pairs
+// counts the target pieces it scored.
+TEST(CliTest, TranslateSummaryCountsRight) {
+  const auto dir = temp_dir("cli_translate_log");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/one.txt", {"red cat"});
+  auto one = run("nmt-translate", "-m " + quote(ckpt), dir, dir + "/one.txt");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.err.find("translated 1 sentence ("), std::string::npos) << one.err;
+  nmt::test::write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\nold fish\tfisho oldo\n");
+  auto scored = run("nmt-translate", "-m " + quote(ckpt) + " --score-pairs", dir, dir + "/pairs.tsv");
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(scored.err, m, std::regex("scored 2 pairs \\(([0-9]+) target pieces\\)"))) << scored.err;
+  EXPECT_GT(std::stoi(m[1]), 0) << scored.err;
+}
+
+// Each config shipped in configs/ reads (and dumps) as nmt-train's options.
+TEST(CliTest, ShippedConfigsParse) {
+  const auto dir = temp_dir("cli_configs");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(std::string(NMT_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() != ".toml") continue;
+    ++n;
+    const auto r = run("nmt-train", "-c " + quote(e.path().string()) + " --dump-config", dir);
+    EXPECT_EQ(r.exit_code, 0) << e.path() << ":\n" << r.err;
+  }
+  EXPECT_GE(n, 3);
 }
 
 }  // namespace

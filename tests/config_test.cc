@@ -1,11 +1,15 @@
 // TOML config files: reading through the options' field lists (both key
 // spellings, tables, types), errors at file:line:column with a suggestion
-// for a misspelt key, and the dump that reads back to the same options.
+// for a misspelt key, the dump that reads back to the same options (doubles
+// in their shortest form), and the configs shipped in configs/.
 #include "base/config.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "base/options.h"
 #include "test_util.h"
@@ -96,7 +100,16 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   tok.shared = true;
   model.decoder = nmt::DecoderType::kCgru;
   model.dropout = 0.1;
+  train.clip_norm = 0.1 + 0.2;    // 0.30000000000000004: takes all 17 digits
+  train.adam_beta2 = 1.0 / 3;
+  train.weight_decay = 2;         // a whole number stays a TOML float
+  train.valid_src = "tab\there";  // a control character, escaped
   const std::string dump = nmt::ConfigWriter().add(train).add(tok).add(model).str();
+  // Each double in the shortest form that reads back to it.
+  for (const char* line : {"dropout = 0.1\n", "learning-rate = 0.0003\n", "max-minutes = 1.5\n", "min-lr = 1e-05\n",
+                           "clip-norm = 0.30000000000000004\n", "weight-decay = 2.0\n", "valid-src = \"tab\\there\"\n"})
+    EXPECT_TRUE(contains(dump, line)) << line << " missing from:\n" << dump;
+  EXPECT_FALSE(contains(dump, "0.10000000000000001")) << dump;
   const auto path = write_config("dump.toml", {dump});
   nmt::TrainOptions train2;
   nmt::TokenizerOptions tok2;
@@ -110,7 +123,50 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   EXPECT_EQ(train2.train_src, train.train_src);
   EXPECT_EQ(train2.seed, train.seed);
   EXPECT_EQ(model2.decoder, nmt::DecoderType::kCgru);
+  EXPECT_EQ(model2.dropout, model.dropout);
+  EXPECT_EQ(train2.clip_norm, train.clip_norm);
+  EXPECT_EQ(train2.adam_beta2, train.adam_beta2);
+  EXPECT_EQ(train2.valid_src, train.valid_src);
   EXPECT_TRUE(contains(dump, "[model]")) << dump;
+}
+
+// "did you mean": a near spelling, or the first words of a longer name.
+TEST(ConfigTest, NearestNameSuggestsSlipsAndLeadingWords) {
+  const std::vector<std::string> names = {"beam-size", "max-epochs", "max-steps", "batch-tokens", "model"};
+  EXPECT_EQ(nmt::nearest_name("beam", names), "beam-size");
+  EXPECT_EQ(nmt::nearest_name("max-epoch", names), "max-epochs");
+  EXPECT_EQ(nmt::nearest_name("batch-tokenz", names), "batch-tokens");
+  EXPECT_EQ(nmt::nearest_name("modle", names), "model");
+  EXPECT_EQ(nmt::nearest_name("frobnicate", names), "");
+  EXPECT_EQ(nmt::nearest_name("be", names), "");  // too little of a name to guess from
+}
+
+// Every config shipped in configs/ reads into nmt-train's options without an
+// unknown key, and its values pass the checks a run makes.
+TEST(ConfigTest, ShippedConfigsAreValid) {
+  std::set<std::string> seen;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(NMT_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    seen.insert(entry.path().filename().string());
+    SCOPED_TRACE(entry.path().string());
+    nmt::TrainOptions train;
+    nmt::TokenizerOptions tok;
+    nmt::ModelOptions model;
+    auto cfg = nmt::ConfigFile::read(entry.path().string());
+    cfg.apply(train);
+    cfg.apply(tok);
+    cfg.apply(model);
+    EXPECT_NO_THROW(cfg.check_all_used());
+    if (train.train_src.empty() && train.train_tsv.empty()) {  // data paths come from the command line
+      train.train_src = "train.en";
+      train.train_tgt = "train.de";
+    }
+    EXPECT_NO_THROW(train.validate());
+    EXPECT_NO_THROW(tok.validate());
+    model.src_vocab = model.tgt_vocab = tok.vocab_size;
+    EXPECT_NO_THROW(model.validate());
+  }
+  for (const char* name : {"small.toml", "multi30k-en-de.toml", "large.toml"}) EXPECT_EQ(seen.count(name), 1u) << name;
 }
 
 }  // namespace

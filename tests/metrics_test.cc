@@ -465,3 +465,81 @@ TEST(ExactMatch, CountsIdenticalLines) {
   EXPECT_DOUBLE_EQ(nmt::exact_match({}, {}), 0.0);
   EXPECT_THROW(nmt::exact_match({"a"}, {}), nmt::Error);
 }
+
+namespace {
+
+using Streams = std::vector<std::vector<std::string>>;
+
+// The README example of sacreBLEU with its two reference streams.
+const Strings kReadmeHyps = {"The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."};
+const Streams kReadmeRefs = {
+    {"The dog bit the man.", "It was not unexpected.", "The man bit him first."},
+    {"The dog had bit the man.", "No one was surprised.", "The man had bitten the dog."}};
+
+// chrF with several references takes, for each segment, the statistics of
+// the reference with the best sentence-level chrF (sacreBLEU 2.x's
+// CHRF._compute_segment_statistics), summed over the corpus. Values from a
+// transcription of sacreBLEU 2.x's chrF (metrics/chrf.py, helpers.py).
+TEST(MetricsTest, MultiReferenceChrfTakesEachSegmentsBestReference) {
+  const auto both = nmt::corpus_chrf_multiref(kReadmeHyps, kReadmeRefs);
+  EXPECT_NEAR(both.score, 59.72751782684763, kTol);
+  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[0]).score, 50.043063606582294, kTol);
+  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[1]).score, 51.70106133373036, kTol);
+  EXPECT_EQ(both.signature(), "nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + metrics_version());
+  // One stream is plain chrF.
+  EXPECT_EQ(nmt::corpus_chrf_multiref(kReadmeHyps, {kReadmeRefs[1]}).score,
+            corpus_chrf(kReadmeHyps, kReadmeRefs[1]).score);
+  EXPECT_THROW(nmt::corpus_chrf_multiref(kReadmeHyps, {}), nmt::Error);
+  EXPECT_THROW(nmt::corpus_chrf_multiref(kReadmeHyps, {kReadmeRefs[0], {"one"}}), nmt::Error);
+  // Exact match: equal to any reference.
+  EXPECT_DOUBLE_EQ(nmt::exact_match_multiref(kReadmeHyps, kReadmeRefs), 100.0 / 3);
+  EXPECT_DOUBLE_EQ(nmt::exact_match_multiref({"No one was surprised."}, {{"x"}, {"No one was surprised."}}), 100.0);
+}
+
+// As sacreBLEU does, an empty reference of a segment with others is left
+// out, and the signature says the count varies ("nrefs:var").
+TEST(MetricsTest, EmptyReferencesAreLeftOutAsSacreBleuLeavesThem) {
+  const Strings hyps = {"the cat sat on the mat", "a dog barks loudly", "birds fly south"};
+  const Streams refs = {{"the cat sat on a mat", "", "birds fly south in winter"},
+                        {"a cat is on the mat", "the dog barks loud", "the birds fly south"}};
+  const auto chrf = nmt::corpus_chrf_multiref(hyps, refs);
+  EXPECT_NEAR(chrf.score, 76.22937526512032, kTol);
+  EXPECT_EQ(chrf.signature().rfind("nrefs:var|", 0), 0u) << chrf.signature();
+  const auto bleu = nmt::corpus_bleu_multiref(hyps, refs);
+  EXPECT_EQ(bleu.counts, (std::array<int64_t, 4>{10, 8, 4, 1}));
+  EXPECT_EQ(bleu.totals, (std::array<int64_t, 4>{13, 10, 7, 4}));
+  EXPECT_EQ(bleu.ref_len, 14);  // the empty reference would have made it 13
+  EXPECT_NEAR(bleu.score, 50.42023677771565, kTol);
+  EXPECT_EQ(bleu.signature().rfind("nrefs:var|", 0), 0u) << bleu.signature();
+  // With one reference an empty one is still scored, as before.
+  EXPECT_EQ(corpus_bleu({"a b"}, {""}).signature().rfind("nrefs:1|", 0), 0u);
+  EXPECT_EQ(corpus_chrf({"a b"}, {""}).score, 0.0);
+}
+
+// The forms `sacrebleu -f text` and `-f json` print.
+TEST(MetricsTest, ScoresPrintAsSacreBleuPrintsThem) {
+  const auto b = corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"});
+  EXPECT_EQ(b.verbose(), "66.7/40.0/25.0/16.7 (BP = 0.717 ratio = 0.750 hyp_len = 6 ref_len = 8)");
+  EXPECT_EQ(b.to_string(), "BLEU = 23.26 " + b.verbose());
+  const std::string v = metrics_version();
+  const std::string bleu_json =
+      "{\n \"name\": \"BLEU\",\n \"score\": 23.26,\n"
+      " \"signature\": \"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" + v + "\",\n"
+      " \"verbose_score\": \"66.7/40.0/25.0/16.7 (BP = 0.717 ratio = 0.750 hyp_len = 6 ref_len = 8)\",\n"
+      " \"nrefs\": \"1\",\n \"case\": \"mixed\",\n \"eff\": \"no\",\n \"tok\": \"13a\",\n \"smooth\": \"exp\",\n"
+      " \"version\": \"" + v + "\"\n}";
+  EXPECT_EQ(b.to_json(), bleu_json);
+  // Scores are rounded to 2 decimals and written as Python writes floats.
+  const auto c = corpus_chrf({"a"}, {"a"});
+  const std::string chrf_json =
+      "{\n \"name\": \"chrF2\",\n \"score\": 100.0,\n"
+      " \"signature\": \"nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + v + "\",\n"
+      " \"nrefs\": \"1\",\n \"case\": \"mixed\",\n \"eff\": \"yes\",\n \"nc\": \"6\",\n \"nw\": \"0\",\n"
+      " \"space\": \"no\",\n \"version\": \"" + v + "\"\n}";
+  EXPECT_EQ(c.to_json(), chrf_json);
+  EXPECT_EQ(nmt::sacrebleu_json({bleu_json}), bleu_json);
+  EXPECT_EQ(nmt::sacrebleu_json({bleu_json, chrf_json}), "[\n" + bleu_json + ",\n" + chrf_json + "\n]");
+  EXPECT_NE(corpus_bleu({"x y"}, {"z w"}).to_json().find("\"score\": 0.0,"), std::string::npos);
+}
+
+}  // namespace

@@ -35,21 +35,113 @@ void expect_refused(const Options& good, const std::function<void(Options&)>& ch
   EXPECT_TRUE(contains(msg, option)) << "expected '" << option << "' in: " << msg;
 }
 
+// The defaults, given the options every run needs (the training data, a model).
+nmt::TrainOptions train_options() {
+  nmt::TrainOptions o;
+  o.train_src = "train.en";
+  o.train_tgt = "train.de";
+  return o;
+}
+nmt::StreamOptions stream_options() {
+  nmt::StreamOptions o;
+  o.model_paths = {"model.ckpt"};
+  return o;
+}
+nmt::AlignRunOptions align_options() {
+  nmt::AlignRunOptions o;
+  o.model_path = "model.ckpt";
+  return o;
+}
+
 TEST(OptionsTest, DefaultsAreValid) {
-  EXPECT_NO_THROW(nmt::TrainOptions().validate());
+  EXPECT_NO_THROW(train_options().validate());
   EXPECT_NO_THROW(nmt::TokenizerOptions().validate());
   EXPECT_NO_THROW(nmt::DistributedOptions().validate());
   EXPECT_NO_THROW(nmt::SearchOptions().validate());
   EXPECT_NO_THROW(nmt::TranslateOptions().validate());
-  EXPECT_NO_THROW(nmt::StreamOptions().validate());
-  EXPECT_NO_THROW(nmt::AlignRunOptions().validate());
+  EXPECT_NO_THROW(stream_options().validate());
+  EXPECT_NO_THROW(align_options().validate());
   EXPECT_NO_THROW(nmt::WordAlignerOptions().validate());
   EXPECT_NO_THROW(nmt::test::tiny_model().validate());
 }
 
+// An option a run cannot do without is a usage error naming that option,
+// found before any work: every "X is required" check of the three tools.
+TEST(OptionsTest, MissingRequiredOptionsAreNamed) {
+  auto usage = [](const auto& options, const std::string& option) {
+    try {
+      options.validate();
+      ADD_FAILURE() << "no error; expected one naming " << option;
+    } catch (const nmt::UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), option)) << "expected '" << option << "' in: " << e.what();
+    }
+  };
+  using T = nmt::TrainOptions;
+  const T none;
+  usage(none, "--train-src");
+  T half = train_options();
+  half.train_tgt.clear();
+  usage(half, "--train-tgt");
+  half = train_options();
+  half.train_src.clear();
+  usage(half, "--train-src");
+  T both = train_options();
+  both.train_tsv = "train.tsv";
+  usage(both, "--train-tsv");
+  T tsv;
+  tsv.train_tsv = "train.tsv";
+  EXPECT_NO_THROW(tsv.validate());
+  T valid = train_options();
+  valid.valid_src = "val.en";
+  usage(valid, "--valid-tgt");  // validation data is optional, but not half of it
+  valid.valid_tgt = "val.de";
+  EXPECT_NO_THROW(valid.validate());
+  nmt::TokenizerOptions spm;
+  spm.tgt_model = "tgt.model";
+  usage(spm, "--src-spm");
+
+  using R = nmt::StreamOptions;
+  const R no_model;
+  usage(no_model, "--model");
+  R evaluate;  // scores given text: needs no model
+  evaluate.evaluate = true;
+  evaluate.references = {"ref.txt"};
+  EXPECT_NO_THROW(evaluate.validate());
+  R pairs = stream_options();
+  pairs.score_mode = true;
+  pairs.src = "a.en";
+  usage(pairs, "--tgt");
+  pairs.src.clear();
+  pairs.tgt = "a.de";
+  usage(pairs, "--src");
+
+  using A = nmt::AlignRunOptions;
+  const A no_aligner_model;
+  usage(no_aligner_model, "--model");
+  A ibm2;  // the statistical aligner needs no model, but the target
+  ibm2.aligner = nmt::Aligner::kIbm2;
+  ibm2.format = nmt::AlignFormat::kPharaoh;
+  ibm2.src = "a.en";
+  usage(ibm2, "--tgt");
+  ibm2.tgt = "a.de";
+  EXPECT_NO_THROW(ibm2.validate());
+  A no_src = align_options();
+  no_src.tgt = "a.de";
+  usage(no_src, "--src");
+  A reverse = align_options();
+  reverse.src = "a.en";
+  reverse.reverse_model = "de-en.ckpt";
+  reverse.symmetrize = nmt::Symmetrization::kUnion;
+  usage(reverse, "--tgt");
+  A two = align_options();
+  two.src = "a.en";
+  two.pairs = "pairs.txt";
+  usage(two, "--pairs");
+}
+
 TEST(OptionsTest, TrainingOptionsOutOfRange) {
   using T = nmt::TrainOptions;
-  const T good;
+  const T good = train_options();
   expect_refused<T>(good, [](T& o) { o.learning_rate = kNan; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.learning_rate = 0; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.learning_rate = kInf; }, "--learning-rate");
@@ -109,7 +201,7 @@ TEST(OptionsTest, SearchAndTranslationOptionsOutOfRange) {
   expect_refused<S>(S{}, [](S& o) { o.max_length = 0; }, "--max-length");
   expect_refused<S>(S{}, [](S& o) { o.n_best = 2; }, "--n-best");
   using R = nmt::StreamOptions;
-  const R stream;  // (one object: R{} temporaries trip a false -Wmaybe-uninitialized in GCC 12)
+  const R stream = stream_options();  // (one object: R{} temporaries trip a false -Wmaybe-uninitialized in GCC 12)
   expect_refused<R>(stream, [](R& o) { o.window = 0; }, "--window");
   expect_refused<R>(stream, [](R& o) { o.max_line_bytes = 0; }, "--max-line-bytes");
   expect_refused<R>(stream, [](R& o) { o.runtime.threads = -3; }, "--threads");
@@ -132,12 +224,13 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   expect_refused<A>(A{}, [](A& o) { o.ibm.diagonal_tension = kNan; }, "--ibm-tension");
   expect_refused<A>(A{}, [](A& o) { o.search.beam_size = -1; }, "--beam-size");
   // The beam is for free mode only: with the target given it would do nothing.
-  A free_mode;
+  A free_mode = align_options();
   free_mode.src = "a.src";
   free_mode.search.beam_size = 5;
   EXPECT_NO_THROW(free_mode.validate());
   expect_refused<A>(free_mode, [](A& o) { o.tgt = "a.tgt"; }, "--beam-size");
-  expect_refused<A>(free_mode, [](A& o) { o.tsv = "pairs.tsv"; }, "--beam-size");
+  expect_refused<A>(free_mode, [](A& o) { o.src.clear(); o.tsv = "pairs.tsv"; }, "--beam-size");
+  expect_refused<A>(free_mode, [](A& o) { o.src.clear(); o.pairs = "pairs.txt"; }, "--beam-size");
   // The lexical table is ibm2's, over a model's pieces.
   A lex;
   lex.format = nmt::AlignFormat::kLex;

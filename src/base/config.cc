@@ -4,8 +4,12 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "base/format.h"
 
 namespace nmt {
 namespace {
@@ -51,7 +55,76 @@ ConfigValue to_value(const toml::node& n, const std::string& path, const std::st
   throw Error(where(path, n.source()) + ": " + key + ": no option takes a value of this type");
 }
 
+// `s` as a TOML basic string, quotes included: '"' and '\\' escaped, control
+// characters (and DEL) as \\uXXXX or their short escapes. Never throws (beyond std::bad_alloc).
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04X", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A double as a TOML float: the shortest text that reads back to it, with a
+// ".0" where that text would read as an integer; nan and inf as TOML has them.
+std::string toml_float(double v) {
+  std::string text = shortest_decimal(v);
+  if (std::isfinite(v) && text.find_first_of(".eE") == std::string::npos) text += ".0";
+  return text;
+}
+
+// One value of ConfigValue in TOML.
+std::string toml_value(const ConfigValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          return std::to_string(v);
+        } else if constexpr (std::is_same_v<V, double>) {
+          return toml_float(v);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          return toml_string(v);
+        } else {
+          std::string out = "[";
+          for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + toml_string(v[i]);
+          return out + "]";
+        }
+      },
+      value);
+}
+
 }  // namespace
+
+std::string nearest_name(const std::string& name, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& candidate : names) {
+    // A leading part of a name up to one of its dashes ("beam" of "beam-size")
+    // is as near as a one-letter slip.
+    const bool head = candidate.size() > name.size() && candidate.compare(0, name.size(), name) == 0 &&
+                      candidate[name.size()] == '-';
+    const size_t d = head ? 1 : distance(name, candidate);
+    if (d < best_d) best_d = d, best = candidate;
+  }
+  return best_d <= std::max<size_t>(2, name.size() / 3) ? best : std::string();
+}
 
 ConfigFile ConfigFile::read(const std::string& path) {
   std::ifstream probe(path);
@@ -104,14 +177,8 @@ void ConfigFile::check_all_used() const {
   for (const auto& kv : entries_)
     if (!kv.second.used && (first == nullptr || kv.second.line < first->second.line)) first = &kv;
   if (first == nullptr) return;
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& name : known_) {
-    const size_t d = distance(first->first, name);
-    if (d < best_d) best_d = d, best = name;
-  }
-  std::string hint;
-  if (!best.empty() && best_d <= std::max<size_t>(2, first->first.size() / 3)) hint = " (did you mean '" + best + "'?)";
+  const std::string best = nearest_name(first->first, known_);
+  const std::string hint = best.empty() ? "" : " (did you mean '" + best + "'?)";
   throw Error(path_ + ":" + std::to_string(first->second.line) + ":" + std::to_string(first->second.column) +
               ": unknown option '" + first->first + "'" + hint);
 }
@@ -131,26 +198,19 @@ void ConfigWriter::add_value(const Field& f, ConfigValue v) {
 }
 
 std::string ConfigWriter::str() const {
-  toml::table doc;
-  for (const auto& item : items_) {
-    auto* table = doc[item.group].as_table();
-    if (table == nullptr) table = doc.insert_or_assign(item.group, toml::table{}).first->second.as_table();
-    std::visit(
-        [&](const auto& v) {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::vector<std::string>>) {
-            toml::array a;
-            for (const auto& s : v) a.push_back(s);
-            table->insert_or_assign(item.name, std::move(a));
-          } else {
-            table->insert_or_assign(item.name, v);
-          }
-        },
-        item.value);
+  // Written by hand rather than through toml++, whose floats carry 17
+  // significant digits (dropout = 0.20000000000000001): each double is
+  // written in its shortest form that reads back to the same value.
+  std::vector<std::string> groups;  // in the order the fields list them
+  for (const auto& item : items_)
+    if (std::find(groups.begin(), groups.end(), item.group) == groups.end()) groups.push_back(item.group);
+  std::string out;
+  for (const auto& group : groups) {
+    out += (out.empty() ? "[" : "\n[") + group + "]\n";
+    for (const auto& item : items_)
+      if (item.group == group) out += item.name + " = " + toml_value(item.value) + "\n";
   }
-  std::ostringstream out;
-  out << doc << '\n';
-  return out.str();
+  return out;
 }
 
 }  // namespace nmt

@@ -61,7 +61,14 @@ class ConfigFile {
   std::vector<std::string> known_;       // every field name apply() saw (for "did you mean")
 };
 
-// Collects fields and their values for to_toml().
+// The name of `names` nearest to `name` (a misspelt option, without its
+// dashes), for "did you mean": within an edit distance of max(2, a third of
+// its length), a name that `name` begins up to one of its dashes ("beam" for
+// "beam-size") counting as a distance of 1; the first of equally near names.
+// "" when none is that near. Never throws (beyond std::bad_alloc).
+std::string nearest_name(const std::string& name, const std::vector<std::string>& names);
+
+// Collects fields and their values for str().
 class ConfigWriter {
  public:
   template <class Options>
@@ -71,8 +78,11 @@ class ConfigWriter {
     });
     return *this;
   }
-  // The options as a TOML document, one table per --help group, which
-  // ConfigFile::read() + apply() turn back into the same options.
+  // The options as a TOML document, one table per --help group (tables and
+  // keys in the order the fields list them, each double in the shortest form
+  // that reads back to it: 0.1, not 0.10000000000000001), which
+  // ConfigFile::read() + apply() turn back into the same options. Never
+  // throws (beyond std::bad_alloc).
   std::string str() const;
 
  private:

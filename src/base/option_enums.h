@@ -73,6 +73,17 @@ struct EnumNames<BleuTokenizer> {
       {BleuTokenizer::kNone, "none"}}};
 };
 
+// How nmt-translate --evaluate prints its scores: sacreBLEU's score lines
+// ("BLEU = 35.21 66.1/41.3/... (BP = ...)", "chrF2 = 56.78"), or the list of
+// JSON objects `sacrebleu -f json` prints for several metrics.
+enum class ScoreFormat { kText, kJson };
+template <>
+struct EnumNames<ScoreFormat> {
+  static constexpr const char* what = "score format";
+  static constexpr std::array<std::pair<ScoreFormat, const char*>, 2> values = {{
+      {ScoreFormat::kText, "text"}, {ScoreFormat::kJson, "json"}}};
+};
+
 inline const char* to_string(AttentionType t) { return enum_name(t); }
 inline const char* to_string(BleuTokenizer t) { return enum_name(t); }
 inline const char* to_string(DecoderType t) { return enum_name(t); }

@@ -7,10 +7,38 @@
 #include <type_traits>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "base/validate.h"
 
 namespace nmt {
+
+namespace {
+
+// The `noun` data ("training", "validation") comes as --WHAT-src with
+// --WHAT-tgt, or as --WHAT-tsv: throws nmt::UsageError naming the option
+// that is missing (when the data is `required`, or half given) or the two
+// that exclude each other.
+void require_pair_files(const std::string& what, const char* noun, const std::string& src, const std::string& tgt,
+                        const std::string& tsv, bool required) {
+  const std::string o = "--" + what;
+  if (!tsv.empty()) {
+    if (!src.empty() || !tgt.empty())
+      throw UsageError(o + "-tsv excludes " + o + "-src and " + o + "-tgt: give the " + noun +
+                       " data as two files or as one TSV");
+    return;
+  }
+  if (src.empty() && tgt.empty()) {
+    if (required)
+      throw UsageError("option " + o + "-src is required (with " + o + "-tgt), or give " + o + "-tsv: the " + noun +
+                       " data");
+    return;
+  }
+  if (src.empty()) throw UsageError("option " + o + "-src is required with " + o + "-tgt");
+  if (tgt.empty()) throw UsageError("option " + o + "-tgt is required with " + o + "-src");
+}
+
+}  // namespace
 
 void ModelOptions::validate() const {
   // Field names as stored in checkpoints; the flags spell them with '-' (--emb-dim).
@@ -41,6 +69,8 @@ void TokenizerOptions::validate() const {
   check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
   check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
   check::in_range("--spm-sentences", input_sentence_size, 1);
+  if (!tgt_model.empty() && src_model.empty())
+    throw UsageError("--tgt-spm needs --src-spm too (or give neither and the tokenizers are trained)");
 }
 
 void DistributedOptions::validate() const {
@@ -95,6 +125,8 @@ void TrainOptions::validate() const {
   runtime.validate();
   if (output_dir.empty()) throw UsageError("--output must name a folder");
   dist.validate();
+  require_pair_files("train", "training", train_src, train_tgt, train_tsv, /*required=*/true);
+  require_pair_files("valid", "validation", valid_src, valid_tgt, valid_tsv, /*required=*/false);
 }
 
 void SearchOptions::validate() const {
@@ -127,22 +159,35 @@ void StreamOptions::validate() const {
   check::in_range("--max-line-bytes", max_line_bytes, 1, int64_t{1} << 30);
   runtime.validate();
   translate.validate();
-  if (!scores_json.empty() && reference.empty()) throw UsageError("--scores-json needs --reference");
-  if (reference.empty() && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
+  const bool reference = !references.empty();
+  for (const auto& r : references)
+    if (r.empty()) throw UsageError("--reference must name a file");
+  if (!scores_json.empty() && !reference) throw UsageError("--scores-json needs --reference");
+  if (!reference && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
     throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
-  if (info && (score_mode || !reference.empty() || !input.empty()))
+  if (score_format != ScoreFormat::kText && !evaluate)
+    throw UsageError("--score-format chooses how --evaluate prints its scores; while translating, the output holds "
+                     "the translations and the scores go to stderr (and --scores-json)");
+  if (info && (score_mode || reference || !input.empty()))
     throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
   if (evaluate) {  // scores the input as it is: nothing to translate with
-    if (reference.empty()) throw UsageError("--evaluate scores the input against --reference: give --reference");
-    if (!model_paths.empty() || score_mode || info || !output.empty())
-      throw UsageError("--evaluate scores given translations and writes no output: drop -m, --score-pairs, --info and -o");
+    if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
+    if (!model_paths.empty() || score_mode || info)
+      throw UsageError("--evaluate scores given translations: drop -m, --score-pairs and --info");
+  } else if (model_paths.empty()) {
+    throw UsageError("option --model (-m) is required: the checkpoint to translate with (repeat it for an ensemble)");
   }
   if (score_mode) {  // options that would do nothing there
     if (translate.search.beam_size != 1)
       throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");
     if (translate.search.n_best != 1) throw UsageError("--n-best does nothing with --score-pairs (it scores given pairs)");
     if (scores || replace_unk) throw UsageError("--with-scores and --replace-unk do nothing with --score-pairs");
-    if (!reference.empty()) throw UsageError("--reference does nothing with --score-pairs");
+    if (reference) throw UsageError("--reference does nothing with --score-pairs");
+    if (src.empty() != tgt.empty())
+      throw UsageError(std::string("option ") + (src.empty() ? "--src" : "--tgt") + " is required with " +
+                       (src.empty() ? "--tgt" : "--src") + " (--score-pairs reads both, or one TSV input)");
+    if (!src.empty() && !input.empty())
+      throw UsageError("--score-pairs reads --src and --tgt, or a TSV input (-i), not both");
   } else if (!src.empty() || !tgt.empty()) {
     throw UsageError("--src and --tgt are the pairs of --score-pairs; to translate, give -i (or stdin)");
   }
@@ -184,9 +229,22 @@ void AlignRunOptions::validate() const {
     throw UsageError("symmetrization needs both a reverse model and a method other than none");
   if (ibm2 && symmetrize == Symmetrization::kAverage)
     throw UsageError("the ibm2 aligner symmetrizes links: average needs attention matrices");
-  const bool forced = !tgt.empty() || !tsv.empty();
+  // The input: --src (with --tgt: forced mode), --tsv or --pairs; with none
+  // of them, fast_align pairs on stdin (checked where they are read).
+  const int inputs = !src.empty() + !tsv.empty() + !pairs.empty();
+  if (inputs > 1) throw UsageError("give one input: --src (and --tgt), --tsv or --pairs");
+  if (!tgt.empty() && src.empty()) throw UsageError("option --src is required with --tgt");
+  const bool forced = !tgt.empty() || !tsv.empty() || !pairs.empty() || inputs == 0;
   if ((forced || ibm2) && search.beam_size != 1)
-    throw UsageError("--beam-size does nothing when the target is given (--tgt, --tsv, ibm2): it is for free mode");
+    throw UsageError("--beam-size does nothing when the target is given (--tgt, --tsv, --pairs, ibm2): it is for free "
+                     "mode (--src alone)");
+  if (!forced) {  // free mode: the model translates, so there is no given target
+    if (ibm2) throw UsageError("option --tgt is required with --aligner ibm2 (it aligns given pairs)");
+    if (!reverse_model.empty()) throw UsageError("option --tgt is required with --reverse-model (forced mode)");
+  }
+  if (!ibm2 && model_path.empty())
+    throw UsageError("option --model (-m) is required: the checkpoint whose attention aligns (or --aligner ibm2, "
+                     "which needs none)");
 }
 
 namespace {
@@ -198,6 +256,8 @@ std::string to_text(const T& v) {
     return v ? "1" : "0";
   } else if constexpr (std::is_enum_v<T>) {
     return enum_name(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return shortest_decimal(v);  // reads back to the same value (ostream's 6 digits would not)
   } else {
     std::ostringstream o;
     o << v;

@@ -43,7 +43,8 @@ struct TokenizerOptions {
   std::string tgt_model;
   int64_t input_sentence_size = 1000000;
 
-  // Throws nmt::Error naming the first option out of its range.
+  // Throws nmt::UsageError naming the first option out of its range (or
+  // --tgt-spm without --src-spm).
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -206,8 +207,10 @@ struct TrainOptions {
   RuntimeOptions runtime;
   DistributedOptions dist;
 
-  // Throws nmt::Error naming the first option out of its range, before any
-  // work; checks `runtime` and `dist` too.
+  // Throws nmt::UsageError naming the first option out of its range, in
+  // conflict with another, or required and missing (the training data:
+  // --train-src and --train-tgt, or --train-tsv), before any work; checks
+  // `runtime` and `dist` too.
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
@@ -235,7 +238,9 @@ struct SearchOptions {
     v(Field{"length-penalty", "GNMT length penalty alpha", g}, s.length_penalty);
     v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g}, s.max_length_ratio);
     v(Field{"max-length", "Output length cap in pieces", g}, s.max_length);
-    v(Field{"n-best", "Print the N best hypotheses as 'i ||| hyp ||| score' (without -b: beam N)", g}, s.n_best);
+    v(Field{"n-best", "Print the N best hypotheses in Moses' form 'i ||| hyp ||| features ||| score' (without -b: beam N)",
+            g},
+      s.n_best);
     v(Field{"no-cuda-graphs", "CUDA: run greedy steps eagerly instead of replaying each as a CUDA graph", g},
       s.no_cuda_graphs);
   }
@@ -308,14 +313,16 @@ struct StreamOptions {
   bool info = false;          // print what each -m checkpoint holds and stop
   bool evaluate = false;      // score the input (translations made elsewhere) against reference; no model
   std::string src, tgt;
-  std::string reference;
+  std::vector<std::string> references;  // one file per reference translation (several: multi-reference BLEU, chrF)
   std::string scores_json;
+  ScoreFormat score_format = ScoreFormat::kText;  // how --evaluate prints its scores on its output
   bool bleu_lowercase = false;        // --lowercase: the main BLEU lowercases first (sacreBLEU -lc)
   BleuTokenizer bleu_tokenize = BleuTokenizer::k13a;  // --tokenize: the main BLEU's tokenizer
   RuntimeOptions runtime;
 
-  // Throws nmt::Error naming the first option out of its range
-  // (translate options included).
+  // Throws nmt::UsageError naming the first option out of its range
+  // (translate options included), in conflict with another, or required
+  // and missing (-m, except with --evaluate).
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
@@ -348,6 +355,7 @@ struct AlignRunOptions {
   std::string model_path;
   std::string src, tgt;             // two files (tgt empty: free mode)
   std::string tsv;                  // or pairs as TSV ("-": stdin)
+  std::string pairs;                // or pairs as fast_align's "source ||| target" lines ("-": stdin)
   std::string output;               // "" or "-": stdout; a file is replaced whole at the end (io.h)
   AlignFormat format = AlignFormat::kCsv;
   AlignLevel level = AlignLevel::kSubword;  // csv, svg; pharaoh is always word level
@@ -367,8 +375,9 @@ struct AlignRunOptions {
   int64_t max_pairs = 0;
   RuntimeOptions runtime;
 
-  // Throws nmt::Error naming the first option out of its range or in
-  // conflict with another.
+  // Throws nmt::UsageError naming the first option out of its range, in
+  // conflict with another, or required and missing (-m for the attention
+  // aligner, --tgt where the mode needs the target).
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);

@@ -100,14 +100,18 @@ void StreamOptions::fields(S& s, V&& v) {
     s.evaluate);
   v(Field{"src", "Score mode: source file", sc}, s.src);
   v(Field{"tgt", "Score mode: target file", sc}, s.tgt);
-  v(Field{"reference", "Score the output against this file on stderr: BLEU as --tokenize/--lowercase say, "
-                       "and cased 13a, -lc and --tokenize none besides, chrF, exact match", sc},
-    s.reference);
+  v(Field{"reference", "Score the output against this file (repeat for several references): BLEU as "
+                       "--tokenize/--lowercase say, and cased 13a, -lc and --tokenize none besides, chrF, exact "
+                       "match; logged on stderr, and with --evaluate printed on the output", sc, nullptr, kMultiple},
+    s.references);
   v(Field{"tokenize", "With --reference: BLEU's tokenizer, as sacreBLEU's --tokenize: 13a, intl, char or none", sc},
     s.bleu_tokenize);
   v(Field{"lowercase", "With --reference: BLEU lowercases both sides first (sacreBLEU -lc)", sc}, s.bleu_lowercase);
   v(Field{"scores-json", "With --reference: also write the scores and signatures to this JSON file", sc},
     s.scores_json);
+  v(Field{"score-format", "--evaluate prints its scores as sacreBLEU does: text (its BLEU and chrF lines) or json "
+                          "(the objects of sacrebleu -f json)", sc},
+    s.score_format);
   RuntimeOptions::fields(s.runtime, v);
 }
 
@@ -120,6 +124,9 @@ void AlignRunOptions::fields(S& s, V&& v) {
   v(Field{"src", "Source sentences, one per line", in}, s.src);
   v(Field{"tgt", "Target sentences (forced mode); without it the model translates (free mode)", in}, s.tgt);
   v(Field{"tsv", "Pairs as source<TAB>target lines ('-': stdin)", in}, s.tsv);
+  v(Field{"pairs", "Pairs as fast_align's 'source ||| target' lines ('-': stdin, read when no other input is given)",
+          in},
+    s.pairs);
   v(Field{"max-pairs", "Align at most N pairs (0: all)", in, "-n"}, s.max_pairs);
   v(Field{"beam-size", "Free mode: beam size (1: greedy)", in, "-b"}, s.search.beam_size);
   v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", in},

@@ -28,6 +28,7 @@
 
 #include "base/blas_kernels.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "nmt_commit.h"  // generated: NMT_COMMIT (cmake/commit.cmake)
 #include "text/tokenizer.h"
 
@@ -135,7 +136,8 @@ int ThreadGovernor::tick() {
   last_ = s;
   const int want = fitted_threads(max_threads_, cores_, others);
   if (want != threads_) {
-    spdlog::info("threads: {} -> {} (other processes keep {:.1f} of {} cores busy)", threads_, want, others, cores_);
+    spdlog::info("threads: {} -> {} (other processes keep {:.1f} of {} busy)", threads_, want, others,
+                 counted(cores_, "core"));
     threads_ = set_threads(want);
   }
   return threads_;

@@ -140,7 +140,7 @@ std::vector<std::string> Translator::translate_text(const std::vector<std::strin
 }
 
 std::vector<double> Translator::score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
-                                      int64_t batch_sentences) {
+                                      int64_t batch_sentences, int64_t* target_pieces) {
   if (src.size() != tgt.size())
     throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
   check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
@@ -151,6 +151,7 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   for (size_t i = 0; i < src.size(); ++i) {
     ex[i].src = encode_source(src[i]);
     ex[i].tgt = tgt_tok_.encode(tgt[i]);
+    if (target_pieces != nullptr) *target_pieces += static_cast<int64_t>(ex[i].tgt.size());
   }
   std::vector<int64_t> order(src.size());
   std::iota(order.begin(), order.end(), 0);

@@ -37,9 +37,10 @@ class Translator {
   // Forced decoding: the log-probability of each target given its source
   // (summed over the target's tokens and EOS; an ensemble averages its
   // members' per-token log-probabilities), in input order. Empty lines are
-  // scored as empty sentences. Throws nmt::Error if the sizes differ.
+  // scored as empty sentences. With `target_pieces`, adds the targets'
+  // pieces (EOS not counted) to it. Throws nmt::Error if the sizes differ.
   std::vector<double> score(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
-                            int64_t batch_sentences);
+                            int64_t batch_sentences, int64_t* target_pieces = nullptr);
 
   // Best hypothesis as text; with `replace_unk`, each generated <unk> becomes
   // the source piece it attended to most (needs the hypothesis' attention).

@@ -245,15 +245,41 @@ std::string xml_escape(const std::string& s) {
 
 namespace {
 
-// How a token is labelled in a heatmap, in SVG: a word-start piece without
-// its mark, a piece continuing a word after a gray "·", the mark alone as a
-// gray "␣". Words and "</s>" are shown as they are.
+// The text a heatmap shows for a token: a word-start piece without its
+// mark, a piece continuing a word after "·", the mark alone as "␣". Words
+// and "</s>" are shown as they are.
+std::string shown_label(const std::string& token, bool pieces) {
+  if (!pieces || token == "</s>") return token;
+  if (token == kWordMark) return "\u2423";
+  if (token.rfind(kWordMark, 0) == 0) return token.substr(kWordMark.size());
+  return "\u00b7" + token;
+}
+
+// The same in SVG: the "·" and "␣" in gray.
 std::string svg_label(const std::string& token, bool pieces) {
   if (!pieces) return xml_escape(token);
   if (token == kWordMark) return "<tspan fill=\"#999\">\u2423</tspan>";
   if (token.rfind(kWordMark, 0) == 0) return xml_escape(token.substr(kWordMark.size()));
   if (token == "</s>") return xml_escape(token);
   return "<tspan fill=\"#999\">\u00b7</tspan>" + xml_escape(token);
+}
+
+// Whether code point c is drawn a full em wide (East Asian wide and
+// fullwidth forms, emoji).
+bool wide(char32_t c) {
+  return (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) || (c >= 0xAC00 && c <= 0xD7A3) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
+         (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1FAFF) || (c >= 0x20000 && c <= 0x3FFFD);
+}
+
+// A generous estimate of the width of `text` at `font_size` px, in px (the
+// browser's fonts are unknown): 0.62 em a character (monospace fonts draw
+// 0.6, sans-serif text averages about 0.5), a full em for wide characters,
+// nothing for combining marks, a tenth more when `bold`.
+int text_width(const std::string& text, double font_size, bool bold = false) {
+  double em = 0;
+  for (char32_t c : decode_utf8(text)) em += (c >= 0x300 && c <= 0x36F) ? 0.0 : wide(c) ? 1.0 : 0.62;
+  return static_cast<int>(std::ceil(em * font_size * (bold ? 1.1 : 1.0)));
 }
 
 }  // namespace
@@ -271,29 +297,38 @@ void write_tidy_csv(std::ostream& out, const AttentionMatrix& m, size_t pair, bo
   out.precision(precision);
 }
 
-void write_svg(std::ostream& out, const AttentionMatrix& m) {
-  constexpr int cell = 22, char_w = 8, scale_w = 90;
+void write_svg(std::ostream& out, const AttentionMatrix& m, const std::string& title) {
+  constexpr int cell = 22, scale_w = 90, font = 13, small = 11, margin = 10;
   bool pieces = false;  // SentencePiece pieces (some carry the word mark), not words
   for (const auto* side : {&m.src_tokens, &m.tgt_tokens})
     for (const auto& s : *side) pieces = pieces || s.find(kWordMark) != std::string::npos;
-  size_t src_chars = 1, tgt_chars = 1;
-  for (const auto& s : m.src_tokens) src_chars = std::max(src_chars, utf8_length(s));
-  for (const auto& s : m.tgt_tokens) tgt_chars = std::max(tgt_chars, utf8_length(s));
+  // Every text's size is estimated (text_width) and the picture made to hold it.
+  int src_w = font, tgt_w = font;
+  for (const auto& s : m.src_tokens) src_w = std::max(src_w, text_width(shown_label(s, pieces), font));
+  for (const auto& s : m.tgt_tokens) tgt_w = std::max(tgt_w, text_width(shown_label(s, pieces), font));
+  const std::string note = "subword pieces: \u00b7 continues the word before it, \u2423 is a space piece";
   const int cols = static_cast<int>(m.src_tokens.size()), rows = static_cast<int>(m.tgt_tokens.size());
-  const int left = 26 + static_cast<int>(tgt_chars) * char_w + 10;  // axis title, labels
-  const int top = 24 + static_cast<int>(src_chars) * char_w + 10;   // axis title, upright labels
+  const int title_h = title.empty() ? 0 : 24;
+  const int left = 26 + tgt_w + margin;            // axis title, labels
+  const int top = title_h + 24 + src_w + margin;   // title, axis title, upright labels
   const int grid_h = std::max(rows * cell, 120);
-  const int width = left + cols * cell + scale_w, height = top + grid_h + (pieces ? 34 : 12);
+  int width = left + cols * cell + scale_w;
+  if (!title.empty()) width = std::max(width, margin + text_width(title, font, /*bold=*/true) + margin);
+  if (pieces) width = std::max(width, margin + text_width(note, small) + margin);
+  const int height = top + grid_h + (pieces ? 34 : 12);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"monospace\" font-size=\"13\">\n"
+      << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"monospace\" font-size=\"" << font << "\">\n"
       << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"
       << "<stop offset=\"0\" stop-color=\"rgb(0,0,0)\"/><stop offset=\"1\" stop-color=\"rgb(255,255,255)\"/>"
       << "</linearGradient></defs>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  if (!title.empty())
+    out << "<text x=\"" << margin << "\" y=\"18\" font-family=\"sans-serif\" font-weight=\"bold\">" << xml_escape(title)
+        << "</text>\n";
   // Axis titles.
-  out << "<text x=\"" << left + cols * cell / 2 << "\" y=\"16\" text-anchor=\"middle\" font-family=\"sans-serif\" "
-      << "font-weight=\"bold\">source</text>\n"
+  out << "<text x=\"" << left + cols * cell / 2 << "\" y=\"" << title_h + 16
+      << "\" text-anchor=\"middle\" font-family=\"sans-serif\" font-weight=\"bold\">source</text>\n"
       << "<text x=\"16\" y=\"" << top + rows * cell / 2 << "\" text-anchor=\"middle\" font-family=\"sans-serif\" "
       << "font-weight=\"bold\" transform=\"rotate(-90 16 " << top + rows * cell / 2 << ")\">target</text>\n";
   // Source labels read upwards, each in its own column.
@@ -321,15 +356,15 @@ void write_svg(std::ostream& out, const AttentionMatrix& m) {
   for (const auto& [v, label] : {std::pair<double, const char*>{1.0, "1"}, {0.5, "0.5"}, {0.0, "0"}}) {
     const int y = top + static_cast<int>(std::lround((1 - v) * sh));
     out << "<line x1=\"" << sx + 14 << "\" y1=\"" << y << "\" x2=\"" << sx + 18 << "\" y2=\"" << y
-        << "\" stroke=\"#888\"/><text x=\"" << sx + 21 << "\" y=\"" << y + 4 << "\" font-size=\"11\">" << label
-        << "</text>\n";
+        << "\" stroke=\"#888\"/><text x=\"" << sx + 21 << "\" y=\"" << y + 4 << "\" font-size=\"" << small << "\">"
+        << label << "</text>\n";
   }
-  out << "<text x=\"" << sx - 6 << "\" y=\"" << top + sh / 2 << "\" text-anchor=\"middle\" font-size=\"11\" "
-      << "font-family=\"sans-serif\" transform=\"rotate(-90 " << sx - 6 << ' ' << top + sh / 2
+  out << "<text x=\"" << sx - 6 << "\" y=\"" << top + sh / 2 << "\" text-anchor=\"middle\" font-size=\"" << small
+      << "\" font-family=\"sans-serif\" transform=\"rotate(-90 " << sx - 6 << ' ' << top + sh / 2
       << ")\">attention weight</text>\n";
   if (pieces)
-    out << "<text x=\"" << left << "\" y=\"" << height - 10 << "\" font-size=\"11\" font-family=\"sans-serif\" "
-        << "fill=\"#666\">subword pieces: \u00b7 continues the word before it, \u2423 is a space piece</text>\n";
+    out << "<text x=\"" << margin << "\" y=\"" << height - 10 << "\" font-size=\"" << small
+        << "\" font-family=\"sans-serif\" fill=\"#666\">" << note << "</text>\n";
   out << "</svg>\n";
 }
 

@@ -99,12 +99,16 @@ void write_tidy_csv(std::ostream& out, const AttentionMatrix& m, size_t pair, bo
 // Quotes a CSV field: "a""b" for a"b.
 std::string csv_quote(const std::string& s);
 
-// A standalone SVG heatmap: one cell per weight, grayscale (0 black, 1
-// white) with its colour scale, source tokens upright across the top and
-// target tokens down the left, with axis titles. Pieces are shown without
-// SentencePiece's mark: a gray "·" before a piece that continues a word, a
-// gray "␣" for the mark alone; each cell's tooltip names its pair of tokens.
-void write_svg(std::ostream& out, const AttentionMatrix& m);
+// A standalone SVG heatmap: `title` (when not empty) above it, one cell per
+// weight, grayscale (0 black, 1 white) with its colour scale, source tokens
+// upright across the top and target tokens down the left, with axis titles.
+// Pieces are shown without SentencePiece's mark: a gray "·" before a piece
+// that continues a word, a gray "␣" for the mark alone, and a note at the
+// bottom says so; each cell's tooltip names its pair of tokens. The picture
+// is sized to hold every text at a generous estimate of its width (0.62 em
+// a character, a full em for wide ones), so nothing is clipped. Never throws
+// (beyond std::bad_alloc and the stream's own exceptions).
+void write_svg(std::ostream& out, const AttentionMatrix& m, const std::string& title = "");
 
 // Escapes &, <, >, " and ' for XML text and attributes.
 std::string xml_escape(const std::string& s);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "io/io.h"
 
@@ -47,8 +48,8 @@ void over_long(ParallelCorpus& c, const CorpusLimits& limits, const std::string&
 }  // namespace
 
 std::string CorpusStats::summary() const {
-  return std::to_string(lines) + " pairs read, " + std::to_string(kept) + " kept (" + std::to_string(empty) +
-         " empty, " + std::to_string(too_long) + " over-long)";
+  return counted(lines, "pair") + " read, " + std::to_string(kept) + " kept (" + std::to_string(empty) + " empty, " +
+         std::to_string(too_long) + " over-long)";
 }
 
 void validate_line(const std::string& raw, const std::string& path, int64_t line) {
@@ -70,6 +71,15 @@ std::pair<std::string, std::string> split_tsv_line(const std::string& raw, const
   if (tab == std::string_view::npos || v.find('\t', tab + 1) != std::string_view::npos)
     throw Error(located(path, line, "expected exactly one tab (source<TAB>target)"));
   return {std::string(trim(v.substr(0, tab))), std::string(trim(v.substr(tab + 1)))};
+}
+
+std::pair<std::string, std::string> split_bar_line(const std::string& raw, const std::string& path, int64_t line) {
+  validate_line(raw, path, line);
+  const std::string_view v(raw);
+  const size_t bars = v.find("|||");
+  if (bars == std::string_view::npos || v.find("|||", bars + 3) != std::string_view::npos)
+    throw Error(located(path, line, "expected one ' ||| ' between source and target (fast_align's form)"));
+  return {std::string(trim(v.substr(0, bars))), std::string(trim(v.substr(bars + 3)))};
 }
 
 std::string checked_line(const std::string& raw, const std::string& path, int64_t line) {
@@ -106,7 +116,12 @@ ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt
   return c;
 }
 
-ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
+namespace {
+
+// Reads one pair per line of `path`, each split by `split` (split_tsv_line
+// or split_bar_line): read_tsv and read_bar_pairs.
+template <class Split>
+ParallelCorpus read_pair_lines(const std::string& path, const CorpusLimits& limits, Split split) {
   LineReader in(path, read_cap(limits, 2));
   ParallelCorpus c;
   std::string raw;
@@ -123,7 +138,7 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
       over_long(c, limits, path, line);
       continue;
     }
-    auto [src, tgt] = split_tsv_line(raw, path, line);
+    auto [src, tgt] = split(raw, path, line);
     if ((src.size() > limits.max_line_bytes || tgt.size() > limits.max_line_bytes) && !src.empty() && !tgt.empty()) {
       over_long(c, limits, path, line);
       continue;
@@ -131,6 +146,16 @@ ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
     add_pair(c, std::move(src), std::move(tgt), line, path, path);
   }
   return c;
+}
+
+}  // namespace
+
+ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
+  return read_pair_lines(path, limits, split_tsv_line);
+}
+
+ParallelCorpus read_bar_pairs(const std::string& path, const CorpusLimits& limits) {
+  return read_pair_lines(path, limits, split_bar_line);
 }
 
 std::vector<std::string> read_lines(const std::string& path, size_t max_line_bytes) {

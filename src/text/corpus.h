@@ -1,5 +1,5 @@
-// Reading and validating parallel text: two aligned plain-text files or one
-// TSV file. Fatal problems (missing file, mismatched line counts, invalid
+// Reading and validating parallel text: two aligned plain-text files, one
+// TSV file, or one file of fast_align's "source ||| target" lines. Fatal problems (missing file, mismatched line counts, invalid
 // UTF-8, NUL bytes, malformed TSV) throw nmt::Error naming the file and line;
 // pairs that are merely unusable (empty or over-long) are skipped and counted.
 #pragma once
@@ -44,6 +44,10 @@ ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt
 // and for a line without exactly one tab.
 ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits = {});
 
+// Reads fast_align's "source ||| target" lines ("-": stdin). Throws
+// nmt::Error as read_tsv does, and for a line without exactly one "|||".
+ParallelCorpus read_bar_pairs(const std::string& path, const CorpusLimits& limits = {});
+
 // Reads a monolingual file ("-": stdin; one sentence per line, empty lines
 // kept as ""). Throws nmt::Error for unreadable files, invalid UTF-8, NUL
 // bytes, or a line longer than max_line_bytes (located at path:line).
@@ -57,6 +61,11 @@ void validate_line(const std::string& raw, const std::string& path, int64_t line
 // validate_line() (a final CR is dropped). Throws nmt::Error located at
 // path:line unless the line has exactly one tab.
 std::pair<std::string, std::string> split_tsv_line(const std::string& raw, const std::string& path, int64_t line);
+
+// Splits one "source ||| target" line (fast_align's input) into its trimmed
+// sides, after validate_line(). Throws nmt::Error located at path:line
+// unless the line holds exactly one "|||".
+std::pair<std::string, std::string> split_bar_line(const std::string& raw, const std::string& path, int64_t line);
 
 // validate_line(), then the line trimmed of surrounding whitespace (tabs
 // included: split TSV fields before trimming).

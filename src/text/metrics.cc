@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/format.h"
+#include "base/json.h"
 #include "base/utf8.h"
 #include "text/python_text.h"
 
@@ -227,6 +230,67 @@ double chrf_f_score(const std::array<int64_t, 3 * kChrfOrder>& stats, const Chrf
   return 0.0;
 }
 
+// Checks the layout of `ref_streams` against `hyps` (`who` names the caller
+// in messages). Throws nmt::Error if there are no streams or one differs in size.
+void check_streams(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& ref_streams,
+                   const char* who) {
+  if (ref_streams.empty()) throw Error(std::string(who) + ": no reference streams given");
+  for (size_t k = 0; k < ref_streams.size(); ++k)
+    if (ref_streams[k].size() != hyps.size())
+      throw Error(std::string(who) + ": " + std::to_string(hyps.size()) + " hypotheses but reference stream " +
+                  std::to_string(k) + " has " + std::to_string(ref_streams[k].size()) + " segments");
+}
+
+// The references of segment i, as sacreBLEU's Metric._cache_references keeps
+// them: the non-empty ones; when all are empty, one empty reference (nmt
+// scores such a segment where sacreBLEU stops). `counts` collects how many
+// each segment has, for the signature's nrefs.
+std::vector<const std::string*> segment_refs(const std::vector<std::vector<std::string>>& ref_streams, size_t i,
+                                             std::vector<size_t>* counts) {
+  std::vector<const std::string*> refs;
+  for (const auto& stream : ref_streams)
+    if (!stream[i].empty()) refs.push_back(&stream[i]);
+  if (refs.empty()) refs.push_back(&ref_streams.front()[i]);
+  counts->push_back(refs.size());
+  return refs;
+}
+
+// nrefs of a signature: the count every segment has, or -1 ("var") when they differ.
+int common_count(const std::vector<size_t>& counts, size_t streams) {
+  if (counts.empty()) return static_cast<int>(streams);
+  for (size_t c : counts)
+    if (c != counts.front()) return -1;
+  return static_cast<int>(counts.front());
+}
+
+std::string nrefs_text(int nrefs) { return nrefs < 0 ? "var" : std::to_string(nrefs); }
+
+// Python's repr of float(f'{score:.2f}'), as json.dumps writes it: "35.2", "100.0", "0.0".
+std::string json_score(double score) {
+  std::string text = shortest_decimal(std::strtod(format("%.2f", score).c_str(), nullptr));
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+// sacreBLEU's Score.format(is_json=True): json.dumps(d, indent=1, ensure_ascii=False)
+// of name, score, signature, verbose_score (when there is one) and the
+// signature's fields as strings.
+std::string score_json(const std::string& name, double score, const std::string& signature,
+                       const std::string& verbose) {
+  std::string out = "{\n \"name\": " + json_string(name) + ",\n \"score\": " + json_score(score) +
+                    ",\n \"signature\": " + json_string(signature);
+  if (!verbose.empty()) out += ",\n \"verbose_score\": " + json_string(verbose);
+  size_t start = 0;
+  while (start <= signature.size()) {
+    const size_t bar = std::min(signature.find('|', start), signature.size());
+    const std::string field = signature.substr(start, bar - start);
+    const size_t colon = field.find(':');
+    out += ",\n " + json_string(field.substr(0, colon)) + ": " + json_string(field.substr(colon + 1));
+    start = bar + 1;
+  }
+  return out + "\n}";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -337,25 +401,17 @@ BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
   static const char* const kTokenizers[] = {"13a", "intl", "char", "none"};
   if (std::find(std::begin(kTokenizers), std::end(kTokenizers), opt.tokenize) == std::end(kTokenizers))
     throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
-  if (ref_streams.empty()) {
-    throw Error("corpus_bleu: no reference streams given");
-  }
-  for (size_t k = 0; k < ref_streams.size(); ++k) {
-    if (ref_streams[k].size() != hyps.size()) {
-      throw Error(
-          "corpus_bleu: " + std::to_string(hyps.size()) + " hypotheses but reference stream " +
-          std::to_string(k) + " has " + std::to_string(ref_streams[k].size()) + " segments");
-    }
-  }
+  check_streams(hyps, ref_streams, "corpus_bleu");
   std::array<int64_t, 4> correct{}, total{};
   int64_t sys_len = 0, ref_len = 0;
+  std::vector<size_t> counts;
   for (size_t i = 0; i < hyps.size(); ++i) {
     // BLEU._extract_reference_info: max count of each n-gram over references.
     NgramCounts ref_ngrams;
     std::vector<int64_t> ref_lens;
-    for (const auto& stream : ref_streams) {
+    for (const std::string* ref : segment_refs(ref_streams, i, &counts)) {
       NgramCounts this_ngrams;
-      ref_lens.push_back(extract_word_ngrams(preprocess_bleu(stream[i], opt), this_ngrams));
+      ref_lens.push_back(extract_word_ngrams(preprocess_bleu(*ref, opt), this_ngrams));
       for (const auto& kv : this_ngrams) {
         int64_t& c = ref_ngrams[kv.first];
         c = std::max(c, kv.second);
@@ -374,7 +430,7 @@ BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
     }
   }
   BleuScore r = compute_bleu(correct, total, sys_len, ref_len);
-  r.nrefs = static_cast<int>(ref_streams.size());
+  r.nrefs = common_count(counts, ref_streams.size());
   r.lowercase = opt.lowercase;
   r.tokenize = opt.tokenize;
   return r;
@@ -392,19 +448,22 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
 }
 
 std::string BleuScore::signature() const {
-  return "nrefs:" + std::to_string(nrefs) + "|case:" + (lowercase ? "lc" : "mixed") +
+  return "nrefs:" + nrefs_text(nrefs) + "|case:" + (lowercase ? "lc" : "mixed") +
          "|eff:no|tok:" + tokenize + "|smooth:exp|version:" + metrics_version();
 }
 
-std::string BleuScore::to_string() const {
+std::string BleuScore::verbose() const {
   const double ratio = ref_len != 0.0 ? sys_len / ref_len : 0.0;
   char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
-                score, precisions[0], precisions[1], precisions[2], precisions[3], bp, ratio,
+  std::snprintf(buf, sizeof(buf), "%.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
+                precisions[0], precisions[1], precisions[2], precisions[3], bp, ratio,
                 static_cast<long long>(sys_len), static_cast<long long>(ref_len));
   return buf;
 }
+
+std::string BleuScore::to_string() const { return format("BLEU = %.2f ", score) + verbose(); }
+
+std::string BleuScore::to_json() const { return score_json("BLEU", score, signature(), verbose()); }
 
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
                       const std::vector<std::string>& refs, const ChrfOptions& opt) {
@@ -414,38 +473,69 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
                                 " hypotheses but " + std::to_string(refs.size()) +
                                 " references; they must be parallel");
   }
-  std::array<int64_t, 3 * kChrfOrder> stats{};
+  return corpus_chrf_multiref(hyps, std::vector<std::vector<std::string>>{refs}, opt);
+}
+
+ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt) {
+  if (opt.beta < 1) throw Error("corpus_chrf: beta must be at least 1");
+  check_streams(hyps, ref_streams, "corpus_chrf");
+  using Stats = std::array<int64_t, 3 * kChrfOrder>;
+  Stats stats{};
+  std::vector<size_t> counts;
   for (size_t i = 0; i < hyps.size(); ++i) {
     const auto hyp_ngrams = extract_char_ngrams(hyps[i], opt.whitespace);
-    const auto ref_ngrams = extract_char_ngrams(refs[i], opt.whitespace);
-    for (int n = 0; n < kChrfOrder; ++n) {
-      // CHRF._get_match_statistics
-      int64_t hyp_count = 0, match_count = 0, ref_count = 0;
-      for (const auto& kv : hyp_ngrams[n]) {
-        hyp_count += kv.second;
-        auto it = ref_ngrams[n].find(kv.first);
-        if (it != ref_ngrams[n].end()) match_count += std::min(kv.second, it->second);
+    // CHRF._compute_segment_statistics: the reference with the best
+    // sentence-level f-score (strictly better than those before it).
+    Stats best{};
+    double best_f = -1.0;
+    for (const std::string* ref : segment_refs(ref_streams, i, &counts)) {
+      const auto ref_ngrams = extract_char_ngrams(*ref, opt.whitespace);
+      Stats seg{};
+      for (int n = 0; n < kChrfOrder; ++n) {
+        // CHRF._get_match_statistics
+        int64_t hyp_count = 0, match_count = 0, ref_count = 0;
+        for (const auto& kv : hyp_ngrams[n]) {
+          hyp_count += kv.second;
+          auto it = ref_ngrams[n].find(kv.first);
+          if (it != ref_ngrams[n].end()) match_count += std::min(kv.second, it->second);
+        }
+        for (const auto& kv : ref_ngrams[n]) ref_count += kv.second;
+        // Don't count hypothesis n-grams if the reference has none of this order.
+        seg[3 * n] = ref_ngrams[n].empty() ? 0 : hyp_count;
+        seg[3 * n + 1] = ref_count;
+        seg[3 * n + 2] = match_count;
       }
-      for (const auto& kv : ref_ngrams[n]) ref_count += kv.second;
-      // Don't count hypothesis n-grams if the reference has none of this order.
-      stats[3 * n] += ref_ngrams[n].empty() ? 0 : hyp_count;
-      stats[3 * n + 1] += ref_count;
-      stats[3 * n + 2] += match_count;
+      const double f = chrf_f_score(seg, opt);
+      if (f > best_f) best_f = f, best = seg;
     }
+    for (size_t k = 0; k < stats.size(); ++k) stats[k] += best[k];
   }
   ChrfScore score;
   score.score = chrf_f_score(stats, opt);
   score.options = opt;
+  score.nrefs = common_count(counts, ref_streams.size());
   return score;
 }
 
 std::string ChrfScore::signature() const {
-  return std::string("nrefs:1|case:mixed|eff:") + (options.eps_smoothing ? "no" : "yes") + "|nc:6|nw:0|space:" +
-         (options.whitespace ? "yes" : "no") + "|version:" + metrics_version();
+  return "nrefs:" + nrefs_text(nrefs) + "|case:mixed|eff:" + (options.eps_smoothing ? "no" : "yes") +
+         "|nc:6|nw:0|space:" + (options.whitespace ? "yes" : "no") + "|version:" + metrics_version();
 }
 
 std::string ChrfScore::to_string() const {
   return "chrF" + std::to_string(options.beta) + format(" = %.2f", score);
+}
+
+std::string ChrfScore::to_json() const {
+  return score_json("chrF" + std::to_string(options.beta), score, signature(), "");
+}
+
+std::string sacrebleu_json(const std::vector<std::string>& objects) {
+  if (objects.size() == 1) return objects.front();
+  std::string out = "[\n";
+  for (size_t i = 0; i < objects.size(); ++i) out += (i > 0 ? ",\n" : "") + objects[i];
+  return out + "\n]";
 }
 
 double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
@@ -455,6 +545,16 @@ double exact_match(const std::vector<std::string>& hyps, const std::vector<std::
   if (hyps.empty()) return 0.0;
   size_t same = 0;
   for (size_t i = 0; i < hyps.size(); ++i) same += hyps[i] == refs[i];
+  return 100.0 * static_cast<double>(same) / static_cast<double>(hyps.size());
+}
+
+double exact_match_multiref(const std::vector<std::string>& hyps,
+                            const std::vector<std::vector<std::string>>& ref_streams) {
+  check_streams(hyps, ref_streams, "exact_match");
+  if (hyps.empty()) return 0.0;
+  size_t same = 0;
+  for (size_t i = 0; i < hyps.size(); ++i)
+    same += std::any_of(ref_streams.begin(), ref_streams.end(), [&](const auto& s) { return s[i] == hyps[i]; });
   return 100.0 * static_cast<double>(same) / static_cast<double>(hyps.size());
 }
 

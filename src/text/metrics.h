@@ -47,7 +47,7 @@ struct BleuScore {
   std::array<int64_t, 4> counts{};     // clipped n-gram matches per order (sacreBLEU .counts)
   std::array<int64_t, 4> totals{};     // hypothesis n-grams per order (sacreBLEU .totals)
   // Settings that produced the score; used only by signature().
-  int nrefs = 1;
+  int nrefs = 1;  // references per segment; -1: not the same for every segment ("var")
   bool lowercase = false;
   std::string tokenize = "13a";
 
@@ -58,6 +58,13 @@ struct BleuScore {
   // sacreBLEU's score line, e.g.
   // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
   std::string to_string() const;
+  // What follows the score on that line (sacreBLEU's verbose_score):
+  // "65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
+  std::string verbose() const;
+  // The JSON object `sacrebleu -f json` prints for BLEU (Score.format with
+  // is_json: name, score to 2 decimals, signature, verbose_score, then each
+  // signature field as a string; one space of indent, as json.dumps(indent=1)).
+  std::string to_json() const;
 };
 
 // Corpus BLEU of `hyps` against one reference per segment (refs[i] is the
@@ -71,7 +78,11 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
 
 // Multi-reference corpus BLEU, sacreBLEU layout: ref_streams[k][i] is the k-th
 // reference of hyps[i] (n-gram counts are clipped by the max over references,
-// the reference length is the closest one, ties to the shorter).
+// the reference length is the closest one, ties to the shorter). As in
+// sacreBLEU, an empty reference of a segment that has others is left out
+// (nrefs becomes -1, "var", when segments end up with different counts); a
+// segment whose references are all empty is scored against one empty
+// reference, where sacreBLEU refuses the corpus.
 // Throws nmt::Error if ref_streams is empty, any stream's size
 // differs from hyps.size(), or opt.tokenize is unknown.
 BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
@@ -101,11 +112,14 @@ struct ChrfOptions {
 struct ChrfScore {
   double score = 0.0;   // 0..100
   ChrfOptions options;  // the settings that produced it
+  int nrefs = 1;        // references per segment; -1: not the same for every segment ("var")
   // sacreBLEU 2.x chrF signature, for the defaults
   // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:nmt-0.1.0".
   std::string signature() const;
   // sacreBLEU's score line, e.g. "chrF2 = 56.78".
   std::string to_string() const;
+  // The JSON object `sacrebleu -f json` prints for chrF (as BleuScore::to_json, without verbose_score).
+  std::string to_json() const;
 };
 
 // Corpus chrF as sacreBLEU 2.x computes it (sacrebleu.corpus_chrf(hyps,
@@ -116,6 +130,21 @@ struct ChrfScore {
 // if the sizes differ or beta < 1.
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
                       const std::vector<std::string>& refs, const ChrfOptions& opt = {});
+
+// Multi-reference corpus chrF as sacreBLEU 2.x computes it
+// (CHRF._compute_segment_statistics): each segment takes the statistics of
+// the reference whose sentence-level chrF is highest (the first of equal
+// ones), and those are summed over the corpus. ref_streams[k][i] is the k-th
+// reference of hyps[i]; empty references are left out as corpus_bleu_multiref
+// leaves them. Throws nmt::Error if ref_streams is empty, any stream's size
+// differs from hyps.size(), or beta < 1.
+ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt = {});
+
+// What `sacrebleu -f json` prints for the objects of to_json(): one object
+// as it is, several as a JSON list, "[\n" + the objects joined by ",\n" +
+// "\n]". Never throws (beyond std::bad_alloc).
+std::string sacrebleu_json(const std::vector<std::string>& objects);
 
 // sacreBLEU's Tokenizer13a applied to one line (exposed for tests): removes
 // "<skipped>", joins "-\n", turns newlines into spaces, unescapes &quot; &amp;
@@ -135,6 +164,12 @@ std::string tokenize_intl(const std::string& line);
 // Percentage (0..100) of hypotheses equal to their reference, byte for byte.
 // Throws nmt::Error when the sizes differ; 0 for an empty corpus.
 double exact_match(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+
+// The same with several references: a hypothesis equal to any of its
+// references counts. Throws nmt::Error when ref_streams is empty or a
+// stream's size differs from hyps.size(); 0 for an empty corpus.
+double exact_match_multiref(const std::vector<std::string>& hyps,
+                            const std::vector<std::vector<std::string>>& ref_streams);
 
 // lowercase() (Python str.lower()) is declared in python_text.h, included here.
 

@@ -3,6 +3,7 @@
 #include "tools/align.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/utf8.h"
 #include "base/validate.h"
 #include "io/io.h"
@@ -94,26 +96,29 @@ struct Pairs {
   std::vector<std::string> src, tgt;
 };
 
-// Reads --tsv or --src (and --tgt), at most --max-pairs of them. Throws
-// nmt::Error for unreadable files, a pair with an empty side, or no input.
+// Reads --src (and --tgt), --tsv or --pairs, or with none of them
+// fast_align pairs from stdin; at most --max-pairs of them. Throws
+// nmt::UsageError when there is no input option and stdin is a terminal,
+// nmt::Error for unreadable files or a pair with an empty side.
 Pairs read_pairs(const AlignRunOptions& opt) {
   Pairs p;
   const CorpusLimits limits{kAlignMaxLineBytes, false};
-  if (!opt.tsv.empty()) {
-    if (!opt.src.empty() || !opt.tgt.empty()) throw Error("give --tsv or --src/--tgt, not both");
-    auto c = read_tsv(opt.tsv, limits);
+  const bool given = !opt.src.empty() || !opt.tsv.empty() || !opt.pairs.empty();
+  if (!given && ::isatty(0))
+    throw UsageError("nothing to align: give --src (and --tgt for forced mode), --tsv or --pairs, or pipe fast_align's "
+                     "'source ||| target' lines into nmt-align");
+  if (!opt.tsv.empty() || !given || !opt.pairs.empty()) {
+    auto c = !opt.tsv.empty() ? read_tsv(opt.tsv, limits) : read_bar_pairs(given ? opt.pairs : "-", limits);
     if (c.stats.empty) throw Error(c.stats.first_empty + ": a pair with an empty side; every pair must have both");
     p.src = std::move(c.src);
     p.tgt = std::move(c.tgt);
-  } else if (!opt.src.empty() && opt.tgt.empty()) {
+  } else if (opt.tgt.empty()) {
     p.src = read_lines(opt.src, kAlignMaxLineBytes);
-  } else if (!opt.src.empty()) {
+  } else {
     auto c = read_parallel(opt.src, opt.tgt, limits);
     if (c.stats.empty) throw Error(c.stats.first_empty + ": empty line; every pair must have both sides");
     p.src = std::move(c.src);
     p.tgt = std::move(c.tgt);
-  } else {
-    throw Error("nothing to align: give --src (and --tgt for forced mode) or --tsv");
   }
   if (opt.max_pairs > 0 && static_cast<int64_t>(p.src.size()) > opt.max_pairs) {
     p.src.resize(opt.max_pairs);
@@ -181,7 +186,8 @@ class IbmPairAligner : public PairAligner {
  public:
   IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
     const Pairs all = ibm_training_pairs(opt, pairs);
-    spdlog::info("ibm2: learning from {} pairs, {} iterations", all.src.size(), opt.ibm.iterations);
+    spdlog::info("ibm2: learning from {}, {}", counted(static_cast<int64_t>(all.src.size()), "pair"),
+                 counted(opt.ibm.iterations, "iteration"));
     fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
     if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
   }
@@ -256,7 +262,8 @@ class AlignmentSink {
     if (out_ && opt.format == AlignFormat::kTidy) write_tidy_csv(out_->stream(), AttentionMatrix{}, 0, true);
   }
   void write(size_t k, const PairAlignment& a) {
-    if (!opt_.heatmap_dir.empty() && a.has_matrix) write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown));
+    if (!opt_.heatmap_dir.empty() && a.has_matrix)
+      write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
     switch (opt_.format) {
       case AlignFormat::kPharaoh:  // free mode: "translation ||| links", as marian-decoder --alignment
         if (a.free) out_->stream() << a.translation << " ||| ";
@@ -272,7 +279,7 @@ class AlignmentSink {
         }
         break;
       case AlignFormat::kSvg:
-        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown));
+        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
         break;
       case AlignFormat::kLex:  // one table for the whole corpus (write_lexical_table), nothing per pair
         break;
@@ -298,10 +305,22 @@ class AlignmentSink {
     name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
     return name.str();
   }
-  static std::string svg(const AttentionMatrix& m) {
+  static std::string svg(const AttentionMatrix& m, const std::string& title) {
     std::ostringstream s;
-    write_svg(s, m);
+    write_svg(s, m, title);
     return s.str();
+  }
+  // The title of pair k's heatmap: its number (as in its file name), forced
+  // or free, word or piece level, and the model's file name, e.g.
+  // "pair 3 · forced · word level · best.ckpt".
+  std::string heatmap_title(size_t k, const PairAlignment& a) const {
+    const char* dot = " \u00b7 ";
+    const bool average = opt_.symmetrize == Symmetrization::kAverage;  // a word-level matrix of both models
+    std::string t = "pair " + std::to_string(k + 1) + dot + (a.free ? "free (the model's translation)" : "forced") +
+                    dot + (opt_.level == AlignLevel::kWord || average ? "word" : "piece") + " level" + dot +
+                    std::filesystem::path(opt_.model_path).filename().string();
+    if (average) t += " averaged with " + std::filesystem::path(opt_.reverse_model).filename().string();
+    return t;
   }
   static void write_file(const std::string& path, const std::string& text) {
     OutputFile f(path, /*sweep_stale=*/false);  // the folder was swept when the sink opened
@@ -329,20 +348,20 @@ void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
     src.push_back(joined(m.src_tok.pieces(all.src[k])));
     tgt.push_back(joined(m.tgt_tok.pieces(all.tgt[k])));
   }
-  spdlog::info("ibm2: learning a lexical table from {} pairs of pieces, {} iterations", src.size(), opt.ibm.iterations);
+  spdlog::info("ibm2: learning a lexical table from {} of pieces, {}", counted(static_cast<int64_t>(src.size()), "pair"),
+               counted(opt.ibm.iterations, "iteration"));
   const auto table = WordAligner::train(src, tgt, opt.ibm).lexical_table(static_cast<size_t>(opt.lex_best), 0.0);
   OutputFile out(opt.output);
   for (const auto& e : table) out.stream() << e.source << '\t' << e.target << '\t' << fmt::format("{:.6g}", e.prob) << '\n';
   out.commit();
-  spdlog::info("lexical table: {} entries written", table.size());
+  spdlog::info("lexical table: {} written", counted(static_cast<int64_t>(table.size()), "entry", "entries"));
 }
 
 }  // namespace
 
 AerScore run_alignment(const AlignRunOptions& opt) {
-  opt.validate();
+  opt.validate();  // -m, and the target where the mode needs one, are there
   const bool ibm = opt.aligner == Aligner::kIbm2;
-  if (!ibm && opt.model_path.empty()) throw Error("give a model (--model) to align with its attention");
   std::unique_ptr<AttentionPairAligner> attention;
   if (ibm) {
     set_threads(opt.runtime.threads);
@@ -350,9 +369,6 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     attention = std::make_unique<AttentionPairAligner>(opt);
   }
   const Pairs pairs = read_pairs(opt);
-  if (!opt.reverse_model.empty() && pairs.tgt.empty())
-    throw Error("a reverse model needs forced mode: give the target sentences too");
-  if (ibm && pairs.tgt.empty()) throw Error("the ibm2 aligner needs the target sentences too");
   if (opt.format == AlignFormat::kLex) {
     write_lexical_table(opt, pairs);
     return AerScore{};
@@ -376,8 +392,9 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   AerScore score;
   if (!gold.empty()) {
     score = alignment_error_rate(hard, gold);
-    spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({} links, {} sure gold links, {} pairs)",
-                 opt.eval_gold, score.precision(), score.recall(), score.aer(), score.hyp, score.sure, hard.size());
+    spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({}, {}, {})", opt.eval_gold,
+                 score.precision(), score.recall(), score.aer(), counted(score.hyp, "link"),
+                 counted(score.sure, "sure gold link"), counted(static_cast<int64_t>(hard.size()), "pair"));
   }
   return score;
 }

@@ -5,11 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/json.h"
 #include "base/validate.h"
 #include "io/io.h"
@@ -21,29 +23,52 @@
 namespace nmt {
 namespace {
 
-// Scores `outputs` against `refs`: BLEU as opt.bleu_tokenize and
-// opt.bleu_lowercase say, and besides it the ways papers report BLEU
-// (sacreBLEU's -lc, and --tokenize none, i.e. multi-bleu on tokenized text),
-// plus chrF2 and exact match; logs each with its signature, fills `sum` and,
-// when opt.scores_json is set, writes the same as one JSON object there
-// (atomically). Throws nmt::Error if that file cannot be written.
-void write_scores(const std::vector<std::string>& outputs, const std::vector<std::string>& refs,
-                  const StreamOptions& opt, StreamSummary* sum) {
+// The reference files, each read whole. Throws nmt::Error naming a file
+// that cannot be read or holds a bad line.
+std::vector<std::vector<std::string>> read_references(const StreamOptions& opt) {
+  std::vector<std::vector<std::string>> refs;
+  for (const auto& path : opt.references) refs.push_back(read_lines(path));
+  return refs;
+}
+
+// Throws nmt::Error naming the first reference file whose line count is not `lines`.
+void check_reference_lines(const StreamOptions& opt, const std::vector<std::vector<std::string>>& refs,
+                           int64_t lines) {
+  for (size_t k = 0; k < refs.size(); ++k)
+    if (static_cast<int64_t>(refs[k].size()) != lines)
+      throw Error(located(opt.references[k], 0, std::to_string(refs[k].size()) + " reference lines for " +
+                                                    std::to_string(lines) + " input lines"));
+}
+
+// Scores `outputs` against `refs` (one stream per reference file): BLEU as
+// opt.bleu_tokenize and opt.bleu_lowercase say, and besides it the ways
+// papers report BLEU (sacreBLEU's -lc, and --tokenize none, i.e. multi-bleu
+// on tokenized text), plus chrF2 and exact match; logs each with its
+// signature, fills `sum`, writes the same as one JSON object to
+// opt.scores_json when set (atomically), and, given `out`, prints the chosen
+// BLEU and chrF there in opt.score_format (sacreBLEU's lines or its JSON).
+// Throws nmt::Error if the JSON file cannot be written.
+void write_scores(const std::vector<std::string>& outputs, const std::vector<std::vector<std::string>>& refs,
+                  const StreamOptions& opt, StreamSummary* sum, OutputFile* out = nullptr) {
   const BleuOptions chosen{opt.bleu_lowercase, to_string(opt.bleu_tokenize)};
-  const BleuScore bleu = corpus_bleu(outputs, refs, chosen);
-  const BleuScore bleu_lc = corpus_bleu(outputs, refs, BleuOptions{true, "13a"});
-  const BleuScore bleu_none = corpus_bleu(outputs, refs, BleuOptions{false, "none"});
-  const ChrfScore chrf = corpus_chrf(outputs, refs);
+  const BleuScore bleu = corpus_bleu_multiref(outputs, refs, chosen);
+  const BleuScore bleu_lc = corpus_bleu_multiref(outputs, refs, BleuOptions{true, "13a"});
+  const BleuScore bleu_none = corpus_bleu_multiref(outputs, refs, BleuOptions{false, "none"});
+  const ChrfScore chrf = corpus_chrf_multiref(outputs, refs);
   sum->bleu = bleu.score;
   sum->bleu_lc = bleu_lc.score;
   sum->bleu_none = bleu_none.score;
   sum->chrf = chrf.score;
-  sum->exact_match = exact_match(outputs, refs);
+  sum->exact_match = exact_match_multiref(outputs, refs);
   spdlog::info("{} | {}", bleu.to_string(), bleu.signature());
   for (const BleuScore* b : {&bleu_lc, &bleu_none})  // the paper figures, unless that was the chosen one
     if (b->signature() != bleu.signature()) spdlog::info("{} | {}", b->to_string(), b->signature());
   spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
   spdlog::info("exact match = {:.2f}%", sum->exact_match);
+  if (out != nullptr) {
+    if (opt.score_format == ScoreFormat::kJson) out->stream() << sacrebleu_json({bleu.to_json(), chrf.to_json()}) << '\n';
+    else out->stream() << bleu.to_string() << '\n' << chrf.to_string() << '\n';
+  }
   if (opt.scores_json.empty()) return;
   JsonObject json;
   json.add("sentences", static_cast<int64_t>(outputs.size()));
@@ -74,18 +99,24 @@ bool next_whole_line(LineReader& in, std::string* line, int64_t max_bytes) {
   return true;
 }
 
+// --score-pairs: one log-probability per pair, of --src/--tgt or of the
+// TSV input. Fills the summary's sentences, target pieces and seconds (the
+// scoring and writing, not the waits for input). Throws nmt::Error for a bad
+// line (file and line named) or an empty line in --src/--tgt.
 StreamSummary score_pairs(const StreamOptions& opt, Translator& tr, OutputFile& out) {
   StreamSummary sum;
   std::vector<std::string> src, tgt;
   auto flush = [&] {
-    for (double s : tr.score(src, tgt, opt.translate.batch_sentences)) out.stream() << format_score(s) << '\n';
+    const auto t0 = std::chrono::steady_clock::now();
+    for (double s : tr.score(src, tgt, opt.translate.batch_sentences, &sum.output_tokens))
+      out.stream() << format_score(s) << '\n';
     out.flush();
     sum.sentences += static_cast<int64_t>(src.size());
+    sum.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     src.clear();
     tgt.clear();
   };
-  if (!opt.src.empty() || !opt.tgt.empty()) {
-    if (opt.src.empty() || opt.tgt.empty()) throw Error("--score-pairs needs both --src and --tgt (or a TSV input)");
+  if (!opt.src.empty() || !opt.tgt.empty()) {  // StreamOptions::validate() saw both
     auto c = read_parallel(opt.src, opt.tgt, CorpusLimits{static_cast<size_t>(opt.max_line_bytes), false});
     if (c.stats.empty > 0)
       throw Error(c.stats.first_empty + ": empty line; --score-pairs with two files needs no empty lines (use a TSV input)");
@@ -119,26 +150,40 @@ int64_t count_input_lines(const std::string& input) {
 }
 
 // --evaluate: scores the input's lines (translations made elsewhere, checked
-// as input lines are) against the reference as write_scores does for a
-// translation. Throws nmt::Error naming the file and line of a bad line, or
-// the reference when the line counts differ.
+// as input lines are) against the references as write_scores does for a
+// translation, and prints the BLEU and chrF lines (or sacreBLEU's JSON) on
+// the output, which scripts read. Throws nmt::Error naming the file and line
+// of a bad line, a reference whose line count differs, or an output that
+// cannot be written (an output file is then left as it was).
 StreamSummary evaluate_lines(const StreamOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto refs = read_lines(opt.reference);
+  const auto refs = read_references(opt);
   std::vector<std::string> outputs;
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   std::string line;
   while (next_whole_line(in, &line, opt.max_line_bytes)) {
     outputs.push_back(checked_line(line, in.name(), in.line()));
   }
-  if (refs.size() != outputs.size())
-    throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
-                                              std::to_string(outputs.size()) + " input lines"));
+  check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
   StreamSummary sum;
   sum.sentences = static_cast<int64_t>(outputs.size());
-  write_scores(outputs, refs, opt, &sum);
+  OutputFile out(opt.output);
+  write_scores(outputs, refs, opt, &sum, &out);
+  out.commit();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
+}
+
+// The features of one n-best entry, in Moses' form ("Name= value ..."):
+// the hypothesis' log-probability (summed over its pieces and EOS; an
+// ensemble's is the mean of its members' per step), its length in target
+// pieces (EOS not counted) and the GNMT length penalty it was divided by:
+// score = LogProb / LengthPenalty.
+std::string nbest_features(const Hypothesis& h, double alpha) {
+  const double n = static_cast<double>(h.ids.size() + 1);
+  const double penalty = alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha);
+  return "LogProb= " + format_score(h.score) + " Length= " + std::to_string(h.ids.size()) +
+         " LengthPenalty= " + format_score(penalty);
 }
 
 }  // namespace
@@ -148,7 +193,6 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   if (opt.evaluate) return evaluate_lines(opt);
   const auto load_start = std::chrono::steady_clock::now();
   const auto device = start_runtime(opt.runtime);
-  if (opt.model_paths.empty()) throw Error("no model: give -m MODEL.ckpt (several for an ensemble)");
   if (opt.info) {
     OutputFile out(opt.output);
     for (size_t i = 0; i < opt.model_paths.size(); ++i)
@@ -160,7 +204,8 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
   Translator tr(members, opt.model_paths);
   const auto& first = members.front().options;
-  // The translation rate counts from here: loading is logged on its own.
+  // Loading is logged on its own; the rate counts the time spent translating
+  // (or scoring) and writing, not the waits for input of a pipe.
   const auto t0 = std::chrono::steady_clock::now();
   spdlog::info("loaded {} ({} attention, {} decoder{}) on {} in {:.2f}s", fmt::join(opt.model_paths, ", "),
                to_string(first.attention), to_string(first.decoder),
@@ -172,35 +217,40 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     sum = score_pairs(opt, tr, out);
     out.commit();
   } else {
-    std::vector<std::string> refs, outputs;
-    if (!opt.reference.empty()) {  // read first: fail before translating
-      refs = read_lines(opt.reference);
-      if (const int64_t n = count_input_lines(opt.input); n >= 0 && n != static_cast<int64_t>(refs.size()))
-        throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
-                                                  std::to_string(n) + " input lines"));
+    const bool scoring = !opt.references.empty();
+    std::vector<std::vector<std::string>> refs;
+    std::vector<std::string> outputs;
+    if (scoring) {  // read first: fail before translating
+      refs = read_references(opt);
+      if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
     }
     const bool n_best = opt.translate.search.n_best > 1;
+    const double alpha = opt.translate.search.length_penalty;
     LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
     int64_t cropped_bytes = 0;
     std::vector<std::string> window;
     auto flush_window = [&] {
+      const auto w0 = std::chrono::steady_clock::now();
       auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
       for (size_t i = 0; i < hyps.size(); ++i) {
         const int64_t index = sum.sentences + static_cast<int64_t>(i);
         for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
           const auto& h = hyps[i][r];
           std::string text = tr.detokenize(h, window[i], opt.replace_unk);
-          if (n_best) out.stream() << index << " ||| " << text << " ||| " << format_score(h.norm_score) << '\n';
+          if (n_best)  // Moses' n-best form, which rerankers read
+            out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, alpha) << " ||| "
+                         << format_score(h.norm_score) << '\n';
           else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
           else out.stream() << text << '\n';
           if (r == 0) {
             sum.output_tokens += static_cast<int64_t>(h.ids.size());
-            if (!opt.reference.empty()) outputs.push_back(std::move(text));
+            if (scoring) outputs.push_back(std::move(text));
           }
         }
       }
       out.flush();
       sum.sentences += static_cast<int64_t>(window.size());
+      sum.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
       window.clear();
     };
     std::string raw;
@@ -219,23 +269,23 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     }
     if (!window.empty()) flush_window();
     if (cropped_bytes > 0)
-      spdlog::warn("{} input lines were longer than {} bytes and were cropped (--max-line-bytes)", cropped_bytes,
-                   opt.max_line_bytes);
+      spdlog::warn("{} longer than {} bytes {} cropped (--max-line-bytes)", counted(cropped_bytes, "input line"),
+                   opt.max_line_bytes, cropped_bytes == 1 ? "was" : "were");
     out.commit();  // the translations are complete: a problem with the reference below must not lose them
-    if (!opt.reference.empty()) {
-      if (refs.size() != outputs.size())
-        throw Error(located(opt.reference, 0, std::to_string(refs.size()) + " reference lines for " +
-                                                  std::to_string(outputs.size()) + " input lines"));
+    if (scoring) {  // the output holds the translations: the scores go to stderr (and --scores-json)
+      check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
       write_scores(outputs, refs, opt, &sum);
     }
   }
   if (tr.cropped_inputs() > 0)
-    spdlog::warn("{} input lines were longer than {} pieces and were cropped (--max-input-length)",
-                 tr.cropped_inputs(), opt.translate.max_input_length);
-  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("{} {} sentences ({} target pieces) in {:.2f}s: {:.1f} sentences/s",
-               opt.score_mode ? "scored" : "translated", sum.sentences, sum.output_tokens, sum.seconds,
-               sum.sentences / std::max(sum.seconds, 1e-9));
+    spdlog::warn("{} longer than {} pieces {} cropped (--max-input-length)", counted(tr.cropped_inputs(), "input line"),
+                 opt.translate.max_input_length, tr.cropped_inputs() == 1 ? "was" : "were");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("{} {} ({}) in {:.2f}s: {:.1f} {}/s{}", opt.score_mode ? "scored" : "translated",
+               counted(sum.sentences, opt.score_mode ? "pair" : "sentence"), counted(sum.output_tokens, "target piece"),
+               sum.seconds, sum.sentences / std::max(sum.seconds, 1e-9), opt.score_mode ? "pairs" : "sentences",
+               wall > sum.seconds + 0.5 ? fmt::format(" ({:.2f}s since loading, waits for input included)", wall)
+                                        : std::string());
   return sum;
 }
 

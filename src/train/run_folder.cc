@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "train/curves.h"
 
 namespace nmt {
@@ -21,7 +22,7 @@ bool RunFolder::claim(const std::string& dir, bool resume) {
   if (ec) throw Error(located(dir, 0, "cannot create output folder: " + ec.message()));
   lock_ = std::make_unique<RunLock>(dir);
   if (const int stale = remove_stale_temporaries(dir); stale > 0)
-    spdlog::info("removed {} temporary files of an earlier run that did not finish", stale);
+    spdlog::info("removed {} of an earlier run that did not finish", counted(stale, "temporary file"));
   const std::string last = path("last.ckpt");
   const bool resuming = resume && fs::exists(last);
   if (resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);

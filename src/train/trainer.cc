@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/json.h"
 #include "model/mixed_precision.h"
 #include "train/batch_parts.h"
@@ -245,15 +246,14 @@ bool Trainer::validate_and_save() {
     const auto v0 = Clock::now();
     const auto v = validate_model();
     const auto verdict = update_schedule(opt_, higher_is_better(opt_.stop_metric, v), &state_);
-    if (verdict.decayed) {
-      set_learning_rate(*optimizer_, state_.learning_rate);
-      spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
-    }
+    if (verdict.decayed) set_learning_rate(*optimizer_, state_.learning_rate);
     stop = verdict.stop;
     spdlog::info("valid | step {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}{}{} | {:.1f}s",
                  state_.step, v.loss, v.perplexity, v.bleu, v.chrf, v.exact_match,
                  verdict.improved ? "new best " : "no improvement ", to_string(opt_.stop_metric),
                  verdict.improved ? "" : " (" + std::to_string(state_.bad_validations) + ")", seconds_since(v0));
+    // After the validation line that caused it.
+    if (verdict.decayed) spdlog::info("validation plateau: learning rate now {:.3g}", state_.learning_rate);
     folder_.log_metrics(JsonObject()
                             .add("type", "valid")
                             .add("step", state_.step)
@@ -323,11 +323,12 @@ void Trainer::write_average(TrainResult* result) {
   if (last.empty()) return;
   const size_t n = last.size();
   if (n < static_cast<size_t>(opt_.average))
-    spdlog::warn("--average {}: only {} step checkpoints exist; averaging those", opt_.average, n);
+    spdlog::warn("--average {}: only {} {}; averaging {}", opt_.average, counted(static_cast<int64_t>(n), "step checkpoint"),
+                 n == 1 ? "exists" : "exist", n == 1 ? "that one" : "those");
   const std::string out = folder_.path("average.ckpt");
   auto avg = average_checkpoints(last, out);
   if (valid_.empty()) {
-    spdlog::info("wrote {}: the mean of {} checkpoints", out, n);
+    spdlog::info("wrote {}: the mean of {}", out, counted(static_cast<int64_t>(n), "checkpoint"));
     return;
   }
   avg.model->to(device_);
@@ -335,8 +336,9 @@ void Trainer::write_average(TrainResult* result) {
   const auto v = validate_model();
   std::swap(model_, avg.model);
   result->average_metric = reported(opt_.stop_metric, higher_is_better(opt_.stop_metric, v));
-  spdlog::info("average | {} checkpoints, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
-               n, fs::path(last.front()).filename().string(), fs::path(last.back()).filename().string(), v.loss,
+  spdlog::info("average | {}, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
+               counted(static_cast<int64_t>(n), "checkpoint"), fs::path(last.front()).filename().string(),
+               fs::path(last.back()).filename().string(), v.loss,
                v.perplexity, v.bleu, v.chrf, v.exact_match, out);
   folder_.log_metrics(JsonObject()
                           .add("type", "average")
@@ -367,10 +369,11 @@ void Trainer::finish(TrainResult* result, const Progress& progress) {
   result->best_metric = reported(opt_.stop_metric, state_.best_metric);
   result->tokens_per_second = progress.tokens_per_second();
   result->peak_rss_mb = peak_rss_mb();
-  spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
-               "{} skipped batches, peak memory {} MiB",
-               to_string(result->stop_reason), result->steps, result->tokens_per_second, to_string(opt_.stop_metric),
-               result->best_metric, hms(elapsed()), result->skipped_steps, result->peak_rss_mb);
+  spdlog::info("training finished ({}): {}, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
+               "{} skipped, peak memory {} MiB",
+               to_string(result->stop_reason), counted(result->steps, "step"), result->tokens_per_second,
+               to_string(opt_.stop_metric), result->best_metric, hms(elapsed()),
+               counted(result->skipped_steps, "batch", "batches"), result->peak_rss_mb);
 }
 
 const char* to_string(StopReason r) {

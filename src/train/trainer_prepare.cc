@@ -9,6 +9,7 @@
 #include "base/blas_kernels.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "io/io.h"
 #include "model/device.h"
 #include "train/batch_parts.h"
@@ -77,10 +78,11 @@ void Trainer::prepare() {
   const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
   write_file_atomic(folder_.path("config.toml"), config);
   spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
-  spdlog::info("model: {} parameters, attention {}, device {}, {} threads, {} batches per epoch, {}{}",
-               count_parameters(*model_), to_string(model_opt_.attention), describe_device(device_), threads_,
-               batches_.size(), describe_batch_parts(parts_wanted_, threads_, device_),
-               opt_.bf16 ? ", products in bfloat16" : "");
+  spdlog::info("model: {}, attention {}, device {}, {}, {} per epoch, {}{}",
+               counted(count_parameters(*model_), "parameter"), to_string(model_opt_.attention),
+               describe_device(device_), counted(threads_, "thread"),
+               counted(static_cast<int64_t>(batches_.size()), "batch", "batches"),
+               describe_batch_parts(parts_wanted_, threads_, device_), opt_.bf16 ? ", products in bfloat16" : "");
 }
 
 void Trainer::validate_options() {
@@ -97,7 +99,7 @@ void Trainer::join_group() {
   if (opt_.dist.world_size <= 1) return;
   comm_ = Communicator::join(opt_.dist);
   if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt_.dist.local_rank));
-  spdlog::info("process group: {} ranks (rendezvous {}:{}), this is rank {}", comm_->world_size(),
+  spdlog::info("process group: {} (rendezvous {}:{}), this is rank {}", counted(comm_->world_size(), "rank"),
                opt_.dist.master_addr, opt_.dist.master_port, comm_->rank());
 }
 
@@ -137,7 +139,8 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
     model_->to(device_);
   }
   if (comm_) share_from_main(resuming);
-  spdlog::info("vocabularies: source {} pieces, target {} pieces", src_tok_.vocab_size(), tgt_tok_.vocab_size());
+  spdlog::info("vocabularies: source {}, target {}", counted(src_tok_.vocab_size(), "piece"),
+               counted(tgt_tok_.vocab_size(), "piece"));
 }
 
 void Trainer::make_tokenizers(const ParallelCorpus& train) {
@@ -146,7 +149,7 @@ void Trainer::make_tokenizers(const ParallelCorpus& train) {
     tgt_tok_ = tok_opt_.shared ? src_tok_
                                : Tokenizer::load(tok_opt_.tgt_model.empty() ? tok_opt_.src_model : tok_opt_.tgt_model);
   } else if (!tok_opt_.tgt_model.empty()) {
-    throw Error("--tgt-spm given without --src-spm");
+    throw UsageError("--tgt-spm given without --src-spm");
   } else if (tok_opt_.shared) {
     auto both = train.src;
     both.insert(both.end(), train.tgt.begin(), train.tgt.end());
@@ -219,8 +222,8 @@ void Trainer::init_data(ParallelCorpus train, ParallelCorpus valid) {
     spdlog::info("subword regularization: each epoch samples segmentations from the {} best, alpha {}",
                  opt_.spm_nbest, opt_.spm_alpha);
   }
-  spdlog::info("training pairs: {} kept, {} over the length limits ({} / {} pieces) skipped", train_.size(),
-               encoded.skipped, opt_.max_src_tokens, opt_.max_tgt_tokens);
+  spdlog::info("training pairs: {} kept, {} over the length limits ({} / {}) skipped", train_.size(),
+               encoded.skipped, opt_.max_src_tokens, counted(opt_.max_tgt_tokens, "piece"));
   if (train_.empty()) throw Error("no training pairs left after the length limits");
   // Validation keeps every pair: the scores must be over the whole set.
   valid_.examples = encode_corpus(valid, src_tok_, tgt_tok_, INT64_MAX, INT64_MAX).examples;

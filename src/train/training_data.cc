@@ -30,10 +30,13 @@ std::vector<std::pair<int32_t, int32_t>> guide_links(const std::string& line, co
 
 ParallelCorpus read_corpus(const std::string& src, const std::string& tgt, const std::string& tsv, const char* what) {
   if (!tsv.empty()) {
-    if (!src.empty() || !tgt.empty()) throw Error(std::string("give the ") + what + " data as two files or one TSV, not both");
+    if (!src.empty() || !tgt.empty())
+      throw UsageError(std::string("give the ") + what + " data as two files or one TSV, not both");
     return read_tsv(tsv);
   }
-  if (src.empty() || tgt.empty()) throw Error(std::string("no ") + what + " data: give --" + what + "-src and --" + what + "-tgt, or --" + what + "-tsv");
+  if (src.empty() || tgt.empty())  // TrainOptions::validate() names the missing option first
+    throw UsageError(std::string("no ") + what + " data: give --" + what + "-src and --" + what + "-tgt, or --" + what +
+                     "-tsv");
   return read_parallel(src, tgt);
 }
 

@@ -16,8 +16,8 @@
 namespace nmt {
 
 // A corpus given as `src` + `tgt` files or as one `tsv` file; `what` ("train",
-// "valid") names the options in messages. Throws nmt::Error when both or
-// neither form is given, or for unreadable or malformed files.
+// "valid") names the options in messages. Throws nmt::UsageError when both
+// or neither form is given, nmt::Error for unreadable or malformed files.
 ParallelCorpus read_corpus(const std::string& src, const std::string& tgt, const std::string& tsv, const char* what);
 
 // Throws nmt::Error naming the file to blame (the TSV, or the side whose
