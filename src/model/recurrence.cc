@@ -49,15 +49,15 @@ Tensor gru_backward(const Tensor& dout, const Tensor& act, const Tensor& ghn, co
 // float, or the product in bfloat16 when wt is (then x is rounded to it and
 // the result comes back in float before b is added).
 Tensor affine(const Tensor& b, const Tensor& x, const Tensor& wt) {
-  if (wt.scalar_type() == torch::kFloat) return torch::addmm(b, x, wt);
-  return torch::mm(x.to(wt.scalar_type()), wt).to(torch::kFloat).add_(b);
+  if (wt.scalar_type() != torch::kBFloat16) return torch::addmm(b, x, wt);
+  return torch::mm(x.to(torch::kBFloat16), wt).to(b.scalar_type()).add_(b);
 }
 
 // a b in float; with `bf16` both rounded to bfloat16 first (products as
 // --bf16 trains them, float accumulation inside oneDNN).
 Tensor product(const Tensor& a, const Tensor& b, bool bf16) {
   if (!bf16) return a.mm(b);
-  return a.to(torch::kBFloat16).mm(b.to(torch::kBFloat16)).to(torch::kFloat);
+  return a.to(torch::kBFloat16).mm(b.to(torch::kBFloat16)).to(a.scalar_type());
 }
 
 // The backward of the attention energies e = tanh(k + W q) [B, S, A] under
@@ -229,8 +229,8 @@ RecurrenceOutput attentive_recurrence(const Tensor& input_gates, const Tensor& i
   // Weights a decoder type does not have travel as empty tensors.
   const auto none = torch::empty({0}, init_state.options());
   auto or_none = [&](const Tensor& x) { return x.defined() ? x : none; };
-  // In float whatever autocast made of them (--bf16 computes keys and input gates in bfloat16).
-  const auto f = [](const Tensor& x) { return x.to(torch::kFloat); };
+  // In the weights' precision whatever autocast made of them (--bf16 computes keys and input gates in bfloat16).
+  const auto f = [&](const Tensor& x) { return x.to(w.query_weight.scalar_type()); };
   auto out = AttentiveRecurrence::apply(f(input_gates), f(init_state), f(keys), f(values), mask_bias, or_none(w.hidden1_weight),
                                         or_none(w.hidden1_bias), w.query_weight, w.query_bias,
                                         w.score_weight.reshape({-1}), w.context_weight, or_none(w.context_bias),

@@ -61,11 +61,17 @@ void Trainer::prepare() {
   init_data(std::move(train), std::move(valid));
   spdlog::debug("encoded and batched the data in {:.2f}s", seconds_since(t0));
   init_optimizer(resuming);
-  // The encoder GRU's dropout between layers draws from the default generator,
-  // whose order across threads would vary: such models train whole batches.
-  parts_wanted_ = model_opt_.enc_layers > 1 && model_opt_.dropout > 0 ? 1 : opt_.batch_parts;
-  if (parts_wanted_ == 1 && opt_.batch_parts > 1 && is_main())
-    spdlog::warn("--batch-parts {} ignored: with --enc-layers > 1 and dropout each batch trains whole", opt_.batch_parts);
+  // Whole batches where parts side by side would go wrong: the encoder GRU's
+  // dropout between layers draws from the default generator, whose order
+  // across threads would vary; and bfloat16 products come from oneDNN, whose
+  // 2.6 (Debian 12's) failed when two threads created its kernels at once
+  // (std::bad_array_new_length, "broken promise" in brgemm_kernel_create).
+  const char* whole = model_opt_.enc_layers > 1 && model_opt_.dropout > 0 ? "with --enc-layers > 1 and dropout"
+                      : opt_.bf16 && device_.is_cpu()                    ? "with --bf16"
+                                                                         : nullptr;
+  parts_wanted_ = whole ? 1 : opt_.batch_parts;
+  if (whole && opt_.batch_parts > 1 && is_main())
+    spdlog::warn("--batch-parts {} ignored: {} each batch trains whole", opt_.batch_parts, whole);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
     torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(rank()));
