@@ -90,6 +90,7 @@ TEST(CheckpointTest, RoundTrip) {
     EXPECT_FALSE(loaded.model->is_training());
     expect_same_weights(model, loaded.model);
     const auto b = toy_batch();
+    // The same weights through the same kernels: the same bits.
     EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b))) << "variant " << variant;
     EXPECT_EQ(loaded.model->decoder->has_alignment_head(), variant == 2);
     if (variant == 2) {
@@ -312,7 +313,7 @@ TEST(CheckpointTest, Version1FilesStillLoad) {
   auto loaded = nmt::load_checkpoint(path, torch::kCPU);
   expect_same_weights(model, loaded.model);
   const auto b = toy_batch();
-  EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b)));
+  EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b)));  // the same weights and kernels
 }
 
 TEST(CheckpointTest, NonFiniteWeightsAreRefusedNamingTheTensor) {

@@ -50,16 +50,16 @@ double relative(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 TEST(MixedPrecisionTest, ModelUnderBf16IsFloatToBfloat16Precision) {
-  // bfloat16 keeps 8 significant bits (unit roundoff u = 2^-9). A product
+  // bfloat16 keeps 8 significant bits (unit roundoff u = 2^-8). A product
   // whose inputs are both rounded is off by at most 2u relative per term,
   // before float accumulation; from the embeddings to the logits a target
   // step passes about 6 products in sequence (encoder keys, input gates, the
   // recurrence's query and context products, deep output, output layer),
   // each step's error carried into the next through gates that keep the gain
-  // under 1, so logits and gradients stay within about 16 x 2u = 6% relative
-  // (gradients pass the products twice: 12%). A wrong weight, a transposed
-  // product or a dropped term is off by the order of 100%.
-  constexpr double u = 1.0 / 512;
+  // under 1, so logits and gradients stay within about 16 x 2u = 12.5%
+  // relative (gradients pass the products twice: 25%). A wrong weight, a
+  // transposed product or a dropped term is off by the order of 100%.
+  constexpr double u = 1.0 / 256;
   using Path = nmt::DecoderImpl::Path;
   for (const auto path : {Path::kRecurrence, Path::kReference}) {
     SCOPED_TRACE(path == Path::kRecurrence ? "recurrence" : "plain");
@@ -107,11 +107,14 @@ TEST(MixedPrecisionTest, NmtTrainTrainsWithBf16) {
       "nmt-train",
       "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " --valid-src " + quote(f.valid_src) +
           " --valid-tgt " + quote(f.valid_tgt) + " -o " + quote(dir + "/run") +
-          " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --vocab-size 60 --threads 1 --device cpu"
-          " --batch-tokens 300 --max-steps 6 --valid-every 3 --bf16",
+          " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --vocab-size 60 --threads 2 --device cpu"
+          " --batch-tokens 300 --max-steps 6 --valid-every 3 --bf16 --batch-parts 2",
       dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "products in bfloat16")) << r.err;
+  // oneDNN 2.6 fails when two threads create its kernels at once: no batch parts side by side.
+  EXPECT_TRUE(contains(r.err, "--batch-parts 2 ignored: with --bf16 each batch trains whole")) << r.err;
+  EXPECT_TRUE(contains(r.err, "whole batches")) << r.err;
   EXPECT_TRUE(contains(r.err, "training finished")) << r.err;
 }
 

@@ -32,6 +32,11 @@ namespace {
 
 using nmt::AttentionType;
 using nmt::Example;
+using nmt::test::gamma;
+using nmt::test::model_depth;
+using nmt::test::model_rounding_bound;
+using nmt::test::unit_roundoff;
+using nmt::test::within;
 
 // Sentences of clearly different lengths, so a batch of them is padded.
 const std::vector<std::pair<std::string, std::string>> kPairs = {
@@ -99,7 +104,8 @@ TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
   for (int64_t r = 0; r < B; ++r) {
     const int64_t len = b.src_len[r].item<int64_t>();
     auto real = alpha[r].narrow(1, 0, len);  // [T, len]
-    EXPECT_TRUE(torch::allclose(real.sum(1), torch::ones({T}), 0, 1e-5)) << "row " << r << ": " << real.sum(1);
+    // A softmax's weights sum to 1 within gamma_{len+2} (its sum and division), their sum within gamma_len more.
+    EXPECT_TRUE(within(real.sum(1), torch::ones({T}), 2 * gamma(len + 2, unit_roundoff(alpha)))) << "row " << r;
     EXPECT_TRUE(real.ge(0).all().item<bool>());
     if (len < S) {
       auto pad = alpha[r].narrow(1, len, S - len);
@@ -109,7 +115,8 @@ TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
   if (attention() == AttentionType::kNone) {
     // Without attention the weights are uniform over the real positions.
     const int64_t len = b.src_len[2].item<int64_t>();
-    EXPECT_TRUE(torch::allclose(alpha[2].narrow(1, 0, len), torch::full({T, len}, 1.0 / len), 0, 1e-6));
+    // exp(0) / len: one rounding of the sum of len ones (exact) and of the division.
+    EXPECT_TRUE(within(alpha[2].narrow(1, 0, len), torch::full({T, len}, 1.0 / len), unit_roundoff(alpha) / len));
   }
 }
 
@@ -124,16 +131,21 @@ TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
     const auto one = nmt::make_batch(ex, {r});
     const int64_t S = one.src.size(1), T = one.tgt_in.size(1);
     const auto enc1 = model->encoder->forward(one.src, one.src_len);
-    EXPECT_TRUE(torch::allclose(enc.annotations[r].narrow(0, 0, S), enc1.annotations[0], 1e-5, 1e-5))
+    // Alone the products have one row where the batch has several: other
+    // kernels (a matrix-vector product), other sums; within model_rounding_bound()
+    // of each other over the layers each result passes.
+    EXPECT_TRUE(within(enc.annotations[r].narrow(0, 0, S), enc1.annotations[0], model_rounding_bound(*model, S)))
         << "annotations of sentence " << r;
     if (S < b.src.size(1)) {
       EXPECT_TRUE(enc.annotations[r].narrow(0, S, b.src.size(1) - S).eq(0).all().item<bool>())
           << "annotations not zero on padding, sentence " << r;
     }
     EXPECT_TRUE(torch::equal(enc.mask[r].narrow(0, 0, S), enc1.mask[0]));
-    EXPECT_TRUE(torch::allclose(enc.init_state[r], enc1.init_state[0], 1e-5, 1e-5)) << "init_state " << r;
+    EXPECT_TRUE(within(enc.init_state[r], enc1.init_state[0], model_rounding_bound(*model, S + 1)))
+        << "init_state " << r;
     const auto logits1 = model->forward(one.src, one.src_len, one.tgt_in);
-    EXPECT_TRUE(torch::allclose(logits[r].narrow(0, 0, T), logits1[0], 1e-5, 1e-5)) << "logits of sentence " << r;
+    EXPECT_TRUE(within(logits[r].narrow(0, 0, T), logits1[0], model_rounding_bound(*model, model_depth(S, T))))
+        << "logits of sentence " << r;
   }
 }
 
@@ -165,10 +177,13 @@ TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   const auto enc = model->encoder->forward(b.src, b.src_len);
   const auto mem = model->decoder->memory(enc);
   auto state = enc.init_state;
+  const int64_t S = b.src.size(1);
   for (int64_t t = 0; t < b.tgt_in.size(1); ++t) {
     const auto out = model->decoder->step(b.tgt_in.select(1, t), state, mem);
-    EXPECT_TRUE(torch::allclose(out.logits, logits.select(1, t), 1e-5, 1e-5)) << "step " << t;
-    EXPECT_TRUE(torch::allclose(out.alpha, alpha.select(1, t), 1e-5, 1e-5)) << "alpha at step " << t;
+    // Teacher forcing makes some products for all steps at once, a step for its rows alone.
+    const double bound = model_rounding_bound(*model, model_depth(S, t + 1));
+    EXPECT_TRUE(within(out.logits, logits.select(1, t), bound)) << "step " << t;
+    EXPECT_TRUE(within(out.alpha, alpha.select(1, t), bound)) << "alpha at step " << t;
     state = out.state;
   }
 }
@@ -216,10 +231,17 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
     return o.alpha.grad_fn() && o.alpha.grad_fn()->name().find("AttentiveRecurrence") != std::string::npos;
   };
   // In double precision LibTorch's operations take the place of the energies' one-pass backward.
+  const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
   for (const auto dtype : {torch::kFloat, torch::kDouble}) {
     SCOPED_TRACE(dtype == torch::kFloat ? "float" : "double");
     model->to(dtype);
     guide = guide.to(dtype);
+    // The paths make other products and sums (and the optimized step in float
+    // the rational tanh, within 8u of tanh): within the rounding bounds of the
+    // dtype, in double so tight that any other function would show.
+    const double bound = model_rounding_bound(*model, model_depth(S, T));
+    const double step_bound = model_rounding_bound(*model, model_depth(S, 1));
+    const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), b.size() * T);
     const auto ref = run(Path::kReference);
     EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
     EXPECT_FALSE(ran_recurrence(ref));
@@ -228,10 +250,9 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
       const std::string name =
           path == Path::kOptimized ? "optimized" : path == Path::kRecurrence ? "recurrence" : "auto";
       EXPECT_EQ(ran_recurrence(fast), recurrence && path != Path::kOptimized) << name;
-      EXPECT_TRUE(torch::allclose(fast.logits, ref.logits, 1e-4, 1e-5))
-          << name << ": max difference " << (fast.logits - ref.logits).abs().max().item<double>();
-      EXPECT_TRUE(torch::allclose(fast.alpha, ref.alpha, 1e-4, 1e-6)) << name;
-      EXPECT_TRUE(torch::allclose(fast.step_logits, ref.step_logits, 1e-4, 1e-5)) << name;
+      EXPECT_TRUE(within(fast.logits, ref.logits, bound)) << name;
+      EXPECT_TRUE(within(fast.alpha, ref.alpha, bound)) << name;
+      EXPECT_TRUE(within(fast.step_logits, ref.step_logits, step_bound)) << name;
       ASSERT_EQ(fast.grads.size(), ref.grads.size());
       for (const auto& [param, g] : ref.grads) {
         ASSERT_TRUE(g.defined()) << param;
@@ -239,7 +260,7 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
         ASSERT_TRUE(f.defined()) << name << ": " << param;
         const double scale = g.abs().max().item<double>();
         EXPECT_GT(scale, 0.0) << param;
-        EXPECT_LE((f - g).abs().max().item<double>(), 1e-4 * scale + 1e-6) << name << ": gradient of " << param;
+        EXPECT_TRUE(within(f, g, grad_bound * scale)) << name << ": gradient of " << param;
       }
     }
   }
@@ -271,21 +292,23 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
       auto [logits, head] = model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out);
       ASSERT_EQ(head.sizes(), (std::vector<int64_t>{B, T, S}));
       torch::Tensor attention, plain_attention;
-      EXPECT_TRUE(torch::allclose(model->forward(b.src, b.src_len, b.tgt_in, &attention), logits, 1e-6, 1e-6));
-      EXPECT_TRUE(torch::allclose(plain->forward(b.src, b.src_len, b.tgt_in, &plain_attention), logits, 1e-6, 1e-6));
-      EXPECT_TRUE(torch::allclose(attention, plain_attention, 1e-6, 1e-6)) << "without tgt_out: the attention";
+      // The same path, kernels and weights compute these: the same bits.
+      EXPECT_TRUE(torch::equal(model->forward(b.src, b.src_len, b.tgt_in, &attention), logits));
+      EXPECT_TRUE(torch::equal(plain->forward(b.src, b.src_len, b.tgt_in, &plain_attention), logits));
+      EXPECT_TRUE(torch::equal(attention, plain_attention)) << "without tgt_out: the attention";
       EXPECT_GT((head - attention).abs().max().item<double>(), 1e-3) << "the head's weights are its own";
       // A model without a head aligns with its attention.
-      EXPECT_TRUE(torch::allclose(plain->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second,
-                                  plain_attention, 1e-6, 1e-6));
+      EXPECT_TRUE(torch::equal(plain->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second, plain_attention));
       for (int64_t r = 0; r < B; ++r) {
         const int64_t len = b.src_len[r].item<int64_t>();
-        EXPECT_TRUE(torch::allclose(head[r].narrow(1, 0, len).sum(1), torch::ones({T}), 0, 1e-5)) << "row " << r;
+        EXPECT_TRUE(within(head[r].narrow(1, 0, len).sum(1), torch::ones({T}), 2 * gamma(len + 2, unit_roundoff(head))))
+            << "row " << r;
         if (len < S) EXPECT_TRUE(head[r].narrow(1, len, S - len).eq(0).all().item<bool>()) << "padding, row " << r;
         const auto one = nmt::make_batch(ex, {r});
         const int64_t T1 = one.tgt_in.size(1);
         const auto head1 = model->forward_aligned(one.src, one.src_len, one.tgt_in, one.tgt_out).second;
-        EXPECT_TRUE(torch::allclose(head[r].narrow(0, 0, T1).narrow(1, 0, len), head1[0], 1e-5, 1e-6))
+        EXPECT_TRUE(within(head[r].narrow(0, 0, T1).narrow(1, 0, len), head1[0],
+                           model_rounding_bound(*model, model_depth(len, T1))))
             << "sentence " << r << " alone";
       }
     }
@@ -310,17 +333,18 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
       return std::make_pair(head.detach(), grads);
     };
     const auto ref = run(Path::kReference);
+    const double bound = model_rounding_bound(*model, model_depth(S, T));
+    const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), B * T);
     for (const char* name : {"decoder.align_head.query.weight", "decoder.align_head.key.weight", "encoder.rnn.weight_ih_l0"}) {
       ASSERT_TRUE(ref.second.count(name)) << name;
       EXPECT_GT(ref.second.at(name).abs().max().item<double>(), 0.0) << name;
     }
     for (const auto path : {Path::kOptimized, Path::kRecurrence}) {
       const auto fast = run(path);
-      EXPECT_TRUE(torch::allclose(fast.first, ref.first, 1e-4, 1e-6));
+      EXPECT_TRUE(within(fast.first, ref.first, bound));
       ASSERT_EQ(fast.second.size(), ref.second.size());
       for (const auto& [param, g] : ref.second)
-        EXPECT_LE((fast.second.at(param) - g).abs().max().item<double>(), 1e-4 * g.abs().max().item<double>() + 1e-6)
-            << param;
+        EXPECT_TRUE(within(fast.second.at(param), g, grad_bound * g.abs().max().item<double>())) << param;
     }
     model->decoder->set_path(Path::kAuto);
   }
@@ -371,7 +395,11 @@ TEST(ModelTest, SequenceLossIgnoresPadding) {
     const auto one = nmt::make_batch(ex, {r});
     sum += nmt::sequence_loss(model->forward(one.src, one.src_len, one.tgt_in), one.tgt_out, 0.1).item<double>();
   }
-  EXPECT_NEAR(batch_loss, sum, 1e-3 * std::abs(sum));
+  // The batch sums its tokens' losses in another order, from logits within the model's bound of
+  // those alone; each token's loss moves by at most twice what its logits move.
+  const int64_t tokens = b.tgt_out.ne(nmt::kPadId).sum().item<int64_t>();
+  const double logits_bound = model_rounding_bound(*model, model_depth(b.src.size(1), b.tgt_in.size(1)));
+  EXPECT_TRUE(within(batch_loss, sum, tokens * 2 * logits_bound + 2 * gamma(tokens, 0x1p-24) * std::abs(sum)));
   EXPECT_GT(batch_loss, 0.0);
 }
 
@@ -393,8 +421,22 @@ TEST(ModelTest, SequenceLossAndItsGradientEqualLibTorchCrossEntropy) {
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(nmt::kPadId).label_smoothing(eps).reduction(
             torch::kSum));
     ref.backward(torch::full({}, 0.7));
-    EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 1e-4 * ref.item<double>()) << "eps " << eps;
-    EXPECT_TRUE(torch::allclose(x.grad(), y.grad(), 1e-5, 1e-6)) << "eps " << eps;
+    // Each side sums V exponentials, V logits and N rows its own way: per row
+    // within gamma_{V+N+3} (|log-sum-exp| + 2 max |x|) of the exact loss;
+    // each gradient p - target rounds p = exp(x - max) / sum within
+    // gamma_{V+3} + u |x - max| relative, and the difference and the scaling
+    // by 0.7 within 2u (p + 1).
+    const double u = 0x1p-24;
+    const auto xd = x.detach().to(torch::kDouble).reshape({-1, V});
+    const auto real = tgt.reshape({-1}).ne(nmt::kPadId);
+    const auto row_scale = (xd.logsumexp(1).abs() + 2 * xd.abs().amax(1)).masked_fill(real.logical_not(), 0);
+    const double loss_bound = 2 * gamma(V + B * T + 3, u) * row_scale.sum().item<double>();
+    EXPECT_TRUE(within(loss.item<double>(), ref.item<double>(), loss_bound)) << "eps " << eps;
+    const auto p = torch::softmax(xd, 1);
+    const auto spread = xd.amax(1, true) - xd;
+    const auto grad_bound =
+        (0.7 * 2 * (p * (gamma(V + 3, u) + u * spread) + 2 * u * (p + 1))).masked_fill(real.logical_not().unsqueeze(1), 0);
+    EXPECT_TRUE(within(x.grad().reshape({-1, V}), y.grad().reshape({-1, V}), grad_bound)) << "eps " << eps;
     EXPECT_EQ(x.grad()[0][4].abs().sum().item<float>(), 0.0f);  // a padding row gets no gradient
   }
 }

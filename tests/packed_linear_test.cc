@@ -1,5 +1,5 @@
 // PackedLinear: the packed-weight product equals LibTorch's addmm to float
-// rounding for every shape of rows, inputs and outputs (full and partial
+// rounding (test_util.h: dot_error_bound) for every shape of rows, inputs and outputs (full and partial
 // register blocks and panels), strided rows, on one thread and on two; bad
 // inputs throw. Skipped on a CPU without AVX-512F, where nothing uses it.
 #include "model/packed_linear.h"
@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "model/device.h"
+#include "test_util.h"
 
 namespace {
 
@@ -31,8 +32,9 @@ TEST_F(PackedLinearTest, EqualsAddmmForEveryBlockShape) {
         EXPECT_EQ(p.out_features(), N);
         const auto y = p(x), want = torch::addmm(b, x, wt);
         ASSERT_EQ(y.sizes(), want.sizes());
-        EXPECT_TRUE(torch::allclose(y, want, 1e-5, 1e-5))
-            << "R " << R << " K " << K << " N " << N << ": max diff " << (y - want).abs().max().item<double>();
+        // Each sums the K products and the bias in its own order (and vector width).
+        EXPECT_TRUE(nmt::test::within(y, want, nmt::test::dot_error_bound(x, wt, b)))
+            << "R " << R << " K " << K << " N " << N;
       }
 }
 
@@ -48,7 +50,7 @@ TEST_F(PackedLinearTest, StridedRowsAndThreadsGiveTheSameResult) {
   nmt::set_threads(2);
   const auto two = p(x);
   EXPECT_TRUE(torch::equal(one, two)) << "each column block is one thread's: the threads cannot change a sum";
-  EXPECT_TRUE(torch::allclose(one, torch::addmm(b, x.contiguous(), wt), 1e-5, 1e-5));
+  EXPECT_TRUE(nmt::test::within(one, torch::addmm(b, x.contiguous(), wt), nmt::test::dot_error_bound(x, wt, b)));
 }
 
 TEST_F(PackedLinearTest, BadInputsThrow) {

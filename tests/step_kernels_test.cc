@@ -10,7 +10,18 @@
 #include <cmath>
 #include <limits>
 
+#include "test_util.h"
+
 namespace {
+
+using nmt::test::gamma;
+using nmt::test::within;
+
+constexpr double kU = 0x1p-24;  // float's unit roundoff
+
+// The rational tanh's largest error over every float (measured below): 7
+// units in the last place of values near 1 (2^-24 each), a little over.
+constexpr double kRationalTanhError = 4.5e-7;
 
 TEST(StepKernelsTest, RationalTanhIsTanhToFloatRounding) {
   auto x = torch::linspace(-12, 12, 240001, torch::kFloat);  // steps of 1e-4, both sides of the clamp
@@ -24,12 +35,12 @@ TEST(StepKernelsTest, RationalTanhIsTanhToFloatRounding) {
   // evaluated with FMA (the AVX2 and AVX-512 clones) and 4.10e-7 without it
   // (the baseline clone a CPU without AVX2 runs): about 5 and 7 units in the
   // last place of values near 1.
-  EXPECT_LT((got.to(torch::kDouble) - want).abs().max().item<double>(), 4.5e-7);
+  EXPECT_LT((got.to(torch::kDouble) - want).abs().max().item<double>(), kRationalTanhError);
   // Relative error near zero, where tanh(x) ~ x, and odd symmetry.
   const auto small = torch::linspace(-1e-3, 1e-3, 2001, torch::kFloat);
   const auto rel = ((nmt::rational_tanh(small).to(torch::kDouble) - torch::tanh(small.to(torch::kDouble))).abs() /
                     small.to(torch::kDouble).abs().clamp_min(1e-30));
-  EXPECT_LT(rel.max().item<double>(), 1e-6);
+  EXPECT_LT(rel.max().item<double>(), 16 * kU);  // about 8 units in the last place
   EXPECT_TRUE(torch::equal(nmt::rational_tanh(-x), -got));
   EXPECT_EQ(got[-2].item<float>(), 1.0f);
   EXPECT_EQ(got[-1].item<float>(), -1.0f);
@@ -42,6 +53,41 @@ std::pair<torch::Tensor, torch::Tensor> composed(const torch::Tensor& q, const t
   auto scores = torch::matmul(torch::tanh(keys + q.unsqueeze(1)), v.reshape({-1, 1})).squeeze(2);  // [B, S]
   auto alpha = torch::softmax(scores + mask_bias, 1);
   return {alpha, torch::bmm(alpha.unsqueeze(1), values).squeeze(1)};
+}
+
+// Elementwise bounds on how far the fused step's results may lie from the
+// composed operations' (alpha: the composed weights [B, S]), from how each
+// computes them:
+// - energies tanh(k + q): the rational tanh within kRationalTanhError of
+//   tanh, LibTorch's within an ulp (2u |e|); both add k + q alike;
+// - scores sum_a v_a e_a: two orders of A products, 2 gamma_A sum |v e|, and
+//   sum |v| times the energies' bound;
+// - weights: scores that move by at most d move each softmax weight by a
+//   factor within exp(+-2d); each side rounds exp(s - max) within
+//   (|s - max| + 2) u and the sum of S and the division within gamma_{S+2};
+// - output sum_j alpha_j values_j: |d alpha| |values|, and two orders of S
+//   products, 2 gamma_S alpha |values|.
+struct StepBounds {
+  torch::Tensor energies, scores, alpha, out;
+};
+StepBounds step_bounds(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& v,
+                       const torch::Tensor& mask_bias, const torch::Tensor& values, const torch::Tensor& alpha) {
+  const auto d = [](const torch::Tensor& t) { return t.to(torch::kDouble); };
+  const int64_t S = keys.size(1), A = keys.size(2);
+  StepBounds b;
+  const auto e = torch::tanh(d(keys) + d(q).unsqueeze(1)).abs();  // [B, S, A]
+  const auto va = d(v).abs().reshape({A});
+  b.energies = kRationalTanhError + 2 * kU * e;
+  b.scores = 2 * gamma(A, kU) * (e * va).sum(2) + (b.energies * va).sum(2);  // [B, S]
+  const auto real = mask_bias.isinf().logical_not();
+  const auto moved = b.scores.masked_fill(real.logical_not(), 0).amax(1, true);  // [B, 1]
+  const auto scores = d(torch::matmul(torch::tanh(keys + q.unsqueeze(1)), v.reshape({-1, 1})).squeeze(2));
+  const auto top = scores.masked_fill(real.logical_not(), -INFINITY).amax(1, true);
+  const auto spread = (top - scores).masked_fill(real.logical_not(), 0);
+  b.alpha = d(alpha) * (torch::expm1(2 * moved) + 2 * ((spread + 2) * kU + gamma(S + 2, kU)));
+  b.out = torch::bmm(b.alpha.unsqueeze(1), d(values).abs()).squeeze(1) +
+          2 * gamma(S, kU) * torch::bmm(d(alpha).unsqueeze(1), d(values).abs()).squeeze(1);
+  return b;
 }
 
 TEST(StepKernelsTest, FusedAttentionEqualsComposedOperations) {
@@ -62,10 +108,12 @@ TEST(StepKernelsTest, FusedAttentionEqualsComposedOperations) {
     ASSERT_TRUE(nmt::additive_attention_step_applies(q, keys, v, mask_bias, values));
     const auto [alpha, out] = nmt::additive_attention_step(q, keys, v, mask_bias, values);
     const auto [want_alpha, want_out] = composed(q, keys, v, mask_bias, values);
-    EXPECT_TRUE(torch::allclose(alpha, want_alpha, 1e-5, 1e-6)) << "B" << B << " S" << S << " A" << A;
-    EXPECT_TRUE(torch::allclose(out, want_out, 1e-5, 1e-5)) << "B" << B << " S" << S << " A" << A;
+    const auto bound = step_bounds(q, keys, v, mask_bias, values, want_alpha);
+    EXPECT_TRUE(within(alpha, want_alpha, bound.alpha)) << "B" << B << " S" << S << " A" << A;
+    EXPECT_TRUE(within(out, want_out, bound.out)) << "B" << B << " S" << S << " A" << A;
     EXPECT_TRUE(torch::equal(alpha.masked_select(mask_bias.isinf()), torch::zeros({mask_bias.isinf().sum().item<int64_t>()})));
-    EXPECT_TRUE(torch::allclose(alpha.sum(1), torch::ones({B}), 1e-6, 1e-6));
+    // The kernel's sum of S exponentials and its S quotients, then LibTorch's sum of the S weights.
+    EXPECT_TRUE(within(alpha.sum(1), torch::ones({B}), 2 * gamma(S + 1, kU)));
   }
 }
 
@@ -101,10 +149,12 @@ TEST(StepKernelsTest, EnergiesAndTheirBackwardEqualLibTorch) {
   mask_bias[2].narrow(0, 3, 2).fill_(-std::numeric_limits<float>::infinity());
   auto alpha = torch::empty({B, S}), out = torch::empty({B, W}), energies = torch::empty({B, S, A});
   nmt::additive_attention_step_out(q, keys, v, mask_bias, values, alpha, out, &energies);
-  EXPECT_TRUE(torch::allclose(energies, torch::tanh(keys + q.unsqueeze(1)), 1e-6, 1e-6));
+  const auto want_energies = torch::tanh(keys + q.unsqueeze(1));
   const auto [want_alpha, want_out] = composed(q, keys, v, mask_bias, values);
-  EXPECT_TRUE(torch::allclose(alpha, want_alpha, 1e-5, 1e-6));
-  EXPECT_TRUE(torch::allclose(out, want_out, 1e-5, 1e-5));
+  const auto bound = step_bounds(q, keys, v, mask_bias, values, want_alpha);
+  EXPECT_TRUE(within(energies, want_energies, bound.energies));
+  EXPECT_TRUE(within(alpha, want_alpha, bound.alpha));
+  EXPECT_TRUE(within(out, want_out, bound.out));
   // Backward: scores = e v with e = tanh(k + q); d_sc as it comes (0 on padding).
   auto d_sc = torch::randn({B, S}).masked_fill(mask_bias.isinf(), 0);
   auto k_leaf = keys.clone().requires_grad_(true), q_leaf = q.clone().requires_grad_(true);
@@ -114,8 +164,17 @@ TEST(StepKernelsTest, EnergiesAndTheirBackwardEqualLibTorch) {
   auto d_q = d_q_wide.narrow(1, 1, A);  // written, rows strided
   ASSERT_TRUE(nmt::additive_energy_backward_applies(energies, d_keys, d_q));
   nmt::additive_energy_backward(d_sc, energies, v, d_keys, d_q);
-  EXPECT_TRUE(torch::allclose(d_keys - 0.5f, k_leaf.grad(), 1e-5, 1e-6));
-  EXPECT_TRUE(torch::allclose(d_q, q_leaf.grad(), 1e-5, 1e-6));
+  // x = d_sc v (1 - e^2) on each side, from energies that differ by up to
+  // bound.energies (de): |d_sc v| de (2|e| + de), and each side's four
+  // roundings, 5u |d_sc v|; d_keys also rounds adding x to 0.5 and the test
+  // subtracting it; d_q sums S of them in two orders, 2 gamma_S sum |x|.
+  const auto dd = [](const torch::Tensor& t) { return t.to(torch::kDouble); };
+  const auto gv = (dd(d_sc).unsqueeze(2) * dd(v)).abs();  // [B, S, A]
+  const auto e = dd(want_energies).abs();
+  const auto x = dd(k_leaf.grad()).abs();
+  const auto dx = gv * (bound.energies * (2 * e + bound.energies) + 5 * kU);
+  EXPECT_TRUE(within(d_keys - 0.5f, k_leaf.grad(), dx + kU * (0.5 + 2 * x)));
+  EXPECT_TRUE(within(d_q, q_leaf.grad(), dx.sum(1) + 2 * gamma(S, kU) * x.sum(1)));
   EXPECT_TRUE(torch::equal(d_q_wide.narrow(1, 0, 1), torch::full({B, 1}, 7.0f)));  // outside the view untouched
 }
 

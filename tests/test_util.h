@@ -12,6 +12,17 @@
 #include "text/batching.h"
 #include "text/tokenizer.h"
 
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
+namespace nmt {
+class Seq2Seq;
+struct Hypothesis;
+}
+
 namespace nmt::test {
 
 // A fresh empty folder under the system temp dir, removed at exit.
@@ -123,5 +134,104 @@ bool wait_until(const std::function<bool()>& pred, double seconds);
 int wait_exit(const Child& c, double seconds);
 // The path of a built executable ("nmt-train").
 std::string bin(const std::string& exe);
+
+// Rounding-error bounds. Two correct results of one function from different
+// kernels (sums in another order or vector width, another path through the
+// model) agree only to rounding, and how closely depends on the CPU and the
+// kernels it runs (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY). These bounds are
+// derived from the computation (accumulation lengths, magnitudes, the unit
+// roundoff u), so a comparison holds on every CPU, yet a wrong index, term or
+// weight, whose error is of the order of the terms themselves, exceeds them.
+
+// The unit roundoff u of a tensor's dtype: 2^-24 float, 2^-53 double, 2^-8 bfloat16, 2^-11 half.
+double unit_roundoff(const at::Tensor& t);
+
+// gamma_n = n u / (1 - n u): a sum of n terms in any order (a dot product of
+// length n, with or without FMA) is within gamma_n sum |terms| of the exact
+// sum (Higham, Accuracy and Stability of Numerical Algorithms, section 3.1).
+double gamma(int64_t n, double u);
+
+// Elementwise bound on the difference between two results of x w_t + bias
+// (x [.., K], w_t [K, N] or [.., K, N] batched, bias broadcasting to the
+// result or undefined), each summing the K products and the bias in its own
+// order: each is within gamma_{K+1} (|x| |w_t| + |bias|) of the exact value,
+// so 2 gamma_{K+1} (|x| |w_t| + |bias|), computed in double; u of x's dtype.
+at::Tensor dot_error_bound(const at::Tensor& x, const at::Tensor& w_t, const at::Tensor& bias);
+
+// For results of a whole model that two paths compute (teacher forcing and
+// search steps, a batch and its sentences alone, the optimized and the plain
+// decoder), where an elementwise worst-case bound (depth times 2 gamma_K of
+// each layer's magnitude) would be of the order of the results themselves:
+// the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 41(5),
+// 2019). With rounding errors taken as independent and of mean 0, a sum of n
+// terms is within lambda sqrt(n) u of their magnitude, except with
+// probability about exp(-lambda^2 / 2). A result passes `depth` layers (see
+// model_depth()) of K products each, and the layers do not amplify a
+// difference (tanh, sigmoid, softmax and the GRU's convex update have slopes
+// of at most 1), so two paths differ by at most
+//   2 lambda sqrt(depth K) u scale,  lambda = kModelBoundLambda = 8
+// (a larger difference has a probability of about 1e-14), with K the longest
+// accumulation (the widest weight's inputs and its bias), scale the largest
+// row sum of |W| times the bound on its inputs (max(1, largest |embedding|):
+// every other input is a tanh, a GRU state or an average of those) plus the
+// largest |bias|, and u of the model's parameters' dtype. A wrong weight,
+// index or term moves results by about |w| |x|: 10^2 to 10^3 times this in
+// float, over 10^10 times in double.
+constexpr double kModelBoundLambda = 8;
+double model_rounding_bound(torch::nn::Module& model, int64_t depth);
+
+// The same bound for a parameter's gradient, relative to its largest
+// |element|: the backward passes the layers again in reverse (2 depth), its
+// products are the forward's transposed, and each gradient also sums over
+// `positions` (batch rows times steps); the scale counts at least 1.
+double gradient_rounding_bound(torch::nn::Module& model, int64_t depth, int64_t positions);
+
+// The depth model_rounding_bound() needs for what a decoder produces at step
+// T (logits, attention) of a sentence of S source pieces: the encoder's S
+// steps in each direction and its output layer, then per decoder step the
+// GRU(s), the attention (query, scores, softmax, context) and the output
+// layers: S + 1 + 6 T.
+int64_t model_depth(int64_t S, int64_t T);
+
+// Bound on the difference between two paths' scores of one hypothesis (the
+// log-probabilities of its T pieces, EOS included, summed) from a source of
+// S pieces: a log-softmax moves by at most twice what its logits move
+// (model_rounding_bound()), and each side sums T of them, 2 gamma_T |score|.
+double score_rounding_bound(torch::nn::Module& model, int64_t S, int64_t T, double score);
+
+// The smallest margin, over the steps of a greedy hypothesis `ids` for the
+// source `src` (pieces ending in EOS), between the log-probability of the
+// piece chosen and the largest other, teacher-forced through the mean of
+// `models`' log-softmax (computed in double from their float logits); the
+// step that chose EOS counts too when `eos_chosen` (not when a length cap
+// forced it). Two paths whose logits differ by at most L choose the same
+// pieces wherever this margin exceeds 2 L (each path's margin is within L of
+// the exact one, the teacher-forced one as well); below that a near tie may
+// go either way, so the comparison of their outputs has to leave it out. (A
+// hypothesis that search ended with PAD rather than EOS, which an untrained
+// model can choose, has a negative margin here and is left out too.)
+double greedy_margin(const std::vector<nmt::Seq2Seq>& models, const std::vector<int64_t>& src,
+                     const std::vector<int64_t>& ids, bool eos_chosen);
+
+// Greedy hypotheses of one source from two paths whose logits differ by at
+// most `logits_bound`: where greedy_margin() of `want` exceeds twice that,
+// the same pieces, scores within 2 T logits_bound + 2 gamma_T |score| (T
+// pieces with EOS) and attention within logits_bound; a closer call, where a
+// near tie may go either way on another CPU, is not compared (`compared`
+// counts the others).
+::testing::AssertionResult same_greedy_hypothesis(const std::vector<nmt::Seq2Seq>& models,
+                                                  const std::vector<int64_t>& src, const nmt::Hypothesis& want,
+                                                  const nmt::Hypothesis& got, bool eos_chosen, double logits_bound,
+                                                  int* compared);
+
+// Whether |actual - expected| <= bound everywhere (bound broadcasts to them;
+// either side may be float or double); when not, names the worst element:
+// its index, both values, the bound and their ratio. Records the largest
+// ratio |actual - expected| / bound of the running test as its property
+// "max_bound_ratio" (shown by --gtest_output=xml), to tell how close a CPU
+// and its kernels come to the bounds.
+::testing::AssertionResult within(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound);
+::testing::AssertionResult within(const at::Tensor& actual, const at::Tensor& expected, double bound);
+::testing::AssertionResult within(double actual, double expected, double bound);
 
 }  // namespace nmt::test
