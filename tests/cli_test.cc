@@ -857,3 +857,74 @@ TEST(CliTest, AlignWritesALexicalTableThatTranslateReadsAsAShortlist) {
 }
 
 }  // namespace
+
+// A new user's first hour: the run folder and what it tells, through the
+// real executables.
+namespace {
+
+// A tiny model (without `model`: the architecture left to a resumed
+// checkpoint) on the toy corpus and its pre-trained tokenizer (no
+// SentencePiece training), paths as given.
+std::string tiny_run_args(const std::string& train_src, const std::string& train_tgt, const std::string& valid_src,
+                          const std::string& valid_tgt, const std::string& out, bool model = true) {
+  return "--train-src " + quote(train_src) + " --train-tgt " + quote(train_tgt) + " --valid-src " + quote(valid_src) +
+         " --valid-tgt " + quote(valid_tgt) + " -o " + quote(out) + " --src-spm " +
+         quote(nmt::test::toy_tokenizer_file()) + " --tgt-spm " + quote(nmt::test::toy_tokenizer_file()) +
+         (model ? " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16" : "") +
+         " --threads 1 --device cpu --batch-tokens 300";
+}
+
+// The elements of `svg` named `name` with class `css`.
+std::vector<nmt::test::SvgElement> svg_with_class(const std::string& svg, const std::string& name,
+                                                  const std::string& css) {
+  std::vector<nmt::test::SvgElement> out;
+  for (auto& e : nmt::test::svg_elements(svg))
+    if (e.name == name && e.attrs.count("class") && e.attrs.at("class") == css) out.push_back(e);
+  return out;
+}
+
+// The report's run: --max-steps 60 --valid-every 30, with the rate halved at
+// every epoch end. The picture draws the rate as steps that only go down,
+// marks the epoch ends and the step best.ckpt was taken at.
+TEST(CliTest, TrainingCurvesShowTheRateAsStepsEpochEndsAndTheBestCheckpoint) {
+  const auto dir = temp_dir("cli_curves");
+  const auto f = nmt::test::write_toy_corpus(dir, 200, 10);
+  const auto out = dir + "/run";
+  const auto r = run("nmt-train", tiny_run_args(f.train_src, f.train_tgt, f.valid_src, f.valid_tgt, out) +
+                                      " --max-steps 60 --valid-every 30 --log-every 10 --learning-rate 0.01"
+                                      " --lr-decay-start 1 --lr-decay 0.5 --keep-checkpoints 0 --early-stopping 0"
+                                      " --stop-metric loss",
+                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.err_lines.empty());
+  EXPECT_NE(r.err_lines.back().find("training finished (max_steps): 60 steps"), std::string::npos) << r.err;
+
+  const std::string svg = read_bytes(out + "/training-curves.svg");
+  const auto rate = svg_with_class(svg, "polyline", "learning-rate");
+  ASSERT_EQ(rate.size(), 1u) << svg;
+  const auto pts = nmt::test::svg_points(rate[0].attrs.at("points"));
+  int drops = 0;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    EXPECT_GE(pts[i].first, pts[i - 1].first) << "the rate's point " << i << " goes back in steps";
+    EXPECT_GE(pts[i].second, pts[i - 1].second) << "the rate's point " << i << " goes back up (SVG y grows down)";
+    drops += pts[i].second > pts[i - 1].second;
+  }
+  EXPECT_GE(drops, 2) << "no decay drawn: " << rate[0].attrs.at("points");
+  // Epoch ends: several epochs of 200 pairs fit in 60 steps; each panel marks them.
+  EXPECT_GE(svg_with_class(svg, "line", "epoch-end").size(), 4u * 2);
+  // best.ckpt: marked once, at the last validation that wrote it.
+  int best_step = -1;
+  std::istringstream metrics(read_bytes(out + "/metrics.jsonl"));
+  for (std::string line; std::getline(metrics, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"(^\{"type":"valid","step":(\d+),.*"new_best":true)")))
+      best_step = std::stoi(m[1]);
+  }
+  ASSERT_GT(best_step, 0);
+  const auto best = svg_with_class(svg, "text", "best-checkpoint-label");
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].text, "best.ckpt (step " + std::to_string(best_step) + ")");
+  EXPECT_EQ(svg_with_class(svg, "line", "best-checkpoint").size(), 1u);
+}
+
+}  // namespace

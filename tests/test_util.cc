@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include <expat.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -229,6 +230,49 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
   while (std::getline(in, l))
     if (!l.empty()) r.err_lines.push_back(l);
   return r;
+}
+
+std::vector<SvgElement> svg_elements(const std::string& svg) {
+  struct Parse {
+    std::vector<SvgElement> elements;
+    std::vector<size_t> open;  // indices of the elements being read
+  } parse;
+  XML_Parser p = XML_ParserCreate("UTF-8");
+  XML_SetUserData(p, &parse);
+  XML_SetElementHandler(
+      p,
+      [](void* data, const XML_Char* name, const XML_Char** attrs) {
+        auto* ps = static_cast<Parse*>(data);
+        SvgElement e;
+        e.name = name;
+        for (int i = 0; attrs[i] != nullptr; i += 2) e.attrs[attrs[i]] = attrs[i + 1];
+        ps->open.push_back(ps->elements.size());
+        ps->elements.push_back(std::move(e));
+      },
+      [](void* data, const XML_Char*) { static_cast<Parse*>(data)->open.pop_back(); });
+  XML_SetCharacterDataHandler(p, [](void* data, const XML_Char* s, int len) {
+    auto* ps = static_cast<Parse*>(data);
+    if (!ps->open.empty()) ps->elements[ps->open.back()].text.append(s, static_cast<size_t>(len));
+  });
+  const bool ok = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
+  EXPECT_TRUE(ok) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p);
+  XML_ParserFree(p);
+  return parse.elements;
+}
+
+std::vector<std::pair<double, double>> svg_points(const std::string& points) {
+  std::vector<std::pair<double, double>> out;
+  std::istringstream in(points);
+  std::string pair;
+  while (in >> pair) {
+    const size_t comma = pair.find(',');
+    if (comma == std::string::npos) {
+      ADD_FAILURE() << "not an x,y pair: " << pair;
+      continue;
+    }
+    out.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+  }
+  return out;
 }
 
 // Asserts a clean failure: exit code 1 (a user error), exactly one error line

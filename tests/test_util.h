@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,18 @@ std::string quote(const std::string& s);
 // quoted where needed) and NMT_THREADS=1, stdout and stderr captured in `dir`.
 Result run(const std::string& exe, const std::string& args, const std::string& dir,
            const std::string& stdin_file = "/dev/null");
+
+// One element of an SVG (or any XML) document.
+struct SvgElement {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  std::string text;  // its character data (not its children's)
+};
+// The elements of `svg` in document order; fails the test when it is not
+// well-formed XML (expat).
+std::vector<SvgElement> svg_elements(const std::string& svg);
+// The (x, y) pairs of a polyline's "points" attribute ("x1,y1 x2,y2 ...").
+std::vector<std::pair<double, double>> svg_points(const std::string& points);
 
 // Exit codes the tools document (tools/app.h), for the tests that run them.
 constexpr int kExitError = 1;  // bad input or file

@@ -258,7 +258,8 @@ bool Trainer::validate_and_save() {
                             .add("chrf", v.chrf)
                             .add("exact_match", v.exact_match)
                             .add("lr", state_.learning_rate)
-                            .add("elapsed", state_.elapsed_seconds));
+                            .add("elapsed", state_.elapsed_seconds)
+                            .add("new_best", verdict.improved));  // best.ckpt is written at this step
     if (verdict.improved) save("best.ckpt");
   } else {
     save("best.ckpt");  // without validation data the newest model is the best we know
