@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       "  nmt-train -c configs/demo.toml -o run --max-epochs 3\n"
       "  nmt-train -c run/config.toml --resume");
   if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
+  opt.command_line = nmt::command_line(argc, argv);
   nmt::setup_logging(tool.verbose, /*warnings_only=*/opt.dist.world_size > 1 && opt.dist.rank > 0);
   return nmt::run_guarded([&] {
     // Model options given on the command line or in the config must agree with a resumed checkpoint.

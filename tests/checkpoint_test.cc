@@ -346,4 +346,35 @@ TEST(CheckpointTest, LoadTrainStateNeedsATrainingCheckpoint) {
   EXPECT_TRUE(contains(msg, "training")) << msg;
 }
 
+// Each checkpoint records who wrote it and how ("meta"); files from before
+// that load as ever and say so in --info.
+TEST(CheckpointTest, MetaRecordsTheWriterAndTheCommand) {
+  const auto dir = temp_dir("ckpt_meta");
+  const auto& tok = nmt::test::toy_tokenizer();
+  auto model = tiny();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  train_steps(model, adam, toy_batch(), 1);
+  nmt::TrainState st;
+  st.step = 42;
+  nmt::CheckpointMeta meta;
+  meta.command = "nmt-train -c 'my config.toml'";
+  meta.folder = "/some/where";
+  nmt::save_checkpoint(dir + "/m.ckpt", model, tok, tok, &adam, &st, meta);
+  const auto info = nmt::inspect_checkpoint(read_bytes(dir + "/m.ckpt"), "m.ckpt");
+  ASSERT_TRUE(info.has_meta);
+  EXPECT_EQ(info.meta.writer.rfind("nmt 0.", 0), 0u) << info.meta.writer;
+  EXPECT_TRUE(contains(info.meta.writer, "(commit ")) << info.meta.writer;
+  EXPECT_EQ(info.meta.command, meta.command);
+  EXPECT_EQ(info.meta.folder, meta.folder);
+  EXPECT_EQ(info.meta.step, 42);  // from the training state
+  EXPECT_EQ(nmt::load_checkpoint(dir + "/m.ckpt", torch::kCPU).meta.command, meta.command);
+  const auto text = nmt::describe_checkpoint(dir + "/m.ckpt");
+  EXPECT_TRUE(contains(text, "trained by: nmt-train -c 'my config.toml' (in /some/where)\n")) << text;
+  EXPECT_TRUE(contains(text, "weights of step: 42\n")) << text;
+
+  write_version1(dir + "/old.ckpt", model);
+  EXPECT_FALSE(nmt::inspect_checkpoint(read_bytes(dir + "/old.ckpt"), "old.ckpt").has_meta);
+  EXPECT_TRUE(contains(nmt::describe_checkpoint(dir + "/old.ckpt"), "written by: not recorded")) ;
+}
+
 }  // namespace

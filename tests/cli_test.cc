@@ -927,4 +927,51 @@ TEST(CliTest, TrainingCurvesShowTheRateAsStepsEpochEndsAndTheBestCheckpoint) {
   EXPECT_EQ(svg_with_class(svg, "line", "best-checkpoint").size(), 1u);
 }
 
+// A run started with relative paths in one folder is continued with
+// `-c RUN/config.toml --resume` from another: config.toml holds absolute
+// paths. The folder records the nmt build and the command (config.toml,
+// train.log, each checkpoint), and a run shorter than --valid-every still
+// validates once at its end and leaves best.ckpt.
+TEST(CliTest, ARunFolderStandsOnItsOwn) {
+  const auto dir = temp_dir("cli_folder");
+  const std::string a = dir + "/a", b = dir + "/b";
+  fs::create_directories(a + "/data");
+  fs::create_directories(b);
+  nmt::test::write_toy_corpus(a + "/data", 200, 5);
+  auto r = nmt::test::run_in(a, "nmt-train",
+                             tiny_run_args("data/train.src", "data/train.tgt", "data/valid.src", "data/valid.tgt",
+                                           "runs/x") +
+                                 " --max-steps 4 --valid-every 1000",
+                             dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string run_dir = a + "/runs/x";
+  EXPECT_TRUE(fs::exists(run_dir + "/best.ckpt")) << "a run that ends before --valid-every validates at its end";
+
+  const std::string config = read_bytes(run_dir + "/config.toml");
+  for (const std::string& part :
+       {"train-src = '" + a + "/data/train.src'", "valid-tgt = '" + a + "/data/valid.tgt'", "output = '" + run_dir + "'",
+        std::string("# Written by nmt 0."), std::string("(commit "), "in " + a + ", by\n",
+        std::string("/nmt-train --train-src data/train.src"), "#   nmt-train -c " + run_dir + "/config.toml --resume"})
+    EXPECT_NE(config.find(part), std::string::npos) << "'" << part << "' missing from:\n" << config;
+  const std::string log = read_bytes(run_dir + "/train.log");
+  EXPECT_NE(log.find("] [info] nmt 0."), std::string::npos) << log;
+  EXPECT_NE(log.find(" in " + a + ": "), std::string::npos) << log;
+  r = run("nmt-translate", "-m " + quote(run_dir + "/best.ckpt") + " --info", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& part : {std::string("written by: nmt 0."), std::string("weights of step: 4\n"),
+                                  std::string("trained by: "), "--max-steps 4 --valid-every 1000 (in " + a + ")\n"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << "'" << part << "' missing from:\n" << r.out;
+
+  // From another folder: the same files, the same run.
+  r = nmt::test::run_in(b, "nmt-train", "-c ../a/runs/x/config.toml --resume --max-steps 8", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed from"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("training finished (max_steps): 8 steps"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(b)) << "the resumed run wrote into the folder it was started from";
+  // train.log keeps each start's first line.
+  const std::string log2 = read_bytes(run_dir + "/train.log");
+  EXPECT_NE(log2.find(" in " + b + ": "), std::string::npos) << log2;
+  EXPECT_NE(log2.find("-c ../a/runs/x/config.toml --resume --max-steps 8"), std::string::npos) << log2;
+}
+
 }  // namespace

@@ -213,11 +213,15 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs `args` (already quoted where needed) with stdout and stderr captured.
-Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
+namespace {
+// Runs `args` (already quoted where needed) with stdout and stderr captured,
+// in the folder `cwd` ("": this process's).
+Result run_command(const std::string& cwd, const std::string& exe, const std::string& args, const std::string& dir,
+                   const std::string& stdin_file) {
   const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  const std::string cmd = "NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) + " > " +
-                          quote(out) + " 2> " + quote(err);
+  const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + "NMT_THREADS=1 " +
+                          quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) +
+                          " > " + quote(out) + " 2> " + quote(err);
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -230,6 +234,15 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
   while (std::getline(in, l))
     if (!l.empty()) r.err_lines.push_back(l);
   return r;
+}
+}  // namespace
+
+Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
+  return run_command("", exe, args, dir, stdin_file);
+}
+
+Result run_in(const std::string& cwd, const std::string& exe, const std::string& args, const std::string& dir) {
+  return run_command(cwd, exe, args, dir, "/dev/null");
 }
 
 std::vector<SvgElement> svg_elements(const std::string& svg) {

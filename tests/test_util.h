@@ -89,6 +89,9 @@ std::string quote(const std::string& s);
 Result run(const std::string& exe, const std::string& args, const std::string& dir,
            const std::string& stdin_file = "/dev/null");
 
+// run() in the folder `cwd` (its relative paths are taken from there).
+Result run_in(const std::string& cwd, const std::string& exe, const std::string& args, const std::string& dir);
+
 // One element of an SVG (or any XML) document.
 struct SvgElement {
   std::string name;

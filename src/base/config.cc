@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -52,6 +53,19 @@ ConfigValue to_value(const toml::node& n, const std::string& path, const std::st
 }
 
 }  // namespace
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path == "-") return path;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  std::filesystem::path out;
+  for (const auto& part : abs)
+    if (part != ".") out /= part;
+  std::string s = out.string();
+  if (s.size() > 1 && s.back() == '/') s.pop_back();  // "runs/x/" -> "/.../runs/x"
+  return s;
+}
 
 ConfigFile ConfigFile::read(const std::string& path) {
   std::ifstream probe(path);

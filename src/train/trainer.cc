@@ -308,7 +308,10 @@ void Trainer::restore_rng() {
 void Trainer::save(const std::string& name) {
   capture_rng();
   const auto t0 = Clock::now();
-  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
+  CheckpointMeta meta;
+  meta.command = opt_.command_line;
+  meta.folder = started_in_;
+  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_, meta);
   spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));
 }
 

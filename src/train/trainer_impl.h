@@ -55,6 +55,7 @@ class Trainer {
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
+  std::string config_header() const;  // config.toml's opening comment
 
   // The loop's parts.
   std::optional<StopReason> stop_before_step();
@@ -118,6 +119,7 @@ class Trainer {
   double elapsed0_ = 0;                 // elapsed seconds of the run before this process (resume)
   int64_t saved_step_ = 0;              // the step last.ckpt holds
   int64_t bad_in_a_row_ = 0;            // consecutive non-finite steps
+  std::string started_in_;              // the current folder at the start (checkpoints' meta)
 };
 
 }  // namespace nmt
