@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -885,7 +887,8 @@ std::vector<nmt::test::SvgElement> svg_with_class(const std::string& svg, const 
 
 // The report's run: --max-steps 60 --valid-every 30, with the rate halved at
 // every epoch end. The picture draws the rate as steps that only go down,
-// marks the epoch ends and the step best.ckpt was taken at.
+// marks the epoch ends and the step best.ckpt was taken at; the last line
+// names the checkpoint to translate with.
 TEST(CliTest, TrainingCurvesShowTheRateAsStepsEpochEndsAndTheBestCheckpoint) {
   const auto dir = temp_dir("cli_curves");
   const auto f = nmt::test::write_toy_corpus(dir, 200, 10);
@@ -898,6 +901,8 @@ TEST(CliTest, TrainingCurvesShowTheRateAsStepsEpochEndsAndTheBestCheckpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(r.err_lines.empty());
   EXPECT_NE(r.err_lines.back().find("training finished (max_steps): 60 steps"), std::string::npos) << r.err;
+  EXPECT_NE(r.err_lines.back().find("; translate with: nmt-translate -m " + out + "/best.ckpt"), std::string::npos)
+      << r.err_lines.back();
 
   const std::string svg = read_bytes(out + "/training-curves.svg");
   const auto rate = svg_with_class(svg, "polyline", "learning-rate");
@@ -946,6 +951,8 @@ TEST(CliTest, ARunFolderStandsOnItsOwn) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string run_dir = a + "/runs/x";
   EXPECT_TRUE(fs::exists(run_dir + "/best.ckpt")) << "a run that ends before --valid-every validates at its end";
+  EXPECT_NE(r.err_lines.back().find("translate with: nmt-translate -m runs/x/best.ckpt"), std::string::npos)
+      << r.err_lines.back();
 
   const std::string config = read_bytes(run_dir + "/config.toml");
   for (const std::string& part :
@@ -972,6 +979,59 @@ TEST(CliTest, ARunFolderStandsOnItsOwn) {
   const std::string log2 = read_bytes(run_dir + "/train.log");
   EXPECT_NE(log2.find(" in " + b + ": "), std::string::npos) << log2;
   EXPECT_NE(log2.find("-c ../a/runs/x/config.toml --resume --max-steps 8"), std::string::npos) << log2;
+}
+
+// --resume with no run to resume stops with one line naming the folder and
+// what to do, and creates or changes nothing.
+TEST(CliTest, ResumeWithoutARunStopsAndChangesNothing) {
+  const auto dir = temp_dir("cli_noresume");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto absent = dir + "/absent";
+  auto r = run("nmt-train", tiny_run_args(f.train_src, f.train_tgt, f.valid_src, f.valid_tgt, absent) + " --resume", dir);
+  expect_one_line_error(r, {absent + ": does not exist", "drop --resume to start a new run"});
+  EXPECT_FALSE(fs::exists(absent));
+  const auto empty = dir + "/empty";
+  fs::create_directories(empty);
+  write_bytes(empty + "/notes.txt", "mine");
+  r = run("nmt-train", tiny_run_args(f.train_src, f.train_tgt, f.valid_src, f.valid_tgt, empty) + " --resume", dir);
+  expect_one_line_error(r, {empty + ": holds no last.ckpt", "--resume"});
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(empty)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"notes.txt"});
+}
+
+// SIGTERM before the first validation (e.g. `timeout`): the run saves and
+// exits 0, and leaves a best.ckpt (the last weights, said to be unvalidated)
+// that nmt-translate reads; the last line says how to go on.
+TEST(CliTest, ARunStoppedBeforeItsFirstValidationLeavesABestCheckpoint) {
+  const auto dir = temp_dir("cli_sigterm");
+  const auto f = nmt::test::write_toy_corpus(dir, 3000, 5);
+  const auto out = dir + "/run";
+  std::vector<std::string> argv = {nmt::test::bin("nmt-train"), "--train-src", f.train_src, "--train-tgt", f.train_tgt,
+                                   "--valid-src", f.valid_src, "--valid-tgt", f.valid_tgt, "-o", out, "--src-spm",
+                                   nmt::test::toy_tokenizer_file(), "--tgt-spm", nmt::test::toy_tokenizer_file(),
+                                   "--emb-dim", "16", "--enc-hidden", "16", "--dec-hidden", "32", "--attn-dim", "16",
+                                   "--threads", "1", "--device", "cpu", "--batch-tokens", "40", "--log-every", "1",
+                                   "--valid-every", "100000"};
+  auto c = nmt::test::spawn(argv, dir + "/train.err");
+  // A progress line: training runs, far from the end of its first epoch.
+  ASSERT_TRUE(nmt::test::wait_for_log(c, "epoch 1 | step 1/", 120)) << read_bytes(c.log);
+  ::kill(c.pid, SIGTERM);
+  ASSERT_EQ(nmt::test::wait_exit(c, 60), 0) << read_bytes(c.log);
+  const std::string log = read_bytes(c.log);
+  EXPECT_EQ(log.find("valid | step"), std::string::npos) << "the run validated: the test would prove nothing";
+  ASSERT_TRUE(fs::exists(out + "/best.ckpt")) << log;
+  EXPECT_NE(log.find("wrote " + out + "/best.ckpt from the weights of step"), std::string::npos) << log;
+  EXPECT_NE(log.find("not validated"), std::string::npos) << log;
+  EXPECT_NE(log.find("training finished (interrupted)"), std::string::npos) << log;
+  EXPECT_NE(log.find("translate with: nmt-translate -m " + out + "/best.ckpt (not validated yet); continue with: "
+                     "nmt-train -c " + out + "/config.toml --resume"),
+            std::string::npos)
+      << log;
+  write_lines(dir + "/in.txt", {"red cat"});
+  const auto r = run("nmt-translate", "-m " + quote(out + "/best.ckpt") + " --threads 1 -i " + quote(dir + "/in.txt"), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 1u) << r.out;
 }
 
 }  // namespace

@@ -332,7 +332,8 @@ void Trainer::write_average(TrainResult* result) {
   std::swap(model_, avg.model);  // validate_model() reads model_
   const auto v = validate_model();
   std::swap(model_, avg.model);
-  result->average_metric = reported(opt_.stop_metric, higher_is_better(opt_.stop_metric, v));
+  average_score_ = higher_is_better(opt_.stop_metric, v);
+  result->average_metric = reported(opt_.stop_metric, average_score_);
   spdlog::info("average | {} checkpoints, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
                n, fs::path(last.front()).filename().string(), fs::path(last.back()).filename().string(), v.loss,
                v.perplexity, v.bleu, v.chrf, v.exact_match, out);
@@ -349,15 +350,33 @@ void Trainer::write_average(TrainResult* result) {
 }
 
 // Nothing trained since the last save is lost: an interruption saves
-// quickly, any other end validates first. Then --average, and the summary.
+// quickly, any other end validates first. Every run that saved weights
+// leaves a best.ckpt, the file the README's next command translates with:
+// an interruption before the first validation writes it from the last
+// weights, unvalidated, and says so. Validating there instead would break
+// the promise that a signal stops training within seconds (a large
+// validation set takes minutes), and Marian's save-and-exit on SIGTERM
+// does not validate either; the next validation (--resume) replaces it.
+// Then --average, and the summary, which names the checkpoint to use.
 void Trainer::finish(TrainResult* result, const Progress& progress) {
+  bool saved_unvalidated = false;  // last.ckpt written now, without validation
   if (is_main() && (state_.step != saved_step_ || !fs::exists(folder_.path("last.ckpt")))) {
     if (result->stop_reason == StopReason::kInterrupted) {
       state_.elapsed_seconds = elapsed();
       save("last.ckpt");
+      saved_unvalidated = true;
     } else {
       validate_and_save();
     }
+  }
+  if (is_main() && !state_.has_best && (saved_unvalidated || !fs::exists(folder_.path("best.ckpt")))) {
+    save("best.ckpt");
+    if (valid_.empty())
+      spdlog::info("wrote {}: the newest weights (step {}; without validation data they are the best known)",
+                   folder_.path("best.ckpt"), state_.step);
+    else
+      spdlog::warn("wrote {} from the weights of step {}, not validated: the run stopped before its first "
+                   "validation (--resume validates it)", folder_.path("best.ckpt"), state_.step);
   }
   if (result->stop_reason != StopReason::kInterrupted) write_average(result);
   result->steps = state_.step;
@@ -366,9 +385,27 @@ void Trainer::finish(TrainResult* result, const Progress& progress) {
   result->tokens_per_second = progress.tokens_per_second();
   result->peak_rss_mb = peak_rss_mb();
   spdlog::info("training finished ({}): {} steps, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
-               "{} skipped batches, peak memory {} MiB",
+               "{} skipped batches, peak memory {} MiB; {}",
                to_string(result->stop_reason), result->steps, result->tokens_per_second, to_string(opt_.stop_metric),
-               result->best_metric, hms(elapsed()), result->skipped_steps, result->peak_rss_mb);
+               result->best_metric, hms(elapsed()), result->skipped_steps, result->peak_rss_mb, next_steps(*result));
+}
+
+// The model to translate with, as the run chose it: average.ckpt when its
+// validation figure beats best.ckpt's (as scripts/multi30k.sh picks), else
+// best.ckpt; after an interruption, also how to continue.
+std::string Trainer::next_steps(const TrainResult& result) const {
+  std::string model = folder_.path("best.ckpt"), why;
+  if (std::isfinite(average_score_) && state_.has_best && average_score_ > state_.best_metric) {
+    model = folder_.path("average.ckpt");
+    why = fmt::format(" (its {} {:.4g} beats best.ckpt's {:.4g})", to_string(opt_.stop_metric), result.average_metric,
+                      result.best_metric);
+  } else if (!state_.has_best && !valid_.empty()) {
+    why = " (not validated yet)";
+  }
+  std::string text = "translate with: nmt-translate -m " + model + why;
+  if (result.stop_reason == StopReason::kInterrupted)
+    text += "; continue with: nmt-train -c " + folder_.path("config.toml") + " --resume";
+  return text;
 }
 
 const char* to_string(StopReason r) {
