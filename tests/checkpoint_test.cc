@@ -377,4 +377,46 @@ TEST(CheckpointTest, MetaRecordsTheWriterAndTheCommand) {
   EXPECT_TRUE(contains(nmt::describe_checkpoint(dir + "/old.ckpt"), "written by: not recorded")) ;
 }
 
+// release_checkpoint: the model without optimizer and training state, the
+// same weights, a smaller file; never over its input.
+TEST(CheckpointTest, ReleaseDropsTheTrainingStateAndNeverReplacesItsInput) {
+  const auto dir = temp_dir("ckpt_release");
+  const auto& tok = nmt::test::toy_tokenizer();
+  auto model = tiny();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  train_steps(model, adam, toy_batch(), 2);
+  nmt::TrainState st;
+  st.step = 2;
+  nmt::save_checkpoint(dir + "/in.ckpt", model, tok, tok, &adam, &st);
+  const auto before = read_bytes(dir + "/in.ckpt");
+  const auto r = nmt::release_checkpoint(dir + "/in.ckpt", dir + "/out.ckpt");
+  EXPECT_EQ(r.in_bytes, before.size());
+  EXPECT_EQ(r.out_bytes, fs::file_size(dir + "/out.ckpt"));
+  EXPECT_LT(r.out_bytes, r.in_bytes);
+  EXPECT_EQ(r.step, 2);
+  const auto info = nmt::inspect_checkpoint(read_bytes(dir + "/out.ckpt"), "out.ckpt");
+  EXPECT_FALSE(info.has_train_state);
+  EXPECT_EQ(info.meta.step, 2);
+  EXPECT_TRUE(contains(info.meta.made_from, "released from " + dir + "/in.ckpt")) << info.meta.made_from;
+  auto loaded = nmt::load_checkpoint(dir + "/out.ckpt", torch::kCPU);
+  expect_same_weights(model, loaded.model);
+  // Released again (no training state to drop): still loads, the same weights.
+  nmt::release_checkpoint(dir + "/out.ckpt", dir + "/out2.ckpt");
+  auto again = nmt::load_checkpoint(dir + "/out2.ckpt", torch::kCPU);
+  expect_same_weights(model, again.model);
+  // The input as output, by any path: refused before anything is written.
+  fs::create_hard_link(dir + "/in.ckpt", dir + "/hard.ckpt");
+  for (const std::string& out : {dir + "/in.ckpt", dir + "/../" + fs::path(dir).filename().string() + "/in.ckpt",
+                                 dir + "/hard.ckpt"}) {
+    try {
+      nmt::release_checkpoint(dir + "/in.ckpt", out);
+      ADD_FAILURE() << "released over its input: " << out;
+    } catch (const nmt::UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), "is the input checkpoint")) << e.what();
+    }
+  }
+  EXPECT_EQ(read_bytes(dir + "/in.ckpt"), before);
+  EXPECT_TRUE(nmt::test::temporary_files(dir).empty());
+}
+
 }  // namespace

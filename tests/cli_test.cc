@@ -1034,4 +1034,68 @@ TEST(CliTest, ARunStoppedBeforeItsFirstValidationLeavesABestCheckpoint) {
   EXPECT_EQ(lines_of(r.out).size(), 1u) << r.out;
 }
 
+// nmt-train --release IN OUT: the model without optimizer and training
+// state, smaller, translating and aligning exactly as IN; it never replaces
+// IN and refuses an output that is IN.
+TEST(CliTest, ReleaseWritesAModelToShip) {
+  const auto dir = temp_dir("cli_release");
+  const auto in = dir + "/best.ckpt", out = dir + "/model.ckpt";
+  write_bytes(in, read_bytes(nmt::test::trained_toy_checkpoint()));
+  const std::string original = read_bytes(in);
+  auto r = run("nmt-train", "--release " + quote(in) + " " + quote(out), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote " + out), std::string::npos) << r.err;
+  const auto before = fs::file_size(in), after = fs::file_size(out);
+  std::printf("release: %ju bytes -> %ju bytes\n", static_cast<uintmax_t>(before), static_cast<uintmax_t>(after));
+  EXPECT_LT(after, before);
+  EXPECT_EQ(read_bytes(in), original);
+  EXPECT_TRUE(nmt::test::temporary_files(dir).empty());
+
+  r = run("nmt-translate", "-m " + quote(out) + " --info", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& part : {std::string("training state: no"), "made from: released from " + in,
+                                  std::string("written by: nmt 0.")})
+    EXPECT_NE(r.out.find(part), std::string::npos) << "'" << part << "' missing from:\n" << r.out;
+  // Translations and alignments are those of the input.
+  write_lines(dir + "/src.txt", {"red cat sees big dog", "old fish"});
+  write_lines(dir + "/tgt.txt", {"dogo bigo seeso cato redo", "fisho oldo"});
+  for (const std::string tool : {"nmt-translate", "nmt-align"}) {
+    const std::string args = tool == "nmt-translate"
+                                 ? " --threads 1 -b 3 -i " + quote(dir + "/src.txt")
+                                 : " --threads 1 --src " + quote(dir + "/src.txt") + " --tgt " + quote(dir + "/tgt.txt");
+    const auto a = run(tool, "-m " + quote(in) + args, dir);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const auto b = run(tool, "-m " + quote(out) + args, dir);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_EQ(a.out, b.out) << tool;
+    EXPECT_FALSE(a.out.empty()) << tool;
+  }
+  // A released model cannot be resumed.
+  fs::create_directories(dir + "/x");
+  fs::copy_file(out, dir + "/x/last.ckpt");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  r = run("nmt-train", tiny_run_args(f.train_src, f.train_tgt, f.valid_src, f.valid_tgt, dir + "/x", false) + " --resume",
+          dir);
+  expect_one_line_error(r, {"not a training checkpoint"});
+
+  // The input as output, by its name, a link or another spelling: refused, the input unchanged.
+  fs::create_symlink(in, dir + "/link.ckpt");
+  for (const std::string& target : {in, dir + "/link.ckpt", dir + "/./best.ckpt"}) {
+    r = run("nmt-train", "--release " + quote(in) + " " + quote(target), dir);
+    expect_one_line_error(r, {"is the input checkpoint"}, nmt::test::kExitUsage);
+    EXPECT_EQ(read_bytes(in), original);
+  }
+  // Two paths, and a checkpoint to read.
+  r = run("nmt-train", "--release " + quote(in), dir);
+  EXPECT_EQ(r.exit_code, nmt::test::kExitUsage) << r.err;
+  write_bytes(dir + "/junk.ckpt", "not a checkpoint");
+  r = run("nmt-train", "--release " + quote(dir + "/junk.ckpt") + " " + quote(dir + "/junk-out.ckpt"), dir);
+  expect_one_line_error(r, {"junk.ckpt", "not an nmt checkpoint"});
+  EXPECT_FALSE(fs::exists(dir + "/junk-out.ckpt"));
+  // A config file cannot ask for it: it is an action of the command line.
+  write_lines(dir + "/release.toml", {"release = [\"a.ckpt\", \"b.ckpt\"]"});
+  r = run("nmt-train", "-c " + quote(dir + "/release.toml"), dir);
+  EXPECT_EQ(r.exit_code, nmt::test::kExitUsage) << r.err;
+}
+
 }  // namespace

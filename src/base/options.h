@@ -213,6 +213,23 @@ struct TrainOptions {
   static void fields(S& s, V&& v);
 };
 
+// nmt-train --release IN OUT: a model to ship, IN's model without its optimizer
+// and training state (model/checkpoint.h, release_checkpoint). An action of the
+// command line, not a setting: config files and --dump-config leave it out.
+struct ReleaseOptions {
+  std::vector<std::string> paths;  // IN OUT; empty: train as usual
+
+  // Throws nmt::UsageError unless `paths` is empty or holds two non-empty paths.
+  void validate() const;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(Field{"release", "Write OUT: checkpoint IN without its optimizer and training state, a model to ship "
+                       "(smaller; translates and aligns as IN does; cannot be resumed); then exit",
+            "Release"},
+      s.paths);
+  }
+};
+
 // --- nmt-translate --------------------------------------------------------------
 
 // Widest beam any search accepts (memory grows with it; see TranslateOptions).

@@ -289,7 +289,7 @@ std::string describe_checkpoint(const std::string& path) {
       << "seed: " << s.seed << "\n"
       << "training time: " << s.elapsed_seconds << " s\n";
   } else {
-    o << "training state: no (weights only, e.g. an average)\n";
+    o << "training state: no (weights only: an average or a released model; translates, cannot be resumed)\n";
   }
   o << "model options:\n";
   std::istringstream lines(info.options.serialize());
@@ -355,6 +355,28 @@ LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std
   save_checkpoint(out, avg.model, avg.src_tok, avg.tgt_tok, nullptr, nullptr, meta);
   avg.meta = meta;
   return avg;
+}
+
+ReleaseResult release_checkpoint(const std::string& in, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (in == out || fs::equivalent(in, out, ec))  // the same file by another path, a link or a hard link
+    throw UsageError("--release: the output " + out + " is the input checkpoint; name a new file (the input is never replaced)");
+  const std::string bytes = read_checkpoint_file(in);
+  const CheckpointInfo info = inspect_checkpoint(bytes, in);
+  LoadedModel m = load_checkpoint(in, torch::kCPU);
+  ReleaseResult r;
+  r.in_bytes = bytes.size();
+  r.step = info.has_train_state ? info.state.step : m.meta.step;
+  CheckpointMeta meta = m.meta;
+  meta.step = r.step;
+  meta.made_from = "released from " + fs::absolute(in, ec).string() +
+                   (info.has_train_state ? " (optimizer and training state left out)" : "");
+  if (!m.meta.made_from.empty()) meta.made_from += ", itself " + m.meta.made_from;
+  save_checkpoint(out, m.model, m.src_tok, m.tgt_tok, nullptr, nullptr, meta);
+  r.out_bytes = fs::file_size(out, ec);
+  if (ec) r.out_bytes = 0;
+  return r;
 }
 
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device) {

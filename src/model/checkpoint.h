@@ -119,6 +119,22 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
 // the checkpoints differ in configuration or tokenizers.
 LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std::string& out);
 
+// The sizes of a release_checkpoint().
+struct ReleaseResult {
+  uint64_t in_bytes = 0, out_bytes = 0;
+  int64_t step = -1;  // the training step of the weights (-1 unknown)
+};
+
+// Writes to `out` the model of checkpoint `in` (configuration, tokenizers,
+// weights and its meta, which gains "made_from") without the optimizer and
+// training state: a model to ship, which translates and aligns exactly as
+// `in` does but cannot be resumed. `out` is written atomically (temporary
+// file and rename). Throws nmt::UsageError when `out` names `in` (by any
+// path or link; `in` is never replaced), nmt::Error when `in` is not a
+// readable checkpoint or `out` cannot be written (which is then left as it
+// was).
+ReleaseResult release_checkpoint(const std::string& in, const std::string& out);
+
 // Restores the optimizer and returns the training state of a training
 // checkpoint. Throws nmt::Error if `path` holds no training state.
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);
