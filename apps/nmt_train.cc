@@ -1,11 +1,17 @@
-// nmt-train: trains an attention model on a parallel corpus.
+// nmt-train: trains an attention model on a parallel corpus, or (--release)
+// writes a trained model without its training state.
 //   nmt-train --train-src train.en --train-tgt train.de --valid-src ... -o model/
 //   nmt-train --config configs/demo.toml
+//   nmt-train --release model/best.ckpt model.ckpt
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <cstdio>
+#include <string>
 
 #include "base/error.h"
 #include "cli.h"
+#include "model/checkpoint.h"
 #include "tools/app.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
@@ -18,6 +24,7 @@ int main(int argc, char** argv) {
   nmt::TrainOptions opt;
   nmt::TokenizerOptions tok;
   nmt::ModelOptions model;
+  nmt::ReleaseOptions release;  // a command-line action: not in config files or --dump-config
   try {  // torchrun's environment variables give the distributed defaults
     opt.dist = nmt::distributed_from_env(opt.dist);
   } catch (const nmt::Error& e) {
@@ -27,13 +34,27 @@ int main(int argc, char** argv) {
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
   app.get_formatter()->column_width(34);
   nmt::cli::Tool tool(app, "nmt-train", argv);
-  tool.binder().add(opt).add(tok).add(model);
+  tool.binder().add(opt).add(tok).add(model).add(release);
+  app.get_option("--release")->expected(2)->type_name("IN OUT");
   app.footer(
       "Examples:\n"
       "  nmt-train --train-src train.en --train-tgt train.de --valid-src val.en --valid-tgt val.de -o run\n"
       "  nmt-train -c configs/demo.toml -o run --max-epochs 3\n"
-      "  nmt-train -c run/config.toml --resume");
+      "  nmt-train -c run/config.toml --resume\n"
+      "  nmt-train --release run/best.ckpt model.ckpt");
   if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
+  opt.command_line = nmt::command_line(argc, argv);
+  if (!release.paths.empty()) {
+    nmt::setup_logging(tool.verbose);
+    return nmt::run_guarded([&] {
+      release.validate();
+      const auto r = nmt::release_checkpoint(release.paths[0], release.paths[1]);
+      spdlog::info("wrote {}: the model of {} ({}) without optimizer and training state, {:.1f} MB (was {:.1f} MB)",
+                   release.paths[1], release.paths[0], r.step >= 0 ? "step " + std::to_string(r.step) : "step unknown",
+                   r.out_bytes / 1e6, r.in_bytes / 1e6);
+      return nmt::kExitOk;
+    });
+  }
   nmt::setup_logging(tool.verbose, /*warnings_only=*/opt.dist.world_size > 1 && opt.dist.rank > 0);
   return nmt::run_guarded([&] {
     // Model options given on the command line or in the config must agree with a resumed checkpoint.

@@ -14,7 +14,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-openmp
-  libsentencepiece-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev
+  libsentencepiece-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
 )
 
 if [[ ${1:-} == --bench ]]; then

@@ -347,4 +347,77 @@ TEST(CheckpointTest, LoadTrainStateNeedsATrainingCheckpoint) {
   EXPECT_TRUE(contains(msg, "training")) << msg;
 }
 
+// Each checkpoint records who wrote it and how ("meta"); files from before
+// that load as ever and say so in --info.
+TEST(CheckpointTest, MetaRecordsTheWriterAndTheCommand) {
+  const auto dir = temp_dir("ckpt_meta");
+  const auto& tok = nmt::test::toy_tokenizer();
+  auto model = tiny();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  train_steps(model, adam, toy_batch(), 1);
+  nmt::TrainState st;
+  st.step = 42;
+  nmt::CheckpointMeta meta;
+  meta.command = "nmt-train -c 'my config.toml'";
+  meta.folder = "/some/where";
+  nmt::save_checkpoint(dir + "/m.ckpt", model, tok, tok, &adam, &st, meta);
+  const auto info = nmt::inspect_checkpoint(read_bytes(dir + "/m.ckpt"), "m.ckpt");
+  ASSERT_TRUE(info.has_meta);
+  EXPECT_EQ(info.meta.writer.rfind("nmt 0.", 0), 0u) << info.meta.writer;
+  EXPECT_TRUE(contains(info.meta.writer, "(commit ")) << info.meta.writer;
+  EXPECT_EQ(info.meta.command, meta.command);
+  EXPECT_EQ(info.meta.folder, meta.folder);
+  EXPECT_EQ(info.meta.step, 42);  // from the training state
+  EXPECT_EQ(nmt::load_checkpoint(dir + "/m.ckpt", torch::kCPU).meta.command, meta.command);
+  const auto text = nmt::describe_checkpoint(dir + "/m.ckpt");
+  EXPECT_TRUE(contains(text, "trained by: nmt-train -c 'my config.toml' (in /some/where)\n")) << text;
+  EXPECT_TRUE(contains(text, "weights of step: 42\n")) << text;
+
+  write_version1(dir + "/old.ckpt", model);
+  EXPECT_FALSE(nmt::inspect_checkpoint(read_bytes(dir + "/old.ckpt"), "old.ckpt").has_meta);
+  EXPECT_TRUE(contains(nmt::describe_checkpoint(dir + "/old.ckpt"), "written by: not recorded")) ;
+}
+
+// release_checkpoint: the model without optimizer and training state, the
+// same weights, a smaller file; never over its input.
+TEST(CheckpointTest, ReleaseDropsTheTrainingStateAndNeverReplacesItsInput) {
+  const auto dir = temp_dir("ckpt_release");
+  const auto& tok = nmt::test::toy_tokenizer();
+  auto model = tiny();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  train_steps(model, adam, toy_batch(), 2);
+  nmt::TrainState st;
+  st.step = 2;
+  nmt::save_checkpoint(dir + "/in.ckpt", model, tok, tok, &adam, &st);
+  const auto before = read_bytes(dir + "/in.ckpt");
+  const auto r = nmt::release_checkpoint(dir + "/in.ckpt", dir + "/out.ckpt");
+  EXPECT_EQ(r.in_bytes, before.size());
+  EXPECT_EQ(r.out_bytes, fs::file_size(dir + "/out.ckpt"));
+  EXPECT_LT(r.out_bytes, r.in_bytes);
+  EXPECT_EQ(r.step, 2);
+  const auto info = nmt::inspect_checkpoint(read_bytes(dir + "/out.ckpt"), "out.ckpt");
+  EXPECT_FALSE(info.has_train_state);
+  EXPECT_EQ(info.meta.step, 2);
+  EXPECT_TRUE(contains(info.meta.made_from, "released from " + dir + "/in.ckpt")) << info.meta.made_from;
+  auto loaded = nmt::load_checkpoint(dir + "/out.ckpt", torch::kCPU);
+  expect_same_weights(model, loaded.model);
+  // Released again (no training state to drop): still loads, the same weights.
+  nmt::release_checkpoint(dir + "/out.ckpt", dir + "/out2.ckpt");
+  auto again = nmt::load_checkpoint(dir + "/out2.ckpt", torch::kCPU);
+  expect_same_weights(model, again.model);
+  // The input as output, by any path: refused before anything is written.
+  fs::create_hard_link(dir + "/in.ckpt", dir + "/hard.ckpt");
+  for (const std::string& out : {dir + "/in.ckpt", dir + "/../" + fs::path(dir).filename().string() + "/in.ckpt",
+                                 dir + "/hard.ckpt"}) {
+    try {
+      nmt::release_checkpoint(dir + "/in.ckpt", out);
+      ADD_FAILURE() << "released over its input: " << out;
+    } catch (const nmt::UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), "is the input checkpoint")) << e.what();
+    }
+  }
+  EXPECT_EQ(read_bytes(dir + "/in.ckpt"), before);
+  EXPECT_TRUE(nmt::test::temporary_files(dir).empty());
+}
+
 }  // namespace

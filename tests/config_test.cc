@@ -169,4 +169,31 @@ TEST(ConfigTest, ShippedConfigsAreValid) {
   for (const char* name : {"small.toml", "multi30k-en-de.toml", "large.toml"}) EXPECT_EQ(seen.count(name), 1u) << name;
 }
 
+// A run folder's config.toml stores every path absolute (FieldFlag kPath),
+// so that it reads the same files from any folder; other options are kept.
+TEST(ConfigTest, PathsAreMadeAbsoluteForARunFolder) {
+  const std::string cwd = std::filesystem::current_path().string();
+  nmt::TrainOptions train;
+  train.train_src = "data/train.en";
+  train.valid_tgt = "./data/./valid.de";
+  train.output_dir = "runs/x/";
+  train.train_tsv = "-";
+  train.guided_alignment = "/abs/links.txt";
+  train.learning_rate = 0.5;
+  nmt::make_paths_absolute(train);
+  EXPECT_EQ(train.train_src, cwd + "/data/train.en");
+  EXPECT_EQ(train.valid_tgt, cwd + "/data/valid.de");
+  EXPECT_EQ(train.output_dir, cwd + "/runs/x");
+  EXPECT_EQ(train.train_tsv, "-");  // stdin stays stdin
+  EXPECT_EQ(train.valid_src, "");   // unset stays unset
+  EXPECT_EQ(train.guided_alignment, "/abs/links.txt");
+  EXPECT_EQ(train.learning_rate, 0.5);
+  nmt::TokenizerOptions tok;
+  tok.src_model = "spm/src.model";
+  tok.model_type = "bpe";  // a string, not a path
+  nmt::make_paths_absolute(tok);
+  EXPECT_EQ(tok.src_model, cwd + "/spm/src.model");
+  EXPECT_EQ(tok.model_type, "bpe");
+}
+
 }  // namespace

@@ -303,7 +303,9 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
         const int64_t len = b.src_len[r].item<int64_t>();
         EXPECT_TRUE(within(head[r].narrow(1, 0, len).sum(1), torch::ones({T}), 2 * gamma(len + 2, unit_roundoff(head))))
             << "row " << r;
-        if (len < S) EXPECT_TRUE(head[r].narrow(1, len, S - len).eq(0).all().item<bool>()) << "padding, row " << r;
+        if (len < S) {
+          EXPECT_TRUE(head[r].narrow(1, len, S - len).eq(0).all().item<bool>()) << "padding, row " << r;
+        }
         const auto one = nmt::make_batch(ex, {r});
         const int64_t T1 = one.tgt_in.size(1);
         const auto head1 = model->forward_aligned(one.src, one.src_len, one.tgt_in, one.tgt_out).second;
@@ -318,8 +320,9 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
     model->zero_grad();
     nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1).backward();
     for (const auto& p : model->named_parameters())
-      if (p.key().find("align_head") != std::string::npos)
+      if (p.key().find("align_head") != std::string::npos) {
         EXPECT_FALSE(p.value().grad().defined() && p.value().grad().abs().max().item<double>() > 0) << p.key();
+      }
     torch::manual_seed(3);
     const auto guide = torch::softmax(torch::randn({B, T, S}), 2);
     auto run = [&](Path path) {

@@ -232,7 +232,7 @@ TEST(SafetyTest, TrainRemovesTemporaryFilesOfRunsThatAreGone) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live)) << "a live process's temporary file was removed";
-  EXPECT_NE(r.err.find("removed 1 temporary files"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("removed 1 temporary file of an earlier run"), std::string::npos) << r.err;
 }
 
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
@@ -303,7 +303,7 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
   r = run("nmt-translate", model_args() + " --max-line-bytes 100 -i " + quote(dir + "/in.txt"), dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
-  EXPECT_NE(r.err.find("1 input lines were longer than 100 bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 input line longer than 100 bytes was cropped"), std::string::npos) << r.err;
   // In score mode an over-long pair cannot be scored as given: an error.
   write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\n" + std::string(300, 'a') + "\tx\n");
   r = run("nmt-translate", model_args() + " --score-pairs --max-line-bytes 100 -i " + quote(dir + "/pairs.tsv"), dir);

@@ -5,6 +5,7 @@
 #include "model/batch.h"
 #include "model/model.h"
 #include "search/search.h"
+#include "search/translator.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>
@@ -21,6 +22,7 @@
 #include <random>
 #include <sstream>
 
+#include <expat.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -223,15 +225,15 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs `args` (already quoted where needed) with stdout and stderr captured.
-Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
-  return run_with_env("", exe, args, dir, stdin_file);
-}
-
-Result run_with_env(const std::string& env, const std::string& exe, const std::string& args, const std::string& dir,
-                    const std::string& stdin_file) {
+namespace {
+// Runs `args` (already quoted where needed) with stdout and stderr captured,
+// in the folder `cwd` ("": this process's), with `env` ("env -u NAME
+// NAME2=value", or "") in front of the command.
+Result run_command(const std::string& cwd, const std::string& env, const std::string& exe, const std::string& args,
+                   const std::string& dir, const std::string& stdin_file) {
   const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  const std::string cmd = (env.empty() ? "" : env + " ") + "NMT_THREADS=1 " +
+  const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + (env.empty() ? "" : env + " ") +
+                          "NMT_THREADS=1 " +
                           quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) +
                           " > " + quote(out) + " 2> " + quote(err);
   const int status = std::system(cmd.c_str());
@@ -246,6 +248,63 @@ Result run_with_env(const std::string& env, const std::string& exe, const std::s
   while (std::getline(in, l))
     if (!l.empty()) r.err_lines.push_back(l);
   return r;
+}
+}  // namespace
+
+Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
+  return run_command("", "", exe, args, dir, stdin_file);
+}
+
+Result run_in(const std::string& cwd, const std::string& exe, const std::string& args, const std::string& dir) {
+  return run_command(cwd, "", exe, args, dir, "/dev/null");
+}
+
+Result run_with_env(const std::string& env, const std::string& exe, const std::string& args, const std::string& dir,
+                    const std::string& stdin_file) {
+  return run_command("", env, exe, args, dir, stdin_file);
+}
+
+std::vector<SvgElement> svg_elements(const std::string& svg) {
+  struct Parse {
+    std::vector<SvgElement> elements;
+    std::vector<size_t> open;  // indices of the elements being read
+  } parse;
+  XML_Parser p = XML_ParserCreate("UTF-8");
+  XML_SetUserData(p, &parse);
+  XML_SetElementHandler(
+      p,
+      [](void* data, const XML_Char* name, const XML_Char** attrs) {
+        auto* ps = static_cast<Parse*>(data);
+        SvgElement e;
+        e.name = name;
+        for (int i = 0; attrs[i] != nullptr; i += 2) e.attrs[attrs[i]] = attrs[i + 1];
+        ps->open.push_back(ps->elements.size());
+        ps->elements.push_back(std::move(e));
+      },
+      [](void* data, const XML_Char*) { static_cast<Parse*>(data)->open.pop_back(); });
+  XML_SetCharacterDataHandler(p, [](void* data, const XML_Char* s, int len) {
+    auto* ps = static_cast<Parse*>(data);
+    if (!ps->open.empty()) ps->elements[ps->open.back()].text.append(s, static_cast<size_t>(len));
+  });
+  const bool ok = XML_Parse(p, svg.data(), static_cast<int>(svg.size()), 1) == XML_STATUS_OK;
+  EXPECT_TRUE(ok) << XML_ErrorString(XML_GetErrorCode(p)) << " at line " << XML_GetCurrentLineNumber(p);
+  XML_ParserFree(p);
+  return parse.elements;
+}
+
+std::vector<std::pair<double, double>> svg_points(const std::string& points) {
+  std::vector<std::pair<double, double>> out;
+  std::istringstream in(points);
+  std::string pair;
+  while (in >> pair) {
+    const size_t comma = pair.find(',');
+    if (comma == std::string::npos) {
+      ADD_FAILURE() << "not an x,y pair: " << pair;
+      continue;
+    }
+    out.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+  }
+  return out;
 }
 
 // Asserts a clean failure: exit code 1 (a user error), exactly one error line
@@ -426,6 +485,19 @@ double greedy_margin(const std::vector<nmt::Seq2Seq>& models, const std::vector<
     margin = std::min(margin, mine - row.max().item<double>());
   }
   return margin;
+}
+
+bool greedy_near_tie(nmt::Translator& tr, const std::string& line, const nmt::Hypothesis& h,
+                     const nmt::SearchOptions& opt) {
+  if (line.empty()) return false;
+  const auto src = tr.encode_source(line);
+  // Search stops a hypothesis at min(S x ratio + 5, max_length) pieces
+  // (search.cc: length_caps()); one shorter than that chose EOS.
+  const auto cap = std::min<int64_t>(static_cast<int64_t>(src.size() * opt.max_length_ratio) + 5, opt.max_length);
+  const bool eos_chosen = static_cast<int64_t>(h.ids.size()) < cap;
+  const double bound = model_rounding_bound(
+      *tr.model(), model_depth(static_cast<int64_t>(src.size()), static_cast<int64_t>(h.ids.size()) + 1));
+  return greedy_margin({tr.model()}, src, h.ids, eos_chosen) <= 2 * bound;
 }
 
 ::testing::AssertionResult same_greedy_hypothesis(const std::vector<nmt::Seq2Seq>& models,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ class Module;
 namespace nmt {
 class Seq2Seq;
 struct Hypothesis;
+class Translator;
 }
 
 namespace nmt::test {
@@ -101,6 +103,21 @@ Result run(const std::string& exe, const std::string& args, const std::string& d
 // run() with `env` in front of the command: "env -u NAME NAME2=value".
 Result run_with_env(const std::string& env, const std::string& exe, const std::string& args, const std::string& dir,
                     const std::string& stdin_file = "/dev/null");
+
+// run() in the folder `cwd` (its relative paths are taken from there).
+Result run_in(const std::string& cwd, const std::string& exe, const std::string& args, const std::string& dir);
+
+// One element of an SVG (or any XML) document.
+struct SvgElement {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  std::string text;  // its character data (not its children's)
+};
+// The elements of `svg` in document order; fails the test when it is not
+// well-formed XML (expat).
+std::vector<SvgElement> svg_elements(const std::string& svg);
+// The (x, y) pairs of a polyline's "points" attribute ("x1,y1 x2,y2 ...").
+std::vector<std::pair<double, double>> svg_points(const std::string& points);
 
 // Exit codes the tools document (tools/app.h), for the tests that run them.
 constexpr int kExitError = 1;  // bad input or file
@@ -223,6 +240,15 @@ double greedy_margin(const std::vector<nmt::Seq2Seq>& models, const std::vector<
                                                   const std::vector<int64_t>& src, const nmt::Hypothesis& want,
                                                   const nmt::Hypothesis& got, bool eos_chosen, double logits_bound,
                                                   int* compared);
+
+// Whether the best greedy hypothesis `h` that `tr` found for `line` (options
+// `opt`, one model) rests on a near tie: a step where greedy_margin() is at
+// most twice model_rounding_bound() for its length, so that another batch
+// shape, kernel or CPU may choose another piece there. Tests that compare the
+// text of two paths (a batch against one sentence alone, windows against the
+// whole input) leave such lines out. Lines that are empty are never ties.
+bool greedy_near_tie(nmt::Translator& tr, const std::string& line, const nmt::Hypothesis& h,
+                     const nmt::SearchOptions& opt);
 
 // Whether |actual - expected| <= bound everywhere (bound broadcasts to them;
 // either side may be float or double); when not, names the worst element:

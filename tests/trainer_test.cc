@@ -305,6 +305,8 @@ TEST(TrainerTest, StopFlagAlreadySetInterruptsAndWritesLastCheckpoint) {
   // trainer.h: "When `stop` becomes true, training writes last.ckpt and returns."
   EXPECT_TRUE(fs::exists(opt.output_dir + "/last.ckpt"))
       << "an interrupted run must leave last.ckpt, even before its first step";
+  // And best.ckpt, which the next command (nmt-translate -m RUN/best.ckpt) needs: unvalidated.
+  EXPECT_TRUE(fs::exists(opt.output_dir + "/best.ckpt"));
 }
 
 TEST(TrainerTest, StopFlagSetDuringTrainingInterruptsAndSaves) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -124,6 +125,19 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
     if (d < best_d) best_d = d, best = candidate;
   }
   return best_d <= std::max<size_t>(2, name.size() / 3) ? best : std::string();
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path == "-") return path;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  std::filesystem::path out;
+  for (const auto& part : abs)
+    if (part != ".") out /= part;
+  std::string s = out.string();
+  if (s.size() > 1 && s.back() == '/') s.pop_back();  // "runs/x/" -> "/.../runs/x"
+  return s;
 }
 
 ConfigFile ConfigFile::read(const std::string& path) {

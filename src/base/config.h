@@ -108,6 +108,23 @@ class ConfigWriter {
   std::vector<Item> items_;
 };
 
+// `path` made absolute against the current folder, "." components dropped
+// (".." kept: it may follow a symbolic link); "" and "-" (stdin/stdout) are
+// returned as they are. Never throws (beyond std::bad_alloc): a current
+// folder that cannot be read leaves `path` as it is.
+std::string absolute_path(const std::string& path);
+
+// Makes every path field (FieldFlag kPath) of `options` absolute, as
+// absolute_path() does: what a run folder's config.toml stores, so that
+// `nmt-train -c RUN/config.toml --resume` reads the same files from any folder.
+template <class Options>
+void make_paths_absolute(Options& options) {
+  Options::fields(options, [](const Field& f, auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>)
+      if (f.has(kPath)) value = absolute_path(value);
+  });
+}
+
 template <class T>
 void ConfigFile::apply_field(const Field& f, T& value) {
   known_.emplace_back(f.name);

@@ -21,6 +21,7 @@ enum FieldFlag : unsigned {
   kInternal = 1,         // not a command-line option (filled by the program)
   kMayBeAbsent = 2,      // stored configs written before this field existed lack it: the default applies
   kMultiple = 4,         // may be repeated (a list)
+  kPath = 8,             // a file or folder: a run's config.toml stores it absolute (make_paths_absolute)
 };
 
 // One field as users see it.

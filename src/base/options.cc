@@ -84,6 +84,12 @@ void DistributedOptions::validate() const {
   check::in_range("--bucket-mb", bucket_mb, 1, 1 << 14);
 }
 
+void ReleaseOptions::validate() const {
+  if (paths.empty()) return;
+  if (paths.size() != 2 || paths[0].empty() || paths[1].empty())
+    throw UsageError("--release takes two paths: the checkpoint to read and the one to write (--release IN.ckpt OUT.ckpt)");
+}
+
 void TrainOptions::validate() const {
   using check::End;
   using check::in_range;

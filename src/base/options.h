@@ -54,8 +54,9 @@ struct TokenizerOptions {
     v(Field{"character-coverage", "Share of characters the vocabulary covers", g}, s.character_coverage);
     v(Field{"shared-vocab", "One vocabulary for source and target", g}, s.shared);
     v(Field{"spm-sentences", "Sentences sampled to train SentencePiece", g}, s.input_sentence_size);
-    v(Field{"src-spm", "Use this SentencePiece .model for the source instead of training one", g}, s.src_model);
-    v(Field{"tgt-spm", "Use this SentencePiece .model for the target", g}, s.tgt_model);
+    v(Field{"src-spm", "Use this SentencePiece .model for the source instead of training one", g, nullptr, kPath},
+      s.src_model);
+    v(Field{"tgt-spm", "Use this SentencePiece .model for the target", g, nullptr, kPath}, s.tgt_model);
   }
 };
 
@@ -203,6 +204,10 @@ struct TrainOptions {
   // Model fields the user set explicitly (e.g. "emb_dim"); on resume each
   // must match the checkpoint's architecture, or training stops with a hint.
   std::vector<std::string> explicit_model_fields;
+  // The command line that started the run, quoted for a shell (the app
+  // fills it; "" through the library): recorded in the run folder's
+  // config.toml and train.log, and in each checkpoint.
+  std::string command_line;
 
   RuntimeOptions runtime;
   DistributedOptions dist;
@@ -214,6 +219,23 @@ struct TrainOptions {
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
+};
+
+// nmt-train --release IN OUT: a model to ship, IN's model without its optimizer
+// and training state (model/checkpoint.h, release_checkpoint). An action of the
+// command line, not a setting: config files and --dump-config leave it out.
+struct ReleaseOptions {
+  std::vector<std::string> paths;  // IN OUT; empty: train as usual
+
+  // Throws nmt::UsageError unless `paths` is empty or holds two non-empty paths.
+  void validate() const;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(Field{"release", "Write OUT: checkpoint IN without its optimizer and training state, a model to ship "
+                       "(smaller; translates and aligns as IN does; cannot be resumed); then exit",
+            "Release"},
+      s.paths);
+  }
 };
 
 // --- nmt-translate --------------------------------------------------------------

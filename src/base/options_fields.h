@@ -8,15 +8,15 @@ namespace nmt {
 template <class S, class V>
 void TrainOptions::fields(S& s, V&& v) {
   const char* data = "Data";
-  v(Field{"train-src", "Training source text, one sentence per line", data}, s.train_src);
-  v(Field{"train-tgt", "Training target text, aligned with --train-src", data}, s.train_tgt);
-  v(Field{"train-tsv", "Training pairs as source<TAB>target lines", data}, s.train_tsv);
-  v(Field{"valid-src", "Validation source text", data}, s.valid_src);
-  v(Field{"valid-tgt", "Validation target text", data}, s.valid_tgt);
-  v(Field{"valid-tsv", "Validation pairs as TSV", data}, s.valid_tsv);
-  v(Field{"output", "Folder for checkpoints, tokenizers and metrics", data, "-o"}, s.output_dir);
+  v(Field{"train-src", "Training source text, one sentence per line", data, nullptr, kPath}, s.train_src);
+  v(Field{"train-tgt", "Training target text, aligned with --train-src", data, nullptr, kPath}, s.train_tgt);
+  v(Field{"train-tsv", "Training pairs as source<TAB>target lines", data, nullptr, kPath}, s.train_tsv);
+  v(Field{"valid-src", "Validation source text", data, nullptr, kPath}, s.valid_src);
+  v(Field{"valid-tgt", "Validation target text", data, nullptr, kPath}, s.valid_tgt);
+  v(Field{"valid-tsv", "Validation pairs as TSV", data, nullptr, kPath}, s.valid_tsv);
+  v(Field{"output", "Folder for checkpoints, tokenizers and metrics", data, "-o", kPath}, s.output_dir);
   v(Field{"guided-alignment", "Word links (Pharaoh i-j, one line per training pair) that attention is trained towards",
-          data},
+          data, nullptr, kPath},
     s.guided_alignment);
   v(Field{"guided-alignment-weight", "Weight of the guided-alignment cross-entropy", data}, s.guided_alignment_weight);
   v(Field{"max-src-tokens", "Skip training pairs with a longer source (pieces)", data}, s.max_src_tokens);

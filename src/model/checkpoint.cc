@@ -7,13 +7,17 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "base/error.h"
 #include "io/io.h"
+#include "model/device.h"
 
 namespace nmt {
 namespace {
@@ -153,6 +157,36 @@ std::string read_string(torch::serialize::InputArchive& archive, const std::stri
   return v.toStringRef();
 }
 
+// `meta` as the JSON text of a checkpoint's "meta" entry (empty fields left out).
+std::string meta_json(const CheckpointMeta& meta) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!meta.writer.empty()) j["writer"] = meta.writer;
+  if (!meta.command.empty()) j["command"] = meta.command;
+  if (!meta.folder.empty()) j["folder"] = meta.folder;
+  if (meta.step >= 0) j["step"] = meta.step;
+  if (!meta.made_from.empty()) j["made_from"] = meta.made_from;
+  // Invalid UTF-8 in a command line is replaced rather than refused: meta never stops a save.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The "meta" entry of `archive`, if it has one that parses; a damaged one
+// counts as absent (it is informational). Never throws for bad content.
+bool read_meta(torch::serialize::InputArchive& archive, CheckpointMeta* meta) {
+  c10::IValue v;
+  if (!archive.try_read("meta", v) || !v.isString()) return false;
+  const auto j = nlohmann::json::parse(v.toStringRef(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto text = [&](const char* key, std::string* out) {
+    if (auto it = j.find(key); it != j.end() && it->is_string()) *out = it->get<std::string>();
+  };
+  text("writer", &meta->writer);
+  text("command", &meta->command);
+  text("folder", &meta->folder);
+  text("made_from", &meta->made_from);
+  if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) meta->step = it->get<int64_t>();
+  return true;
+}
+
 // Throws nmt::Error naming the first weight of `model` with a NaN or Inf.
 void check_finite(Seq2Seq& model, const std::string& path, const std::string& what) {
   torch::NoGradGuard no_grad;
@@ -164,12 +198,15 @@ void check_finite(Seq2Seq& model, const std::string& path, const std::string& wh
 }  // namespace
 
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
-                     torch::optim::Optimizer* optimizer, const TrainState* state) {
+                     torch::optim::Optimizer* optimizer, const TrainState* state, CheckpointMeta meta) {
   check_finite(model, path, "not written (the file is unchanged)");
+  meta.writer = nmt_build();
+  if (meta.step < 0 && state != nullptr) meta.step = state->step;
   torch::serialize::OutputArchive archive;
   archive.write("config", c10::IValue(model->options().serialize()));
   archive.write("src_spm", c10::IValue(src_tok.bytes()));
   archive.write("tgt_spm", c10::IValue(tgt_tok.bytes()));
+  archive.write("meta", c10::IValue(meta_json(meta)));
   torch::serialize::OutputArchive weights;
   {
     // Weights are stored on the CPU so a GPU-trained model loads anywhere.
@@ -211,6 +248,7 @@ CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& o
   torch::serialize::InputArchive sub;
   if (!archive.try_read("model", sub)) throw Error(located(origin, 0, "checkpoint lacks weights"));
   info.format_version = h.version;
+  info.has_meta = read_meta(archive, &info.meta);
   info.has_train_state = archive.try_read("state", sub);
   if (info.has_train_state) {
     TrainState::fields(info.state, [&](const char* key, auto& value) {
@@ -231,6 +269,15 @@ std::string describe_checkpoint(const std::string& path) {
     << "parameters: " << count_parameters(*model) << "\n"
     << "source vocabulary: " << info.options.src_vocab << " pieces\n"
     << "target vocabulary: " << info.options.tgt_vocab << " pieces\n";
+  if (info.has_meta) {
+    const CheckpointMeta& m = info.meta;
+    o << "written by: " << (m.writer.empty() ? "unknown" : m.writer) << "\n";
+    if (!m.command.empty()) o << "trained by: " << m.command << (m.folder.empty() ? "" : " (in " + m.folder + ")") << "\n";
+    if (m.step >= 0) o << "weights of step: " << m.step << "\n";
+    if (!m.made_from.empty()) o << "made from: " << m.made_from << "\n";
+  } else {
+    o << "written by: not recorded (a checkpoint from before nmt recorded it)\n";
+  }
   if (info.has_train_state) {
     const TrainState& s = info.state;
     o << "training state: yes (resumable)\n"
@@ -242,7 +289,7 @@ std::string describe_checkpoint(const std::string& path) {
       << "seed: " << s.seed << "\n"
       << "training time: " << s.elapsed_seconds << " s\n";
   } else {
-    o << "training state: no (weights only, e.g. an average)\n";
+    o << "training state: no (weights only: an average or a released model; translates, cannot be resumed)\n";
   }
   o << "model options:\n";
   std::istringstream lines(info.options.serialize());
@@ -257,6 +304,7 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
   auto archive = open_archive(bytes, parse_header(bytes, path), path);
   LoadedModel m;
   m.options = info.options;
+  m.meta = info.meta;
   m.src_tok = Tokenizer::from_bytes(info.src_spm, path + " (source tokenizer)");
   m.tgt_tok = Tokenizer::from_bytes(info.tgt_spm, path + " (target tokenizer)");
   if (m.src_tok.vocab_size() != m.options.src_vocab || m.tgt_tok.vocab_size() != m.options.tgt_vocab)
@@ -300,8 +348,35 @@ LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std
   }
   size_t k = 0;
   for (auto& p : sums) p.value().copy_(acc[k++] / static_cast<double>(paths.size()));
-  save_checkpoint(out, avg.model, avg.src_tok, avg.tgt_tok);
+  CheckpointMeta meta = avg.meta;  // the run's command and folder
+  meta.step = -1;
+  meta.made_from = "the mean of " + std::to_string(paths.size()) + " checkpoints:";
+  for (const auto& p : paths) meta.made_from += " " + std::filesystem::path(p).filename().string();
+  save_checkpoint(out, avg.model, avg.src_tok, avg.tgt_tok, nullptr, nullptr, meta);
+  avg.meta = meta;
   return avg;
+}
+
+ReleaseResult release_checkpoint(const std::string& in, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (in == out || fs::equivalent(in, out, ec))  // the same file by another path, a link or a hard link
+    throw UsageError("--release: the output " + out + " is the input checkpoint; name a new file (the input is never replaced)");
+  const std::string bytes = read_checkpoint_file(in);
+  const CheckpointInfo info = inspect_checkpoint(bytes, in);
+  LoadedModel m = load_checkpoint(in, torch::kCPU);
+  ReleaseResult r;
+  r.in_bytes = bytes.size();
+  r.step = info.has_train_state ? info.state.step : m.meta.step;
+  CheckpointMeta meta = m.meta;
+  meta.step = r.step;
+  meta.made_from = "released from " + fs::absolute(in, ec).string() +
+                   (info.has_train_state ? " (optimizer and training state left out)" : "");
+  if (!m.meta.made_from.empty()) meta.made_from += ", itself " + m.meta.made_from;
+  save_checkpoint(out, m.model, m.src_tok, m.tgt_tok, nullptr, nullptr, meta);
+  r.out_bytes = fs::file_size(out, ec);
+  if (ec) r.out_bytes = 0;
+  return r;
 }
 
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device) {

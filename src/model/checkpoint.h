@@ -5,7 +5,9 @@
 // Layout (version 2): 8-byte magic "NMTCKPT\n", uint32 format version,
 // uint64 size of the archive, uint32 CRC-32 (zlib) of the archive, all
 // little-endian, then the archive: a LibTorch zip with: "config" (ModelOptions text), "src_spm",
-// "tgt_spm" (SentencePiece model bytes), "model/..." (weights) and, in
+// "tgt_spm" (SentencePiece model bytes), "model/..." (weights), "meta" (a
+// JSON object: who wrote the file and how, CheckpointMeta; absent in files
+// written before it existed, and ignored by readers that predate it) and, in
 // training checkpoints, "optimizer/..." and "state/...". Version 1 files
 // (magic, version, archive; no size or checksum) are still read.
 #pragma once
@@ -49,20 +51,34 @@ struct TrainState : ScheduleState {  // learning rate, best figure, plateau and 
   }
 };
 
+// Who wrote a checkpoint and how (its "meta" entry). Informational: nothing
+// that loads a model depends on it, and files without it load as before.
+struct CheckpointMeta {
+  std::string writer;     // the nmt build that wrote the file, e.g. "nmt 0.1.0 (commit abc1234)"
+  std::string command;    // the command line of the training run, quoted for a shell ("" unknown)
+  std::string folder;     // the folder that command ran in ("" unknown)
+  int64_t step = -1;      // the training step of the weights (-1 unknown)
+  std::string made_from;  // an average or a released model: what it was made from ("" for a training checkpoint)
+};
+
 // A model ready to run, with its tokenizers.
 struct LoadedModel {
   ModelOptions options;
   Tokenizer src_tok;
   Tokenizer tgt_tok;
   Seq2Seq model{nullptr};
+  CheckpointMeta meta;  // empty fields (step -1) for a file without one
 };
 
 // Writes a checkpoint to `path` through a temporary file in the same folder
 // and a rename, so an interrupted write never replaces a good file. With
-// `optimizer` and `state`, a training checkpoint. Throws nmt::Error on I/O
-// failure, or (writing nothing) when a weight holds NaN or Inf.
+// `optimizer` and `state`, a training checkpoint. `meta` is stored with
+// `writer` set to this build (nmt_build()) and, when its step is unknown,
+// the step of `state`. Throws nmt::Error on I/O failure, or (writing
+// nothing) when a weight holds NaN or Inf.
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
-                     torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr);
+                     torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr,
+                     CheckpointMeta meta = {});
 
 // What a checkpoint's bytes hold, checked but not yet turned into a model.
 struct CheckpointInfo {
@@ -72,6 +88,8 @@ struct CheckpointInfo {
   bool has_train_state = false;  // optimizer and training state present
   uint32_t format_version = 0;   // of the file's header
   TrainState state;              // with has_train_state: the scalar fields (no generator state)
+  bool has_meta = false;         // the file records who wrote it (files from before that: no)
+  CheckpointMeta meta;
 };
 
 // Parses checkpoint bytes: header (magic, version, size, checksum), archive,
@@ -81,8 +99,9 @@ struct CheckpointInfo {
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
 
 // What `path` holds, for people ("nmt-translate --info"): format version,
-// parameter count, vocabulary sizes, the training state (step, epoch,
-// learning rate, best validation figure) and the model options, one
+// who wrote it and how (the nmt build, the training command, what it was
+// made from), parameter count, vocabulary sizes, the training state (step,
+// epoch, learning rate, best validation figure) and the model options, one
 // "key: value" per line. Throws nmt::Error as load_checkpoint() does.
 std::string describe_checkpoint(const std::string& path);
 
@@ -95,10 +114,26 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
 
 // Writes to `out` a checkpoint whose weights are the element-wise mean of
 // the weights of `paths` (checkpoint averaging), with the first one's
-// configuration and tokenizers and no training state. Returns the averaged
-// model. Throws nmt::Error when `paths` is empty, a file cannot be read, or
+// configuration, tokenizers and meta (its "made_from" naming the files)
+// and no training state. Returns the averaged model. Throws nmt::Error when `paths` is empty, a file cannot be read, or
 // the checkpoints differ in configuration or tokenizers.
 LoadedModel average_checkpoints(const std::vector<std::string>& paths, const std::string& out);
+
+// The sizes of a release_checkpoint().
+struct ReleaseResult {
+  uint64_t in_bytes = 0, out_bytes = 0;
+  int64_t step = -1;  // the training step of the weights (-1 unknown)
+};
+
+// Writes to `out` the model of checkpoint `in` (configuration, tokenizers,
+// weights and its meta, which gains "made_from") without the optimizer and
+// training state: a model to ship, which translates and aligns exactly as
+// `in` does but cannot be resumed. `out` is written atomically (temporary
+// file and rename). Throws nmt::UsageError when `out` names `in` (by any
+// path or link; `in` is never replaced), nmt::Error when `in` is not a
+// readable checkpoint or `out` cannot be written (which is then left as it
+// was).
+ReleaseResult release_checkpoint(const std::string& in, const std::string& out);
 
 // Restores the optimizer and returns the training state of a training
 // checkpoint. Throws nmt::Error if `path` holds no training state.

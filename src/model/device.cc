@@ -190,10 +190,13 @@ std::string describe_device(const torch::Device& device) {
          std::to_string(torch::get_num_threads()) + ")";
 }
 
-std::string version_string() {
 #ifndef NMT_VERSION
 #define NMT_VERSION "unknown"
 #endif
+
+std::string nmt_build() { return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_COMMIT + ")"; }
+
+std::string version_string() {
   const bool cuda = torch::cuda::is_available();
   std::string spm;
   try {
@@ -201,7 +204,7 @@ std::string version_string() {
   } catch (const Error& e) {
     spm = std::string("not loaded: ") + e.what();
   }
-  return std::string("nmt ") + NMT_VERSION + " (commit " + NMT_COMMIT + ")\nLibTorch " + TORCH_VERSION +
+  return nmt_build() + "\nLibTorch " + TORCH_VERSION +
          "\nCUDA: " + (cuda ? "available, " + std::to_string(torch::cuda::device_count()) + " device(s)" : "not available") +
          "\nBLAS: " + blas_description() + "\nLibTorch CPU kernels: " + aten_kernels_description() +
          "\nSentencePiece module: " + spm;

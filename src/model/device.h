@@ -91,6 +91,10 @@ std::string aten_kernels_description();
 // receives the thread count set. Throws nmt::Error as resolve_device does.
 torch::Device start_runtime(const RuntimeOptions& opt, int* threads = nullptr);
 
+// This build of nmt in one line, "nmt 0.1.0 (commit abc1234)": what run
+// folders and checkpoints record as their writer. Never throws.
+std::string nmt_build();
+
 // What --version prints: nmt's version and commit, the LibTorch version,
 // whether CUDA is available (and how many devices), and the BLAS in use.
 std::string version_string();

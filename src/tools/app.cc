@@ -7,8 +7,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "base/blas_kernels.h"
@@ -64,6 +66,43 @@ void setup_logging(bool verbose, bool warnings_only) {
   const BlasKernels blas = blas_kernels();
   if (!blas.warning.empty()) spdlog::warn("{}", blas_choice_log_line());
   else if (const std::string line = blas_choice_log_line(); !line.empty()) spdlog::info("{}", line);
+}
+
+std::string command_line(int argc, const char* const* argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i] ? argv[i] : "";
+    if (i > 0) line += ' ';
+    const bool safe = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                        "0123456789-_./=:,+@%") == std::string::npos;
+    const bool control = std::any_of(a.begin(), a.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (safe) {
+      line += a;
+    } else if (!control) {
+      line += '\'';
+      for (char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      line += '\'';
+    } else {
+      line += "$'";
+      for (char c : a) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\\' || c == '\'') {
+          line += '\\';
+          line += c;
+        } else if (u < 0x20 || u == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          line += buf;
+        } else {
+          line += c;
+        }
+      }
+      line += '\'';
+    }
+  }
+  return line;
 }
 
 int run_guarded(const std::function<int()>& body) {

@@ -36,6 +36,12 @@ void setup_logging(bool verbose = false, bool warnings_only = false);
 // ignored, so a file-size limit becomes a write error with a message.
 void install_signal_handlers(const char* tool, std::atomic<bool>* stop = nullptr);
 
+// argv as one line that sh (bash for $'...') reads back into the same words: each
+// argument bare when it holds only safe characters, else in single quotes,
+// or as $'...' with escapes when it holds control characters (so the line
+// never breaks). Never throws (beyond std::bad_alloc).
+std::string command_line(int argc, const char* const* argv);
+
 // Runs `body` and returns its exit code; an exception is logged as one line
 // ("error: ...") and mapped to kExitUsage (nmt::UsageError), kExitError
 // (nmt::Error, std::invalid_argument) or kExitInternal (anything else, LibTorch errors without their backtrace).

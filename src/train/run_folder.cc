@@ -17,6 +17,11 @@ namespace fs = std::filesystem;
 bool RunFolder::claim(const std::string& dir, bool resume) {
   dir_ = dir;
   std::error_code ec;
+  // Nothing to resume: stop before the folder is created, locked or logged into.
+  if (resume && !fs::exists(path("last.ckpt"), ec))
+    throw Error(located(dir, 0, std::string(fs::is_directory(dir, ec) ? "holds no last.ckpt" : "does not exist") +
+                                    ", so there is no run to --resume; drop --resume to start a new run there, "
+                                    "or give the --output of the run to continue"));
   created_ = !fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) throw Error(located(dir, 0, "cannot create output folder: " + ec.message()));
@@ -24,13 +29,13 @@ bool RunFolder::claim(const std::string& dir, bool resume) {
   if (const int stale = remove_stale_temporaries(dir); stale > 0)
     spdlog::info("removed {} of an earlier run that did not finish", counted(stale, "temporary file"));
   const std::string last = path("last.ckpt");
-  const bool resuming = resume && fs::exists(last);
-  if (resume && !resuming) spdlog::warn("--resume: {} does not exist, starting a new run", last);
+  if (resume && !fs::exists(last))  // it went between the check above and the lock
+    throw Error(located(dir, 0, "holds no last.ckpt, so there is no run to --resume; drop --resume to start a new run there"));
   if (!resume && fs::exists(last))
     throw Error(located(dir, 0, "already holds a training run (last.ckpt); use --resume to continue it "
                                 "or choose another --output"));
   attach_log();
-  return resuming;
+  return resume;
 }
 
 RunFolder::~RunFolder() { detach_log(); }

@@ -26,10 +26,11 @@ class RunFolder {
   ~RunFolder();  // stops copying the log into train.log
 
   // Creates and locks `dir`, starts copying the log into `dir`/train.log
-  // (appending), and removes stale temporary files in it.
-  // Returns whether a run can be resumed from it (`resume` and last.ckpt
-  // exists). Throws nmt::Error when the folder cannot be created, is in use
-  // by another process, or holds a run (last.ckpt) and `resume` is false.
+  // (appending), and removes stale temporary files in it. Returns `resume`
+  // (the run in `dir` is continued). Throws nmt::Error when the folder
+  // cannot be created, is in use by another process, holds a run
+  // (last.ckpt) and `resume` is false, or holds none and `resume` is true
+  // (then before anything is created or changed).
   bool claim(const std::string& dir, bool resume);
   // After a failed start: removes what this run put into a folder it
   // created, and the folder when nothing else is in it. Never throws.

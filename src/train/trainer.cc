@@ -264,7 +264,8 @@ bool Trainer::validate_and_save() {
                             .add("chrf", v.chrf)
                             .add("exact_match", v.exact_match)
                             .add("lr", state_.learning_rate)
-                            .add("elapsed", state_.elapsed_seconds));
+                            .add("elapsed", state_.elapsed_seconds)
+                            .add("new_best", verdict.improved));  // best.ckpt is written at this step
     if (verdict.improved) save("best.ckpt");
   } else {
     save("best.ckpt");  // without validation data the newest model is the best we know
@@ -313,7 +314,10 @@ void Trainer::restore_rng() {
 void Trainer::save(const std::string& name) {
   capture_rng();
   const auto t0 = Clock::now();
-  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_);
+  CheckpointMeta meta;
+  meta.command = opt_.command_line;
+  meta.folder = started_in_;
+  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_, meta);
   spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));
 }
 
@@ -335,7 +339,8 @@ void Trainer::write_average(TrainResult* result) {
   std::swap(model_, avg.model);  // validate_model() reads model_
   const auto v = validate_model();
   std::swap(model_, avg.model);
-  result->average_metric = reported(opt_.stop_metric, higher_is_better(opt_.stop_metric, v));
+  average_score_ = higher_is_better(opt_.stop_metric, v);
+  result->average_metric = reported(opt_.stop_metric, average_score_);
   spdlog::info("average | {}, {} .. {} | loss {:.4f} | ppl {:.2f} | BLEU {:.2f} | chrF {:.2f} | exact {:.1f}% | {}",
                counted(static_cast<int64_t>(n), "checkpoint"), fs::path(last.front()).filename().string(),
                fs::path(last.back()).filename().string(), v.loss,
@@ -353,15 +358,33 @@ void Trainer::write_average(TrainResult* result) {
 }
 
 // Nothing trained since the last save is lost: an interruption saves
-// quickly, any other end validates first. Then --average, and the summary.
+// quickly, any other end validates first. Every run that saved weights
+// leaves a best.ckpt, the file the README's next command translates with:
+// an interruption before the first validation writes it from the last
+// weights, unvalidated, and says so. Validating there instead would break
+// the promise that a signal stops training within seconds (a large
+// validation set takes minutes), and Marian's save-and-exit on SIGTERM
+// does not validate either; the next validation (--resume) replaces it.
+// Then --average, and the summary, which names the checkpoint to use.
 void Trainer::finish(TrainResult* result, const Progress& progress) {
+  bool saved_unvalidated = false;  // last.ckpt written now, without validation
   if (is_main() && (state_.step != saved_step_ || !fs::exists(folder_.path("last.ckpt")))) {
     if (result->stop_reason == StopReason::kInterrupted) {
       state_.elapsed_seconds = elapsed();
       save("last.ckpt");
+      saved_unvalidated = true;
     } else {
       validate_and_save();
     }
+  }
+  if (is_main() && !state_.has_best && (saved_unvalidated || !fs::exists(folder_.path("best.ckpt")))) {
+    save("best.ckpt");
+    if (valid_.empty())
+      spdlog::info("wrote {}: the newest weights (step {}; without validation data they are the best known)",
+                   folder_.path("best.ckpt"), state_.step);
+    else
+      spdlog::warn("wrote {} from the weights of step {}, not validated: the run stopped before its first "
+                   "validation (--resume validates it)", folder_.path("best.ckpt"), state_.step);
   }
   if (result->stop_reason != StopReason::kInterrupted) write_average(result);
   result->steps = state_.step;
@@ -370,10 +393,28 @@ void Trainer::finish(TrainResult* result, const Progress& progress) {
   result->tokens_per_second = progress.tokens_per_second();
   result->peak_rss_mb = peak_rss_mb();
   spdlog::info("training finished ({}): {}, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
-               "{} skipped, peak memory {} MiB",
+               "{} skipped, peak memory {} MiB; {}",
                to_string(result->stop_reason), counted(result->steps, "step"), result->tokens_per_second,
                to_string(opt_.stop_metric), result->best_metric, hms(elapsed()),
-               counted(result->skipped_steps, "batch", "batches"), result->peak_rss_mb);
+               counted(result->skipped_steps, "batch", "batches"), result->peak_rss_mb, next_steps(*result));
+}
+
+// The model to translate with, as the run chose it: average.ckpt when its
+// validation figure beats best.ckpt's (as scripts/multi30k.sh picks), else
+// best.ckpt; after an interruption, also how to continue.
+std::string Trainer::next_steps(const TrainResult& result) const {
+  std::string model = folder_.path("best.ckpt"), why;
+  if (std::isfinite(average_score_) && state_.has_best && average_score_ > state_.best_metric) {
+    model = folder_.path("average.ckpt");
+    why = fmt::format(" (its {} {:.4g} beats best.ckpt's {:.4g})", to_string(opt_.stop_metric), result.average_metric,
+                      result.best_metric);
+  } else if (!state_.has_best && !valid_.empty()) {
+    why = " (not validated yet)";
+  }
+  std::string text = "translate with: nmt-translate -m " + model + why;
+  if (result.stop_reason == StopReason::kInterrupted)
+    text += "; continue with: nmt-train -c " + folder_.path("config.toml") + " --resume";
+  return text;
 }
 
 const char* to_string(StopReason r) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,7 @@ class Trainer {
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
+  std::string config_header() const;  // config.toml's opening comment
 
   // The loop's parts.
   std::optional<StopReason> stop_before_step();
@@ -73,6 +75,7 @@ class Trainer {
   bool validate_and_save();
   void write_average(TrainResult* result);  // --average N
   void finish(TrainResult* result, const Progress& progress);
+  std::string next_steps(const TrainResult& result) const;  // the end of the final log line
 
   ValidResult validate_model() {
     return validate(model_, src_tok_, tgt_tok_, valid_, plan_options(), opt_.valid_batch_sentences, device_);
@@ -118,6 +121,8 @@ class Trainer {
   double elapsed0_ = 0;                 // elapsed seconds of the run before this process (resume)
   int64_t saved_step_ = 0;              // the step last.ckpt holds
   int64_t bad_in_a_row_ = 0;            // consecutive non-finite steps
+  double average_score_ = std::numeric_limits<double>::quiet_NaN();  // average.ckpt's figure, higher is better
+  std::string started_in_;              // the current folder at the start (checkpoints' meta)
 };
 
 }  // namespace nmt

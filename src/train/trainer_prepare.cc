@@ -41,7 +41,12 @@ void Trainer::prepare() {
   if (device_.is_cpu() && !opt_.fixed_threads && threads_ > 1) governor_ = std::make_unique<ThreadGovernor>(threads_);
   join_group();
   torch::manual_seed(opt_.seed);
+  std::error_code ec;
+  started_in_ = fs::current_path(ec).string();
   const bool resuming = claim_output();
+  if (is_main())  // the first line of each start in train.log: which nmt, where, how
+    spdlog::info("{} in {}: {}", nmt_build(), started_in_,
+                 opt_.command_line.empty() ? std::string("started through the library") : opt_.command_line);
   auto t0 = Clock::now();
   auto train = read_corpus(opt_.train_src, opt_.train_tgt, opt_.train_tsv, "train");
   spdlog::info("training data: {}", train.stats.summary());
@@ -80,8 +85,13 @@ void Trainer::prepare() {
   }
   folder_.scan_step_checkpoints();
   folder_.open_metrics();
-  // The effective options, which --config reads back (model: the checkpoint's on resume).
-  const std::string config = ConfigWriter().add(opt_).add(tok_opt_).add(model_opt_).str();
+  // The effective options, which --config reads back (model: the checkpoint's
+  // on resume), with absolute paths so that the folder stands on its own.
+  TrainOptions written = opt_;
+  TokenizerOptions written_tok = tok_opt_;
+  make_paths_absolute(written);
+  make_paths_absolute(written_tok);
+  const std::string config = config_header() + ConfigWriter().add(written).add(written_tok).add(model_opt_).str();
   write_file_atomic(folder_.path("config.toml"), config);
   spdlog::debug("effective options, also in {}:\n{}", folder_.path("config.toml"), config);
   spdlog::info("model: {}, attention {}, device {}, {}, {} per epoch, {}{}",
@@ -89,6 +99,20 @@ void Trainer::prepare() {
                describe_device(device_), counted(threads_, "thread"),
                counted(static_cast<int64_t>(batches_.size()), "batch", "batches"),
                describe_batch_parts(parts_wanted_, threads_, device_), opt_.bf16 ? ", products in bfloat16" : "");
+}
+
+// config.toml's opening comment: what the file is, how to resume from it,
+// and who wrote it how. Each line of the command stays on its comment line
+// (command_line() quotes newlines).
+std::string Trainer::config_header() const {
+  std::string h = "# The effective options of the nmt-train run in this folder, paths absolute: continue it\n"
+                  "# from any folder with\n"
+                  "#   nmt-train -c " + absolute_path(folder_.path("config.toml")) + " --resume\n"
+                  "# Written by " + nmt_build() + " at the latest start of the run, in " + started_in_ + ", by\n";
+  std::string command = opt_.command_line.empty() ? std::string("(the library, no command line)") : opt_.command_line;
+  for (char& c : command)
+    if (c == '\n' || c == '\r') c = ' ';
+  return h + "#   " + command + "\n\n";
 }
 
 void Trainer::validate_options() {
