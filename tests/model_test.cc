@@ -533,3 +533,44 @@ TEST(ModelOptionsTest, ParseRejectsUnknownAndMissingKeys) {
 }
 
 }  // namespace
+
+namespace {
+
+// parameter_shapes() computes what Seq2Seq(opt) registers, without building
+// it: checkpoints are checked against it before a model is allocated, so it
+// must agree with the real model (names, order, shapes) for every kind of
+// model the options describe.
+TEST(ModelTest, ParameterShapesAreTheModelsOwn) {
+  int configs = 0;
+  for (auto attention : {nmt::AttentionType::kAdditive, nmt::AttentionType::kDot, nmt::AttentionType::kGeneral,
+                         nmt::AttentionType::kConcat, nmt::AttentionType::kNone})
+    for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru})
+      for (bool tie : {false, true})
+        for (int64_t layers : {1, 3})
+          for (int64_t head : {0, 5}) {
+            nmt::ModelOptions opt = nmt::test::tiny_model(attention);
+            opt.decoder = decoder;
+            opt.tie_embeddings = tie;
+            opt.enc_layers = layers;
+            opt.alignment_head = head;
+            opt.src_vocab = 37;  // every size distinct, so a swapped dimension shows
+            opt.tgt_vocab = 41;
+            opt.emb_dim = 6;
+            opt.enc_hidden = 7;
+            opt.dec_hidden = attention == nmt::AttentionType::kDot ? 14 : 9;
+            opt.attn_dim = 11;
+            nmt::Seq2Seq model(opt);
+            EXPECT_TRUE(model->named_buffers().is_empty()) << "buffers would need shapes too";
+            const auto want = model->named_parameters();
+            const auto got = nmt::parameter_shapes(opt);
+            ASSERT_EQ(got.size(), want.size()) << opt.serialize();
+            for (size_t i = 0; i < got.size(); ++i) {
+              EXPECT_EQ(got[i].name, want[i].key()) << i << "\n" << opt.serialize();
+              EXPECT_EQ(got[i].shape, want[i].value().sizes().vec()) << got[i].name << "\n" << opt.serialize();
+            }
+            ++configs;
+          }
+  EXPECT_EQ(configs, 80);
+}
+
+}  // namespace

@@ -554,6 +554,66 @@ torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tg
   return SmoothedCrossEntropy::apply(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}), label_smoothing);
 }
 
+std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt) {
+  std::vector<ParameterShape> out;
+  auto add = [&](std::string name, std::vector<int64_t> shape) { out.push_back({std::move(name), std::move(shape)}); };
+  auto linear = [&](const std::string& name, int64_t in, int64_t n, bool bias) {
+    add(name + ".weight", {n, in});
+    if (bias) add(name + ".bias", {n});
+  };
+  auto gru_cell = [&](const std::string& name, int64_t in, int64_t h) {  // GRUCell: weight_ih, weight_hh, bias_ih, bias_hh
+    add(name + ".weight_ih", {3 * h, in});
+    add(name + ".weight_hh", {3 * h, h});
+    add(name + ".bias_ih", {3 * h});
+    add(name + ".bias_hh", {3 * h});
+  };
+  const int64_t E = opt.emb_dim, H = opt.enc_hidden, C = 2 * opt.enc_hidden, D = opt.dec_hidden, A = opt.attn_dim;
+  // Encoder: embedding, a bidirectional GRU of enc_layers (per layer and
+  // direction: w_ih, w_hh, b_ih, b_hh), the decoder's initial state.
+  add("encoder.embed.weight", {opt.src_vocab, E});
+  for (int64_t l = 0; l < opt.enc_layers; ++l)
+    for (const char* dir : {"", "_reverse"}) {
+      const std::string k = "_l" + std::to_string(l) + dir;
+      const int64_t in = l == 0 ? E : C;
+      add("encoder.rnn.weight_ih" + k, {3 * H, in});
+      add("encoder.rnn.weight_hh" + k, {3 * H, H});
+      add("encoder.rnn.bias_ih" + k, {3 * H});
+      add("encoder.rnn.bias_hh" + k, {3 * H});
+    }
+  linear("encoder.init", H, D, true);
+  // Decoder: its own output layer first (a module's parameters precede its
+  // children's), then embedding, attention, recurrence, deep output.
+  if (!opt.tie_embeddings) add("decoder.out_weight", {opt.tgt_vocab, E});
+  add("decoder.out_bias", {opt.tgt_vocab});
+  add("decoder.embed.weight", {opt.tgt_vocab, E});
+  switch (opt.attention) {
+    case AttentionType::kAdditive:
+    case AttentionType::kConcat:
+      linear("decoder.attention.W", D, A, false);
+      linear("decoder.attention.U", C, A, opt.attention == AttentionType::kAdditive);
+      linear("decoder.attention.v", A, 1, false);
+      break;
+    case AttentionType::kGeneral:
+      linear("decoder.attention.U", C, D, false);
+      break;
+    case AttentionType::kDot:
+    case AttentionType::kNone:
+      break;
+  }
+  if (opt.decoder == DecoderType::kCgru) {
+    gru_cell("decoder.cell", E, D);
+    gru_cell("decoder.cell2", C, D);
+  } else {
+    gru_cell("decoder.cell", E + C, D);
+  }
+  linear("decoder.deep", D + C + E, E, true);
+  if (opt.alignment_head > 0) {
+    linear("decoder.align_head.query", D + C + E, opt.alignment_head, true);
+    linear("decoder.align_head.key", C, opt.alignment_head, false);
+  }
+  return out;
+}
+
 int64_t count_parameters(torch::nn::Module& m) {
   int64_t n = 0;
   for (const auto& p : m.parameters()) n += p.numel();

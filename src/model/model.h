@@ -399,4 +399,15 @@ torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Ten
 // Parameter count, for logs.
 int64_t count_parameters(torch::nn::Module& m);
 
+// One parameter of the model that ModelOptions describe.
+struct ParameterShape {
+  std::string name;            // as named_parameters() names it
+  std::vector<int64_t> shape;  // its sizes
+};
+
+// The parameters Seq2Seq(opt) would have, in named_parameters() order,
+// computed without building it: what a checkpoint's tensors are checked
+// against before any memory is given to the model. `opt` must be valid.
+std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt);
+
 }  // namespace nmt
