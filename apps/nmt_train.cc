@@ -1,8 +1,10 @@
 // nmt-train: trains an attention model on a parallel corpus, or (--release)
-// writes a trained model without its training state.
+// writes a trained model without its training state, or (--convert) writes
+// a checkpoint of an older format in the current one.
 //   nmt-train --train-src train.en --train-tgt train.de --valid-src ... -o model/
 //   nmt-train --config configs/demo.toml
 //   nmt-train --release model/best.ckpt model.ckpt
+//   nmt-train --convert old.ckpt new.ckpt
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -36,14 +38,28 @@ int main(int argc, char** argv) {
   nmt::cli::Tool tool(app, "nmt-train", argv);
   tool.binder().add(opt).add(tok).add(model).add(release);
   app.get_option("--release")->expected(2)->type_name("IN OUT");
+  app.get_option("--convert")->expected(2)->type_name("IN OUT");
   app.footer(
       "Examples:\n"
       "  nmt-train --train-src train.en --train-tgt train.de --valid-src val.en --valid-tgt val.de -o run\n"
       "  nmt-train -c configs/demo.toml -o run --max-epochs 3\n"
       "  nmt-train -c run/config.toml --resume\n"
-      "  nmt-train --release run/best.ckpt model.ckpt");
+      "  nmt-train --release run/best.ckpt model.ckpt\n"
+      "  nmt-train --convert old-format.ckpt new.ckpt");
   if (const int code = tool.parse(argc, argv, opt, tok, model); code >= 0) return code;
   opt.command_line = nmt::command_line(argc, argv);
+  if (!release.convert.empty()) {
+    nmt::setup_logging(tool.verbose);
+    return nmt::run_guarded([&] {
+      release.validate();
+      const auto r = nmt::convert_checkpoint(release.convert[0], release.convert[1]);
+      spdlog::info("wrote {}: {} in checkpoint format {} (was {}), {}, {:.1f} MB (was {:.1f} MB)", release.convert[1],
+                   release.convert[0], nmt::kCheckpointVersion, r.from_version,
+                   r.resumable ? "resumable from step " + std::to_string(r.step) : "weights only",
+                   r.out_bytes / 1e6, r.in_bytes / 1e6);
+      return nmt::kExitOk;
+    });
+  }
   if (!release.paths.empty()) {
     nmt::setup_logging(tool.verbose);
     return nmt::run_guarded([&] {

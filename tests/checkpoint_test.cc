@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "model/batch.h"
+#include "checkpoint_edit.h"
 #include "test_util.h"
 
 namespace {
@@ -78,8 +79,8 @@ TEST(CheckpointTest, RoundTrip) {
     const auto bytes = read_bytes(path);
     ASSERT_GT(bytes.size(), 12u);
     EXPECT_EQ(bytes.substr(0, 8), "NMTCKPT\n");
-    EXPECT_EQ(bytes.substr(8, 4), std::string("\x02\x00\x00\x00", 4));  // version 2, little-endian
-    uint64_t body = 0;  // then the archive's size
+    EXPECT_EQ(bytes.substr(8, 4), std::string("\x03\x00\x00\x00", 4));  // version 3, little-endian
+    uint64_t body = 0;  // then the body's size
     for (int i = 7; i >= 0; --i) body = (body << 8) | static_cast<unsigned char>(bytes[12 + i]);
     EXPECT_EQ(body, bytes.size() - 24);
 
@@ -291,29 +292,57 @@ TEST(CheckpointTest, EveryFlippedByteIsRefused) {
   EXPECT_TRUE(contains(error_of([&] { nmt::load_checkpoint(path, torch::kCPU); }), "damaged"));
 }
 
-// Writes `model` as a format-1 checkpoint (no size or checksum), as older
-// nmt did, without save_checkpoint's refusal of non-finite weights.
-void write_version1(const std::string& path, nmt::Seq2Seq& model) {
+// Files of formats 1 and 2 are refused by every reader with the command
+// that converts them; --convert's output holds the same weights, tokenizers
+// and (format 2 training checkpoints) optimizer and training state.
+TEST(CheckpointTest, OldFormatsAreRefusedWithTheCommandThatConvertsThem) {
+  const auto dir = temp_dir("ckpt_old");
   const auto& tok = nmt::test::toy_tokenizer();
-  torch::serialize::OutputArchive archive, weights;
-  archive.write("config", c10::IValue(model->options().serialize()));
-  archive.write("src_spm", c10::IValue(tok.bytes()));
-  archive.write("tgt_spm", c10::IValue(tok.bytes()));
-  for (const auto& p : model->named_parameters()) weights.write(p.key(), p.value().detach());
-  archive.write("model", weights);
-  std::ostringstream body;
-  archive.save_to(body);
-  write_bytes(path, std::string("NMTCKPT\n\x01\x00\x00\x00", 12) + body.str());
-}
-
-TEST(CheckpointTest, Version1FilesStillLoad) {
-  const auto path = temp_dir("ckpt_v1") + "/old.ckpt";
   auto model = tiny();
-  write_version1(path, model);
-  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
-  expect_same_weights(model, loaded.model);
-  const auto b = toy_batch();
-  EXPECT_TRUE(torch::equal(logits_of(model, b), logits_of(loaded.model, b)));  // the same weights and kernels
+  const auto adam_opt = torch::optim::AdamOptions(3e-3).betas({0.9, 0.98});
+  torch::optim::Adam adam(model->parameters(), adam_opt);
+  const auto b = toy_batch(8, 4);
+  train_steps(model, adam, b, 2);
+  nmt::TrainState st;
+  st.step = 2;
+  st.epoch = 1;
+  st.batch_in_epoch = 2;
+  st.learning_rate = 3e-3;
+  st.seed = 9;
+  for (int version : {1, 2})
+    nmt::test::write_old_checkpoint(dir + "/v" + std::to_string(version) + ".ckpt", model, tok, tok, &adam, &st, version);
+  std::vector<nmt::LoadedModel> stepped;
+  for (int version : {1, 2}) {
+    SCOPED_TRACE(version);
+    const auto old = dir + "/v" + std::to_string(version) + ".ckpt";
+    for (const auto& msg : {error_of([&] { nmt::load_checkpoint(old, torch::kCPU); }),
+                            error_of([&] { nmt::describe_checkpoint(old); }),
+                            error_of([&] { nmt::load_train_state(old, adam, torch::kCPU); })})
+      EXPECT_TRUE(contains(msg, old) && contains(msg, "format " + std::to_string(version)) &&
+                  contains(msg, "nmt-train --convert " + old + " NEW.ckpt"))
+          << msg;
+    const auto r = nmt::convert_checkpoint(old, old + ".new");
+    EXPECT_EQ(r.from_version, static_cast<uint32_t>(version));
+    EXPECT_TRUE(r.resumable);
+    EXPECT_EQ(r.step, 2);
+    auto loaded = nmt::load_checkpoint(old + ".new", torch::kCPU);
+    expect_same_weights(model, loaded.model);
+    EXPECT_EQ(loaded.src_tok.bytes(), tok.bytes());
+    EXPECT_TRUE(contains(loaded.meta.made_from, "converted from " + old)) << loaded.meta.made_from;
+    torch::optim::Adam adam2(loaded.model->parameters(), adam_opt);
+    const auto st2 = nmt::load_train_state(old + ".new", adam2, torch::kCPU);
+    EXPECT_EQ(st2.batch_in_epoch, 2);
+    EXPECT_TRUE(st2.rng_state.defined() == st.rng_state.defined());
+    train_steps(loaded.model, adam2, b, 1);
+    stepped.push_back(loaded);
+    // Converting a current file, or over the input, is refused.
+    EXPECT_TRUE(contains(error_of([&] { nmt::convert_checkpoint(old + ".new", dir + "/x.ckpt"); }), "nothing to convert"));
+    EXPECT_THROW(nmt::convert_checkpoint(old, old), nmt::UsageError);
+  }
+  // Resumed from a converted file, the next step is the original's: Adam's
+  // moments and steps came through.
+  train_steps(model, adam, b, 1);
+  for (auto& m : stepped) expect_same_weights(model, m.model);
 }
 
 TEST(CheckpointTest, NonFiniteWeightsAreRefusedNamingTheTensor) {
@@ -323,10 +352,21 @@ TEST(CheckpointTest, NonFiniteWeightsAreRefusedNamingTheTensor) {
     torch::NoGradGuard ng;
     model->named_parameters()["decoder.deep.weight"].view(-1).narrow(0, 0, 256).fill_(NAN);
   }
-  // Loading one (written by older code, or by other tools) is refused.
-  write_version1(dir + "/nan.ckpt", model);
+  // Loading one (written by older code, or by other tools) is refused, and
+  // so is converting one.
+  {
+    auto good = tiny();
+    nmt::save_checkpoint(dir + "/good.ckpt", good, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+    auto parts = nmt::test::read_checkpoint_parts(dir + "/good.ckpt");
+    parts.tensors["model.decoder.deep.weight"] = model->named_parameters()["decoder.deep.weight"].detach().clone();
+    nmt::test::write_checkpoint_parts(dir + "/nan.ckpt", parts);
+  }
   auto msg = error_of([&] { nmt::load_checkpoint(dir + "/nan.ckpt", torch::kCPU); });
   EXPECT_TRUE(contains(msg, dir + "/nan.ckpt") && contains(msg, "decoder.deep.weight") && contains(msg, "NaN")) << msg;
+  nmt::test::write_old_checkpoint(dir + "/nan-v2.ckpt", model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  msg = error_of([&] { nmt::convert_checkpoint(dir + "/nan-v2.ckpt", dir + "/nan-v3.ckpt"); });
+  EXPECT_TRUE(contains(msg, "decoder.deep.weight") && contains(msg, "NaN")) << msg;
+  EXPECT_FALSE(fs::exists(dir + "/nan-v3.ckpt"));
   // Saving one is refused, and the file already there is kept byte for byte.
   auto good = tiny();
   nmt::save_checkpoint(dir + "/m.ckpt", good, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
@@ -357,6 +397,7 @@ TEST(CheckpointTest, MetaRecordsTheWriterAndTheCommand) {
   train_steps(model, adam, toy_batch(), 1);
   nmt::TrainState st;
   st.step = 42;
+  st.learning_rate = 1e-3;
   nmt::CheckpointMeta meta;
   meta.command = "nmt-train -c 'my config.toml'";
   meta.folder = "/some/where";
@@ -373,9 +414,12 @@ TEST(CheckpointTest, MetaRecordsTheWriterAndTheCommand) {
   EXPECT_TRUE(contains(text, "trained by: nmt-train -c 'my config.toml' (in /some/where)\n")) << text;
   EXPECT_TRUE(contains(text, "weights of step: 42\n")) << text;
 
-  write_version1(dir + "/old.ckpt", model);
-  EXPECT_FALSE(nmt::inspect_checkpoint(read_bytes(dir + "/old.ckpt"), "old.ckpt").has_meta);
-  EXPECT_TRUE(contains(nmt::describe_checkpoint(dir + "/old.ckpt"), "written by: not recorded")) ;
+  // A file without it (meta is informational) loads and says so.
+  auto parts = nmt::test::read_checkpoint_parts(dir + "/m.ckpt");
+  parts.metadata.erase("meta");
+  nmt::test::write_checkpoint_parts(dir + "/bare.ckpt", parts);
+  EXPECT_FALSE(nmt::inspect_checkpoint(read_bytes(dir + "/bare.ckpt"), "bare.ckpt").has_meta);
+  EXPECT_TRUE(contains(nmt::describe_checkpoint(dir + "/bare.ckpt"), "written by: not recorded"));
 }
 
 // release_checkpoint: the model without optimizer and training state, the
@@ -388,6 +432,7 @@ TEST(CheckpointTest, ReleaseDropsTheTrainingStateAndNeverReplacesItsInput) {
   train_steps(model, adam, toy_batch(), 2);
   nmt::TrainState st;
   st.step = 2;
+  st.learning_rate = 1e-3;
   nmt::save_checkpoint(dir + "/in.ckpt", model, tok, tok, &adam, &st);
   const auto before = read_bytes(dir + "/in.ckpt");
   const auto r = nmt::release_checkpoint(dir + "/in.ckpt", dir + "/out.ckpt");

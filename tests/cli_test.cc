@@ -23,6 +23,7 @@
 #include "base/utf8.h"
 #include "model/checkpoint.h"
 #include "search/translator.h"
+#include "checkpoint_edit.h"
 #include "test_util.h"
 #include "text/alignment.h"
 #include "text/corpus.h"
@@ -144,7 +145,7 @@ TEST(CliTest, InfoDescribesACheckpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto loaded = nmt::load_checkpoint(ckpt, torch::kCPU);
   for (const std::string& part : std::vector<std::string>{
-           "format version: 2\n", "parameters: " + std::to_string(nmt::count_parameters(*loaded.model)) + "\n",
+           "format version: 3\n", "parameters: " + std::to_string(nmt::count_parameters(*loaded.model)) + "\n",
         "source vocabulary: " + std::to_string(loaded.src_tok.vocab_size()) + " pieces\n",
         "target vocabulary: " + std::to_string(loaded.tgt_tok.vocab_size()) + " pieces\n",
         "training state: yes", "\nstep: ", "  emb_dim=" + std::to_string(loaded.options.emb_dim) + "\n"})
@@ -217,10 +218,10 @@ TEST(CliTest, TranslateRejectsCorruptModel) {
   write_bytes(model, junk);
   auto r = run("nmt-translate", "-m " + quote(model) + " --device cpu --threads 1", dir);
   expect_one_line_error(r, {model, "not an nmt checkpoint"});
-  // A real header followed by garbage: the archive does not open.
-  write_bytes(model, std::string("NMTCKPT\n\x01\x00\x00\x00", 12) + junk);
+  // A real header and checksum over garbage: the tensor header is refused.
+  nmt::test::write_sealed(model, junk);
   r = run("nmt-translate", "-m " + quote(model) + " --device cpu --threads 1", dir);
-  expect_one_line_error(r, {model});
+  expect_one_line_error(r, {model, "tensor header"});
 }
 
 // Splits one CSV line with "..." quoting ("" inside quotes is a quote).

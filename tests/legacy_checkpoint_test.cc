@@ -1,6 +1,7 @@
 // read_legacy_checkpoint, the reader of format 1 and 2 checkpoints that runs
-// nothing in them: files written by today's save_checkpoint read back bit for
-// bit as load_checkpoint and load_train_state read them; the committed
+// nothing in them: files written as nmt wrote them (test_util.h:
+// write_old_checkpoint()) read back bit for bit, and so does what
+// convert_checkpoint() makes of them; the committed
 // fixture tests/data/format2-tiny.ckpt still reads once save_checkpoint
 // writes another format; hostile edits of real files are each refused with
 // one nmt::Error.
@@ -88,7 +89,7 @@ void save_trained(const std::string& path, const nmt::ModelOptions& opt, Make ma
   auto optimizer = make_optimizer(model->parameters());
   train_steps(model, optimizer, 2);
   const auto st = some_state();
-  nmt::save_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer(), &optimizer, &st);
+  nmt::test::write_old_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer(), &optimizer, &st);
 }
 
 nmt::LegacyCheckpoint read_file(const std::string& path) {
@@ -323,9 +324,10 @@ TEST(LegacyCheckpointTest, ReadsWhatLoadCheckpointAndLoadTrainStateRead) {
     save_trained(path, nmt::test::tiny_model(), [&](std::vector<torch::Tensor> p) { return torch::optim::Adam(p, options); });
     const auto c = read_file(path);
 
-    auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+    nmt::convert_checkpoint(path, path + ".new");
+    auto loaded = nmt::load_checkpoint(path + ".new", torch::kCPU);
     torch::optim::Adam adam(loaded.model->parameters(), options);
-    const auto st = nmt::load_train_state(path, adam, torch::kCPU);
+    const auto st = nmt::load_train_state(path + ".new", adam, torch::kCPU);
     EXPECT_EQ(c.config, loaded.options.serialize());
     EXPECT_TRUE(c.src_spm == loaded.src_tok.bytes() && c.tgt_spm == loaded.tgt_tok.bytes());
     std::vector<std::string> names;
@@ -359,9 +361,10 @@ TEST(LegacyCheckpointTest, ReadsSgdMomentum) {
   const auto options = torch::optim::SGDOptions(0.1).momentum(0.9);
   save_trained(path, nmt::test::tiny_model(), [&](std::vector<torch::Tensor> p) { return torch::optim::SGD(p, options); });
   const auto c = read_file(path);
-  auto loaded = nmt::load_checkpoint(path, torch::kCPU);
+  nmt::convert_checkpoint(path, path + ".new");
+  auto loaded = nmt::load_checkpoint(path + ".new", torch::kCPU);
   torch::optim::SGD sgd(loaded.model->parameters(), options);
-  nmt::load_train_state(path, sgd, torch::kCPU);
+  nmt::load_train_state(path + ".new", sgd, torch::kCPU);
   EXPECT_EQ(c.optimizer.kind, "sgd");
   EXPECT_EQ(c.optimizer.groups.at(0).options.at("momentum"), 0.9);
   for (const auto& p : loaded.model->named_parameters()) {
@@ -376,10 +379,13 @@ TEST(LegacyCheckpointTest, ReadsWeightsOnlyAndFormat1) {
   const std::string dir = temp_dir("legacy_plain");
   torch::manual_seed(5);
   nmt::Seq2Seq model(nmt::test::tiny_model());
-  nmt::save_checkpoint(dir + "/m.ckpt", model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  nmt::test::write_old_checkpoint(dir + "/m.ckpt", model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
   const std::string archive = archive_of(dir + "/m.ckpt");
   write_bytes(dir + "/v1.ckpt", std::string("NMTCKPT\n\1\0\0\0", 12) + archive);
-  auto loaded = nmt::load_checkpoint(dir + "/v1.ckpt", torch::kCPU);
+  const auto r = nmt::convert_checkpoint(dir + "/v1.ckpt", dir + "/v1.new");
+  EXPECT_FALSE(r.resumable);
+  auto loaded = nmt::load_checkpoint(dir + "/v1.new", torch::kCPU);
+  for (const auto& p : loaded.model->named_parameters()) expect_bitwise(p.value(), model->named_parameters()[p.key()], p.key());
   const auto c = read_file(dir + "/v1.ckpt");
   EXPECT_FALSE(c.has_optimizer);
   EXPECT_FALSE(c.has_train_state);

@@ -3,6 +3,7 @@
 
 #include "io/io.h"
 #include "model/batch.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
 #include "search/search.h"
 #include "search/translator.h"
@@ -23,10 +24,13 @@
 #include <sstream>
 
 #include <expat.h>
+#include <zlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
+#include <cerrno>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,12 +236,23 @@ namespace {
 Result run_command(const std::string& cwd, const std::string& env, const std::string& exe, const std::string& args,
                    const std::string& dir, const std::string& stdin_file) {
   const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + (env.empty() ? "" : env + " ") +
-                          "NMT_THREADS=1 " +
-                          quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " + quote(stdin_file) +
-                          " > " + quote(out) + " 2> " + quote(err);
-  const int status = std::system(cmd.c_str());
+  // The shell execs the tool (through env), so that wait4() reports the
+  // tool's own peak memory.
+  const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + "exec " + (env.empty() ? "env" : env) +
+                          " NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " +
+                          quote(stdin_file) + " > " + quote(out) + " 2> " + quote(err);
+  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+  pid_t pid = 0;
   Result r;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0) {
+    ADD_FAILURE() << "cannot start /bin/sh for " << cmd;
+    return r;
+  }
+  int status = 0;
+  struct rusage usage {};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = read_bytes(out);
   r.err = read_bytes(err);
@@ -485,6 +500,42 @@ double greedy_margin(const std::vector<nmt::Seq2Seq>& models, const std::vector<
     margin = std::min(margin, mine - row.max().item<double>());
   }
   return margin;
+}
+
+void write_old_checkpoint(const std::string& path, nmt::Seq2Seq& model, const nmt::Tokenizer& src_tok,
+                          const nmt::Tokenizer& tgt_tok, torch::optim::Optimizer* optimizer,
+                          const nmt::TrainState* state, int version) {
+  torch::serialize::OutputArchive archive, weights;
+  archive.write("config", c10::IValue(model->options().serialize()));
+  archive.write("src_spm", c10::IValue(src_tok.bytes()));
+  archive.write("tgt_spm", c10::IValue(tgt_tok.bytes()));
+  archive.write("meta", c10::IValue(std::string("{\"writer\":\"nmt 0.1.0 (format 2)\"}")));
+  for (const auto& p : model->named_parameters()) weights.write(p.key(), p.value().detach().cpu());
+  archive.write("model", weights);
+  if (optimizer) {
+    torch::serialize::OutputArchive opt;
+    optimizer->save(opt);
+    archive.write("optimizer", opt);
+  }
+  if (state) {
+    torch::serialize::OutputArchive st;
+    nmt::TrainState::fields(*state, [&](const char* key, const auto& value) { st.write(key, c10::IValue(value)); });
+    if (state->rng_state.defined()) st.write("rng_state", state->rng_state);
+    archive.write("state", st);
+  }
+  std::ostringstream body_stream;
+  archive.save_to(body_stream);
+  const std::string body = body_stream.str();
+  std::string bytes("NMTCKPT\n", 8);
+  auto le = [&](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  le(static_cast<uint64_t>(version), 4);
+  if (version >= 2) {
+    le(body.size(), 8);
+    le(::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())), 4);
+  }
+  write_bytes(path, bytes + body);
 }
 
 bool greedy_near_tie(nmt::Translator& tr, const std::string& line, const nmt::Hypothesis& h,

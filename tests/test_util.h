@@ -19,10 +19,14 @@ class Tensor;
 namespace torch::nn {
 class Module;
 }
+namespace torch::optim {
+class Optimizer;
+}
 namespace nmt {
 class Seq2Seq;
 struct Hypothesis;
 class Translator;
+struct TrainState;
 }
 
 namespace nmt::test {
@@ -82,11 +86,21 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 // the other test processes. Read it; do not write it.
 const std::string& trained_toy_checkpoint();
 
+// Writes a checkpoint of format 1 or 2 (`version`) as nmt wrote them before
+// format 3: a LibTorch archive ("config", "src_spm", "tgt_spm", "model/...",
+// "meta" and, with `optimizer` and `state`, "optimizer/..." and "state/...")
+// behind the old header. What the format 1 and 2 readers are tested on;
+// no check of the weights (NaN is written as given).
+void write_old_checkpoint(const std::string& path, nmt::Seq2Seq& model, const nmt::Tokenizer& src_tok,
+                          const nmt::Tokenizer& tgt_tok, torch::optim::Optimizer* optimizer = nullptr,
+                          const nmt::TrainState* state = nullptr, int version = 2);
+
 // An executable's exit code and output.
 struct Result {
   int exit_code = -1;
   std::string out, err;
   std::vector<std::string> err_lines;  // non-empty stderr lines
+  double peak_rss_mib = 0;             // the executable's peak resident memory
 };
 
 // Temporary files ("*.tmp.PID") anywhere under `dir`, as paths relative to

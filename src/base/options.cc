@@ -85,9 +85,12 @@ void DistributedOptions::validate() const {
 }
 
 void ReleaseOptions::validate() const {
-  if (paths.empty()) return;
-  if (paths.size() != 2 || paths[0].empty() || paths[1].empty())
-    throw UsageError("--release takes two paths: the checkpoint to read and the one to write (--release IN.ckpt OUT.ckpt)");
+  for (const auto& [name, p] : {std::pair<const char*, const std::vector<std::string>&>{"--release", paths},
+                                {"--convert", convert}})
+    if (!p.empty() && (p.size() != 2 || p[0].empty() || p[1].empty()))
+      throw UsageError(std::string(name) + " takes two paths: the checkpoint to read and the one to write (" + name +
+                       " IN.ckpt OUT.ckpt)");
+  if (!paths.empty() && !convert.empty()) throw UsageError("--release and --convert exclude each other: one at a time");
 }
 
 void TrainOptions::validate() const {

@@ -225,9 +225,11 @@ struct TrainOptions {
 // and training state (model/checkpoint.h, release_checkpoint). An action of the
 // command line, not a setting: config files and --dump-config leave it out.
 struct ReleaseOptions {
-  std::vector<std::string> paths;  // IN OUT; empty: train as usual
+  std::vector<std::string> paths;    // IN OUT; empty: train as usual
+  std::vector<std::string> convert;  // IN OUT: a format 1 or 2 checkpoint into the current format
 
-  // Throws nmt::UsageError unless `paths` is empty or holds two non-empty paths.
+  // Throws nmt::UsageError unless each of `paths` and `convert` is empty or
+  // holds two non-empty paths, and at most one of them is given.
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -235,6 +237,10 @@ struct ReleaseOptions {
                        "(smaller; translates and aligns as IN does; cannot be resumed); then exit",
             "Release"},
       s.paths);
+    v(Field{"convert", "Write OUT: checkpoint IN of an older format (1 or 2) in the current one, read without "
+                       "running anything from the file; then exit",
+            "Release"},
+      s.convert);
   }
 };
 

@@ -2,14 +2,26 @@
 // tokenizers, weights) and to resume training (optimizer, scheduler, RNG and
 // data position), in one file written atomically.
 //
-// Layout (version 2): 8-byte magic "NMTCKPT\n", uint32 format version,
-// uint64 size of the archive, uint32 CRC-32 (zlib) of the archive, all
-// little-endian, then the archive: a LibTorch zip with: "config" (ModelOptions text), "src_spm",
-// "tgt_spm" (SentencePiece model bytes), "model/..." (weights), "meta" (a
-// JSON object: who wrote the file and how, CheckpointMeta; absent in files
-// written before it existed, and ignored by readers that predate it) and, in
-// training checkpoints, "optimizer/..." and "state/...". Version 1 files
-// (magic, version, archive; no size or checksum) are still read.
+// Layout (version 3): 8-byte magic "NMTCKPT\n", uint32 format version,
+// uint64 size of the body, uint32 CRC-32 (zlib) of the body, all
+// little-endian, then the body: named tensors in the safetensors layout
+// (model/tensor_file.h), which holds no code. Metadata: "format" ("nmt
+// checkpoint 3"), "config" (ModelOptions text), "meta" (JSON: who wrote the
+// file and how, CheckpointMeta) and, in training checkpoints, "train_state"
+// (JSON: TrainState's scalars) and "optimizer" (JSON: its kind, per group its
+// options and per parameter Adam's step). Tensors: "model.<parameter>",
+// "tokenizer.src" / "tokenizer.tgt" (SentencePiece model bytes, U8) and, in
+// training checkpoints, "optimizer.<group>.<index>.<moment>", "state.rng" and
+// "state.device_rng" (generator states, U8).
+//
+// Reading checks, before a model is built: the header, the checksum, the
+// tensor layout (every range inside the file), the model config (every
+// dimension in range) and each weight's name and shape against the config
+// (parameter_shapes()), so that a file can never make nmt allocate more than
+// its own size; the training state is checked field by field when a run
+// resumes from it. Versions 1 and 2 (a LibTorch archive, whose loading can
+// run code from the file) are refused with a hint; convert_checkpoint()
+// reads them without LibTorch's loader (model/legacy_checkpoint.h).
 #pragma once
 #include <torch/optim.h>
 
@@ -22,7 +34,7 @@
 
 namespace nmt {
 
-constexpr uint32_t kCheckpointVersion = 2;  // written; versions 1 and 2 are read
+constexpr uint32_t kCheckpointVersion = 3;  // written and read; versions 1 and 2 are only converted
 
 // Where training stands; saved with every training checkpoint.
 struct TrainState : ScheduleState {  // learning rate, best figure, plateau and early-stopping counts
@@ -92,10 +104,11 @@ struct CheckpointInfo {
   CheckpointMeta meta;
 };
 
-// Parses checkpoint bytes: header (magic, version, size, checksum), archive,
-// config and tokenizer entries. `origin` names the source in errors. Throws
-// nmt::Error with a hint for anything malformed or damaged; never crashes on
-// arbitrary bytes.
+// Parses checkpoint bytes: header (magic, version, size, checksum), tensor
+// layout, config, every weight's shape against it, tokenizers, training
+// state. `origin` names the source in errors. Throws nmt::Error with a hint
+// for anything malformed, damaged or of an older format; never crashes on
+// arbitrary bytes and never allocates much more than their size.
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin);
 
 // What `path` holds, for people ("nmt-translate --info"): format version,
@@ -135,8 +148,29 @@ struct ReleaseResult {
 // was).
 ReleaseResult release_checkpoint(const std::string& in, const std::string& out);
 
+// What a convert_checkpoint() did.
+struct ConvertResult {
+  uint32_t from_version = 0;  // the input's format
+  bool resumable = false;     // the input held optimizer and training state, and so does the output
+  int64_t step = -1;          // their training step (-1: none)
+  uint64_t in_bytes = 0, out_bytes = 0;
+};
+
+// Writes to `out` (atomically) checkpoint `in` of format 1 or 2 in the
+// current format: model, tokenizers and, when `in` has them, optimizer and
+// training state. `in` is read by read_legacy_checkpoint(), which runs
+// nothing from the file; its weights are checked against its config as a
+// load checks them, and the output is parsed back before it is kept.
+// Throws nmt::UsageError when `out` names `in`, nmt::Error when `in` is
+// not a format 1 or 2 checkpoint or is damaged (naming what).
+ConvertResult convert_checkpoint(const std::string& in, const std::string& out);
+
 // Restores the optimizer and returns the training state of a training
-// checkpoint. Throws nmt::Error if `path` holds no training state.
+// checkpoint, each field checked: counts in range, the learning rate finite
+// and positive, the generator state one this LibTorch takes, the optimizer
+// of the run's kind with moments of its parameters' shapes, finite. Throws
+// nmt::Error naming the file and the field, or when `path` holds no
+// training state.
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);
 
 }  // namespace nmt

@@ -841,9 +841,10 @@ void read_state(const Tree& t, const Dict& d, LegacyTrainState& s) {
 
 LegacyCheckpoint read_tree(const Tree& t, Id root) {
   const Dict& top = t.module(root, "the archive");
-  only(t, top, {"config", "src_spm", "tgt_spm", "model", "optimizer", "state"}, "the archive");
+  only(t, top, {"config", "src_spm", "tgt_spm", "model", "optimizer", "state", "meta"}, "the archive");
   LegacyCheckpoint c;
   c.config = t.str(t.get(top, "config", "the archive"), "config");
+  if (const auto id = Tree::find(top, "meta")) c.meta = t.str(*id, "meta");
   c.src_spm = t.str(t.get(top, "src_spm", "the archive"), "src_spm");
   c.tgt_spm = t.str(t.get(top, "tgt_spm", "the archive"), "tgt_spm");
   read_weights(t, t.module(t.get(top, "model", "the archive"), "model"), c);

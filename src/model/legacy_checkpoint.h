@@ -64,6 +64,7 @@ struct LegacyTrainState {
 // and own their memory.
 struct LegacyCheckpoint {
   std::string config;   // ModelOptions text, not parsed here
+  std::string meta;     // JSON text of who wrote the file (CheckpointMeta); "" when absent
   std::string src_spm;  // SentencePiece model bytes, source side
   std::string tgt_spm;  // target side
   std::map<std::string, torch::Tensor> weights;  // by named_parameters()/named_buffers() key

@@ -273,13 +273,20 @@ void Trainer::init_optimizer(bool resuming) {
     state_ = load_train_state(resume_path_, *optimizer_, device_);
     set_learning_rate(*optimizer_, state_.learning_rate);
     restore_rng();
+  }
+  batches_ = plan_batches(train_, plan_options(), static_cast<uint64_t>(state_.seed));
+  const int64_t per_epoch = static_cast<int64_t>(batches_.size());
+  if (resuming) {
+    if (state_.batch_in_epoch > per_epoch)
+      throw Error(located(resume_path_, 0, "training state field 'batch_in_epoch' is " +
+                                               std::to_string(state_.batch_in_epoch) + ", past the " +
+                                               std::to_string(per_epoch) + " batches of an epoch of this data "
+                                               "(were the training data or batch options changed?)"));
     if (static_cast<uint64_t>(state_.seed) != opt_.seed)
       spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
     spdlog::info("resumed from {}/last.ckpt at step {}, epoch {}, batch {}", opt_.output_dir, state_.step,
                  state_.epoch, state_.batch_in_epoch);
   }
-  batches_ = plan_batches(train_, plan_options(), static_cast<uint64_t>(state_.seed));
-  const int64_t per_epoch = static_cast<int64_t>(batches_.size());
   total_steps_ = opt_.max_epochs * ((per_epoch + world() - 1) / world());
   if (opt_.max_steps > 0) total_steps_ = std::min(total_steps_, opt_.max_steps);
   elapsed0_ = state_.elapsed_seconds;
