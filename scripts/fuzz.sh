@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UBSan) and fuzzes
 # each parser of untrusted input for a while: corpus/TSV reader, gold
-# alignment reader, model config, checkpoint header and archive, and the
+# alignment reader, model config, checkpoint body (past its checksum), the
 # reader of old checkpoints that runs no code in them.
 #   scripts/fuzz.sh [seconds per target]      (default 60)
 # Crashes are saved under build-fuzz/artifacts/; turn each into a unit test.
@@ -26,7 +26,7 @@ if [[ ! -f $seeds/checkpoint/tiny.ckpt ]]; then
   "$b/nmt-train" --train-src data/demo/valid.src --train-tgt data/demo/valid.tgt -o "$b/seed-model" \
     --vocab-size 200 --emb-dim 8 --enc-hidden 8 --dec-hidden 16 --attn-dim 8 --max-steps 2 --valid-every 0 \
     --keep-checkpoints 0 --threads 1 2>/dev/null
-  cp "$b/seed-model/last.ckpt" "$seeds/checkpoint/tiny.ckpt"
+  tail -c +25 "$b/seed-model/last.ckpt" > "$seeds/checkpoint/tiny.ckpt"  # the body: the target seals it
   rm -rf "$b/seed-model"
 fi
 printf 'src_vocab=200\ntgt_vocab=200\nemb_dim=8\nenc_hidden=8\nenc_layers=1\ndec_hidden=16\nattn_dim=8\nattention=additive\ndropout=0.2\ntie_embeddings=0\n' \
@@ -36,6 +36,7 @@ status=0
 for t in corpus gold config checkpoint legacy_checkpoint; do
   max_len=65536
   [[ $t == legacy_checkpoint ]] && max_len=$(($(stat -c %s "$seeds/legacy_checkpoint/format2-tiny.archive") + 4096))
+  [[ $t == checkpoint ]] && max_len=$(($(stat -c %s "$seeds/checkpoint/tiny.ckpt") + 4096))
   mkdir -p "$b/corpus/$t"
   log=$b/fuzz-$t.log
   if "$b/tests/fuzz/${t}_fuzz" -max_total_time="$secs" -print_final_stats=1 -max_len="$max_len" \
