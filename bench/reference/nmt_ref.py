@@ -154,15 +154,29 @@ class Seq2Seq(nn.Module):
 
 def load_nmt_checkpoint(path):
     """Builds the mirror from an nmt checkpoint: sizes from the weight shapes,
-    weights by name (the archive after the NMTCKPT header is a TorchScript
-    archive that torch.jit.load reads)."""
+    weights by name. After the 24-byte NMTCKPT header (magic, version, body
+    size, CRC-32) the body is in the safetensors layout (src/model/tensor_file.h):
+    a little-endian uint64 N, N bytes of JSON naming each tensor's dtype, shape
+    and byte range, then the bytes; the weights are the tensors "model.*"."""
     data = open(path, "rb").read()
     if data[:8] != b"NMTCKPT\n":
         sys.exit(f"{path}: not an nmt checkpoint")
     version = struct.unpack("<I", data[8:12])[0]
-    archive = torch.jit.load(io.BytesIO(data[24 if version >= 2 else 12:]), map_location="cpu")
-    weights = {k: v for k, v in archive.model.named_parameters()}
-    weights.update({k: v for k, v in archive.model.named_buffers()})
+    if version < 3:
+        sys.exit(f"{path}: checkpoint format {version}; convert it first: nmt-train --convert {path} NEW.ckpt")
+    body = data[24:]
+    n = struct.unpack("<Q", body[:8])[0]
+    header = json.loads(body[8:8 + n])
+    dtypes = {"F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16, "F16": torch.float16,
+              "I64": torch.int64, "U8": torch.uint8}
+    weights = {}
+    for name, e in header.items():
+        if not name.startswith("model."):
+            continue
+        begin, end = e["data_offsets"]
+        raw = bytearray(body[8 + n + begin:8 + n + end])
+        t = torch.frombuffer(raw, dtype=dtypes[e["dtype"]]) if raw else torch.empty(0, dtype=dtypes[e["dtype"]])
+        weights[name[len("model."):]] = t.reshape(e["shape"]).float()
     z = Sizes(src_vocab=weights["encoder.embed.weight"].shape[0], tgt_vocab=weights["decoder.embed.weight"].shape[0],
               emb=weights["encoder.embed.weight"].shape[1], enc_hidden=weights["encoder.init.weight"].shape[1],
               dec_hidden=weights["encoder.init.weight"].shape[0], attn=weights["decoder.attention.W.weight"].shape[0],
