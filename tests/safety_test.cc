@@ -235,6 +235,58 @@ TEST(SafetyTest, TrainRemovesTemporaryFilesOfRunsThatAreGone) {
   EXPECT_NE(r.err.find("removed 1 temporary file of an earlier run"), std::string::npos) << r.err;
 }
 
+// The names in `dir`, sorted.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A folder that holds checkpoints of an earlier run but no last.ckpt (a
+// user deleted it) is not taken for a new run: best.ckpt, the logs and the
+// step checkpoints would be replaced, appended to and rotated away. Without
+// --resume: one line with the choices; with --resume: the run goes on from
+// the newest step checkpoint. Only the names nmt writes are step
+// checkpoints: a user's step-final.ckpt, backup copy or 20-digit step is
+// neither read as one nor removed by the rotation.
+TEST(SafetyTest, AFolderWithCheckpointsOfAnEarlierRunIsNeverReusedSilently) {
+  const auto dir = temp_dir("safe_reuse");
+  const auto out = dir + "/run";
+  auto r = run("nmt-train", joined(train_argv(dir, out, 10)), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(out + "/step-10.ckpt")) << r.err;
+  const std::vector<std::string> mine = {"step-final.ckpt", "step-1 (copy).ckpt", "step-007.ckpt",
+                                         "step-99999999999999999999.ckpt", "step-+3.ckpt"};
+  for (const auto& name : mine) write_bytes(out + "/" + name, "mine");
+  fs::remove(out + "/last.ckpt");
+  const std::string best = read_bytes(out + "/best.ckpt"), metrics = read_bytes(out + "/metrics.jsonl");
+  const std::string log = read_bytes(out + "/train.log");
+  const auto before = names_in(out);
+
+  r = run("nmt-train", joined(train_argv(dir, out, 15)), dir);
+  expect_one_line_error(r, {out + ": already holds checkpoints of an earlier run", "best.ckpt", "step-10.ckpt",
+                            "use --resume to continue it from step-10.ckpt", "or choose another --output"});
+  EXPECT_EQ(names_in(out), before);
+  EXPECT_EQ(read_bytes(out + "/best.ckpt"), best);
+  EXPECT_EQ(read_bytes(out + "/metrics.jsonl"), metrics);
+  EXPECT_EQ(read_bytes(out + "/train.log"), log);
+
+  // --resume continues from the newest step checkpoint and says so; the
+  // rotation (--keep-checkpoints 1) removes nmt's older step files only.
+  r = run("nmt-train", joined(train_argv(dir, out, 15)) + " --resume --keep-checkpoints 1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("holds no last.ckpt: resuming from step-10.ckpt, its newest step checkpoint"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("resumed from " + out + "/step-10.ckpt at step 10"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("training finished (max_steps): 15 steps"), std::string::npos) << r.err;
+  for (const auto& name : mine) EXPECT_EQ(read_bytes(out + "/" + name), "mine") << name;
+  EXPECT_TRUE(fs::exists(out + "/step-15.ckpt"));
+  EXPECT_FALSE(fs::exists(out + "/step-10.ckpt"));
+  EXPECT_FALSE(fs::exists(out + "/step-5.ckpt"));
+  EXPECT_TRUE(fs::exists(out + "/last.ckpt"));
+}
+
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
 // in a subshell of its own), stderr through a pipe so the log is not limited.
 Result run_on_a_full_disk(const std::string& exe, const std::string& args, const std::string& dir) {

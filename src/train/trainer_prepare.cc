@@ -145,7 +145,7 @@ bool Trainer::claim_output() {
 
 void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
   if (is_main() && resuming) {
-    resume_path_ = folder_.path("last.ckpt");
+    resume_path_ = folder_.resume_checkpoint();  // last.ckpt, or the newest checkpoint when it is missing
     auto loaded = load_checkpoint(resume_path_, device_);
     for (const auto& f : opt_.explicit_model_fields)
       if (model_opt_.field(f) != loaded.options.field(f))
@@ -275,8 +275,8 @@ void Trainer::init_optimizer(bool resuming) {
     restore_rng();
     if (static_cast<uint64_t>(state_.seed) != opt_.seed)
       spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
-    spdlog::info("resumed from {}/last.ckpt at step {}, epoch {}, batch {}", opt_.output_dir, state_.step,
-                 state_.epoch, state_.batch_in_epoch);
+    spdlog::info("resumed from {} at step {}, epoch {}, batch {}", is_main() ? folder_.resume_checkpoint() : resume_path_,
+                 state_.step, state_.epoch, state_.batch_in_epoch);
   }
   batches_ = plan_batches(train_, plan_options(), static_cast<uint64_t>(state_.seed));
   const int64_t per_epoch = static_cast<int64_t>(batches_.size());
