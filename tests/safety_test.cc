@@ -287,6 +287,27 @@ TEST(SafetyTest, AFolderWithCheckpointsOfAnEarlierRunIsNeverReusedSilently) {
   EXPECT_TRUE(fs::exists(out + "/last.ckpt"));
 }
 
+// An error quotes at most the start of a huge value or path (a config
+// file's 10 MB value, a 10 MB path), and still names the file and problem.
+TEST(SafetyTest, ErrorsQuoteOnlyTheStartOfAHugeValue) {
+  const auto dir = temp_dir("safe_huge_value");
+  nmt::test::write_toy_corpus(dir, 20, 5);
+  const std::string huge(10 << 20, 'a');
+  write_lines(dir + "/decoder.toml", {"decoder = \"" + huge + "\""});
+  auto r = run("nmt-train", "-c " + quote(dir + "/decoder.toml") + " -o " + quote(dir + "/run"), dir);
+  expect_one_line_error(r, {dir + "/decoder.toml:1:1: decoder: unknown decoder 'aaaa", "... (10485760 bytes)",
+                            "expected bahdanau or cgru"},
+                        nmt::test::kExitUsage);
+  EXPECT_LT(r.err.size(), 2000u);
+  const std::string missing = dir + "/" + huge;
+  write_lines(dir + "/path.toml", {"train-src = \"" + missing + "\"", "train-tgt = \"" + dir + "/train.tgt\"",
+                                   "output = \"" + dir + "/run\""});
+  r = run("nmt-train", "-c " + quote(dir + "/path.toml"), dir);
+  expect_one_line_error(r, {dir + "/aaaa", "... (" + std::to_string(missing.size()) + " bytes): cannot open"});
+  EXPECT_LT(r.err.size(), 2000u);
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+}
+
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
 // in a subshell of its own), stderr through a pipe so the log is not limited.
 Result run_on_a_full_disk(const std::string& exe, const std::string& args, const std::string& dir) {

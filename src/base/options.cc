@@ -65,7 +65,7 @@ void RuntimeOptions::validate() const {
 
 void TokenizerOptions::validate() const {
   if (model_type != "unigram" && model_type != "bpe")
-    throw UsageError("--spm-type must be unigram or bpe, got '" + model_type + "'");
+    throw UsageError("--spm-type must be unigram or bpe, got '" + excerpt(model_type) + "'");
   check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
   check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
   check::in_range("--spm-sentences", input_sentence_size, 1);
