@@ -308,6 +308,31 @@ TEST(SafetyTest, ErrorsQuoteOnlyTheStartOfAHugeValue) {
   EXPECT_FALSE(fs::exists(dir + "/run"));
 }
 
+// Old Mac text (CR alone ends each line) is named with its cause and the
+// command that converts it, before SentencePiece sees one giant line.
+TEST(SafetyTest, CrOnlyLineEndingsAreNamedWithTheirFix) {
+  const auto dir = temp_dir("safe_cr");
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(50, 1, &s, &t);
+  std::string src, tgt;
+  for (size_t i = 0; i < s.size(); ++i) src += s[i] + "\r", tgt += t[i] + "\r";
+  write_bytes(dir + "/cr.src", src);
+  write_bytes(dir + "/cr.tgt", tgt);
+  auto r = run("nmt-train", "--train-src " + quote(dir + "/cr.src") + " --train-tgt " + quote(dir + "/cr.tgt") + " -o " +
+                                quote(dir + "/run") + " --max-steps 1 --threads 1",
+               dir);
+  expect_one_line_error(r, {dir + "/cr.src: line endings are CR only (old Mac)",
+                            "tr '\\r' '\\n' < " + dir + "/cr.src > " + dir + "/cr.src.lf"});
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+  // CRLF stays accepted.
+  src.clear(), tgt.clear();
+  for (size_t i = 0; i < s.size(); ++i) src += s[i] + "\r\n", tgt += t[i] + "\r\n";
+  write_bytes(dir + "/crlf.src", src);
+  write_bytes(dir + "/crlf.tgt", tgt);
+  r = run("nmt-translate", model_args() + " -i " + quote(dir + "/crlf.src"), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
 // in a subshell of its own), stderr through a pipe so the log is not limited.
 Result run_on_a_full_disk(const std::string& exe, const std::string& args, const std::string& dir) {
