@@ -333,6 +333,21 @@ TEST(SafetyTest, CrOnlyLineEndingsAreNamedWithTheirFix) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// --seed takes one range, 0 to 2^63 - 1, from flags and config files alike:
+// a run's own config.toml always reads back.
+TEST(SafetyTest, SeedHasOneRangeForFlagsAndConfigFiles) {
+  const auto dir = temp_dir("safe_seed");
+  nmt::test::write_toy_corpus(dir, 20, 5);
+  const std::string base = "--train-src " + quote(dir + "/train.src") + " --train-tgt " + quote(dir + "/train.tgt") +
+                           " -o " + quote(dir + "/run") + " --max-steps 1 --threads 1 ";
+  auto r = run("nmt-train", base + "--seed -1", dir);
+  expect_one_line_error(r, {"--seed must be at least 0, got -1"}, nmt::test::kExitUsage);
+  write_lines(dir + "/seed.toml", {"seed = -1"});
+  r = run("nmt-train", base + "-c " + quote(dir + "/seed.toml"), dir);
+  expect_one_line_error(r, {"--seed must be at least 0, got -1"}, nmt::test::kExitUsage);
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+}
+
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
 // in a subshell of its own), stderr through a pipe so the log is not limited.
 Result run_on_a_full_disk(const std::string& exe, const std::string& args, const std::string& dir) {

@@ -119,6 +119,7 @@ void TrainOptions::validate() const {
   in_range("--max-minutes", max_minutes, 0.0, kNoLimit);
   in_range("--early-stopping", early_stopping, 0);
   in_range("--max-bad-steps", max_bad_steps, 1);
+  in_range("--seed", seed, 0);
   in_range("--log-every", log_every, 0);
   in_range("--valid-every", valid_every, 0);
   in_range("--keep-checkpoints", keep_checkpoints, 0);

@@ -179,7 +179,7 @@ struct TrainOptions {
   int64_t early_stopping = 5;
   int64_t max_bad_steps = 10;
   StopMetric stop_metric = StopMetric::kBleu;
-  uint64_t seed = 1;
+  int64_t seed = 1;  // 0 .. INT64_MAX (validate()), what config files and checkpoints hold
   bool resume = false;
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
   // CPU: the matrix products of forward and backward in bfloat16 (LibTorch's

@@ -40,7 +40,7 @@ void Trainer::prepare() {
     spdlog::warn("--bf16: this CPU has no bfloat16 units (AVX512-BF16, AMX): its products are emulated, slower than float");
   if (device_.is_cpu() && !opt_.fixed_threads && threads_ > 1) governor_ = std::make_unique<ThreadGovernor>(threads_);
   join_group();
-  torch::manual_seed(opt_.seed);
+  torch::manual_seed(static_cast<uint64_t>(opt_.seed));
   std::error_code ec;
   started_in_ = fs::current_path(ec).string();
   const bool resuming = claim_output();
@@ -79,7 +79,7 @@ void Trainer::prepare() {
     spdlog::warn("--batch-parts {} ignored: {} each batch trains whole", opt_.batch_parts, whole);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
-    torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(rank()));
+    torch::manual_seed(static_cast<uint64_t>(opt_.seed) + 1000003ULL * static_cast<uint64_t>(rank()));
     if (!resume_path_.empty()) fs::remove(resume_path_);
     return;  // no files, metrics or logs of their own
   }
@@ -268,12 +268,12 @@ void Trainer::init_data(ParallelCorpus train, ParallelCorpus valid) {
 void Trainer::init_optimizer(bool resuming) {
   optimizer_ = make_optimizer(opt_, model_->parameters());
   state_.learning_rate = opt_.learning_rate;
-  state_.seed = static_cast<int64_t>(opt_.seed);
+  state_.seed = opt_.seed;
   if (resuming) {
     state_ = load_train_state(resume_path_, *optimizer_, device_);
     set_learning_rate(*optimizer_, state_.learning_rate);
     restore_rng();
-    if (static_cast<uint64_t>(state_.seed) != opt_.seed)
+    if (state_.seed != opt_.seed)
       spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
     spdlog::info("resumed from {} at step {}, epoch {}, batch {}", is_main() ? folder_.resume_checkpoint() : resume_path_,
                  state_.step, state_.epoch, state_.batch_in_epoch);
