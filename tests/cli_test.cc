@@ -1459,4 +1459,22 @@ TEST(CliTest, ReleaseWritesAModelToShip) {
   EXPECT_EQ(r.exit_code, nmt::test::kExitUsage) << r.err;
 }
 
+// --vocab-size is an upper limit: on text with fewer distinct pieces the
+// vocabulary comes out smaller, and a warning says so and why.
+TEST(CliTest, AVocabularySmallerThanAskedIsSaid) {
+  const auto dir = temp_dir("cli_small_vocab");
+  const auto f = nmt::test::write_toy_corpus(dir, 50, 5);
+  const auto r = run("nmt-train", "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " +
+                                      quote(dir + "/run") + " --vocab-size 5000 --max-steps 1 --emb-dim 16 --enc-hidden 16"
+                                      " --dec-hidden 32 --attn-dim 16 --threads 1 --device cpu",
+                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex warning(R"(\[warning\] the source vocabulary has ([0-9]+) pieces, fewer than --vocab-size 5000: )"
+                           R"(its 50 sentences of training text hold no more distinct pieces)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, warning)) << r.err;
+  EXPECT_LT(std::stoi(m[1]), 5000);
+  EXPECT_NE(r.err.find("[warning] the target vocabulary has "), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -53,6 +53,7 @@ class Trainer {
   bool claim_output();  // rank 0 takes the folder; every rank learns whether it resumes
   void init_model(bool resuming, const ParallelCorpus& train);
   void make_tokenizers(const ParallelCorpus& train);
+  void warn_small_vocabulary(const char* side, const Tokenizer& tok, size_t sentences) const;
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);

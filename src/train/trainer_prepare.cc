@@ -184,10 +184,23 @@ void Trainer::make_tokenizers(const ParallelCorpus& train) {
     auto both = train.src;
     both.insert(both.end(), train.tgt.begin(), train.tgt.end());
     src_tok_ = tgt_tok_ = Tokenizer::train(both, tok_opt_);
+    warn_small_vocabulary("shared", src_tok_, train.src.size() + train.tgt.size());
   } else {
     src_tok_ = Tokenizer::train(train.src, tok_opt_);
     tgt_tok_ = Tokenizer::train(train.tgt, tok_opt_);
+    warn_small_vocabulary("source", src_tok_, train.src.size());
+    warn_small_vocabulary("target", tgt_tok_, train.tgt.size());
   }
+}
+
+// --vocab-size is a soft limit (SentencePiece's hard_vocab_limit=false): text
+// with fewer distinct pieces gives a smaller vocabulary, which is said once.
+void Trainer::warn_small_vocabulary(const char* side, const Tokenizer& tok, size_t sentences) const {
+  if (!is_main() || tok.vocab_size() >= tok_opt_.vocab_size) return;
+  spdlog::warn("the {} vocabulary has {}, fewer than --vocab-size {}: its {} of training text hold no more "
+               "distinct pieces (--vocab-size is an upper limit; more text gives more)",
+               side, counted(tok.vocab_size(), "piece"), tok_opt_.vocab_size,
+               counted(static_cast<int64_t>(sentences), "sentence"));
 }
 
 void Trainer::share_from_main(bool resuming) {
