@@ -1477,4 +1477,42 @@ TEST(CliTest, AVocabularySmallerThanAskedIsSaid) {
   EXPECT_NE(r.err.find("[warning] the target vocabulary has "), std::string::npos) << r.err;
 }
 
+// --resume keeps the run's vocabularies: a --vocab-size, --spm-type or
+// --shared-vocab that contradicts them is refused with a hint, as model
+// options are; the run's own config.toml resumes as before.
+TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
+  const auto dir = temp_dir("cli_resume_vocab");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto out = dir + "/run";
+  auto r = run("nmt-train", train_args(f, out) + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string last = read_bytes(out + "/last.ckpt");
+  for (const auto& [flag, parts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"--vocab-size 100", {"was trained with --vocab-size 60 but the options say --vocab-size 100"}},
+           {"--spm-type bpe", {"was trained with --spm-type unigram but the options say --spm-type bpe"}},
+           {"--shared-vocab", {"was trained with --shared-vocab off (a vocabulary for each side)"}}}) {
+    SCOPED_TRACE(flag);
+    std::string args = train_args(f, out);  // with --vocab-size 60, as the run was trained
+    if (flag.rfind("--vocab-size", 0) == 0) args.replace(args.find("--vocab-size 60"), 15, flag);
+    else args += " " + flag;
+    r = run("nmt-train", args + " --max-steps 4 --resume", dir);
+    auto want = parts;
+    want.push_back(out + "/last.ckpt: ");
+    want.push_back("drop that option");
+    expect_one_line_error(r, want);
+    EXPECT_EQ(read_bytes(out + "/last.ckpt"), last);
+  }
+  r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 3", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("training finished (max_steps): 3 steps"), std::string::npos) << r.err;
+  // Resumed without tokenizer options, config.toml keeps the run's (not the defaults).
+  r = run("nmt-train", "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " + quote(out) +
+                           " --threads 1 --device cpu --resume --max-steps 4",
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_bytes(out + "/config.toml").find("vocab-size = 60\n"), std::string::npos);
+  r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 5", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace

@@ -204,6 +204,10 @@ struct TrainOptions {
   // Model fields the user set explicitly (e.g. "emb_dim"); on resume each
   // must match the checkpoint's architecture, or training stops with a hint.
   std::vector<std::string> explicit_model_fields;
+  // Tokenizer options the user set explicitly (e.g. "vocab-size"); on resume
+  // --vocab-size, --spm-type and --shared-vocab must match the checkpoint's
+  // vocabularies, or training stops with a hint.
+  std::vector<std::string> explicit_tokenizer_fields;
   // The command line that started the run, quoted for a shell (the app
   // fills it; "" through the library): recorded in the run folder's
   // config.toml and train.log, and in each checkpoint.

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "base/blas_kernels.h"
 #include "base/config.h"
@@ -152,6 +154,7 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
         throw Error(located(resume_path_, 0, "was trained with " + f + "=" + loaded.options.field(f) +
                                                  " but the options say " + f + "=" + model_opt_.field(f) +
                                                  "; drop that option to resume, or train into a new --output"));
+    check_tokenizer_options(loaded);
     model_opt_ = loaded.options;
     if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
       throw Error(located(resume_path_, 0, "has an alignment head, which is trained only by guided alignment: "
@@ -171,6 +174,55 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
   if (comm_) share_from_main(resuming);
   spdlog::info("vocabularies: source {}, target {}", counted(src_tok_.vocab_size(), "piece"),
                counted(tgt_tok_.vocab_size(), "piece"));
+}
+
+// The vocabularies of a run are fixed by its first start: a resumed run uses
+// the checkpoint's, and an option given to change them is refused, as a
+// model option is. What is certain comes from the checkpoint: the model type
+// SentencePiece records, and the number of pieces (a tiny corpus yields
+// fewer than asked, so more pieces than --vocab-size mean another size was
+// asked; SentencePiece records the size it reached, not the one asked). The
+// size asked for, and --shared-vocab off against one vocabulary for both
+// sides (identical text on both sides gives that too), come from the run's
+// config.toml, which each start writes with the run's values.
+void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
+  const auto given = [&](const char* name) {
+    return std::find(opt_.explicit_tokenizer_fields.begin(), opt_.explicit_tokenizer_fields.end(), name) !=
+           opt_.explicit_tokenizer_fields.end();
+  };
+  const auto refuse = [&](const std::string& was, const std::string& now) {
+    throw Error(located(resume_path_, 0, "was trained with " + was + " but the options say " + now +
+                                             "; a resumed run keeps its vocabularies: drop that option (or set it as "
+                                             "the run's config.toml has it) to resume, or train into a new --output"));
+  };
+  const int64_t pieces = std::max(loaded.src_tok.vocab_size(), loaded.tgt_tok.vocab_size());
+  const bool trained = tok_opt_.src_model.empty();  // by nmt-train (not --src-spm): --vocab-size and --spm-type made them
+  std::optional<TokenizerOptions> recorded;  // the run's config.toml, when it reads and fits the checkpoint
+  try {
+    TokenizerOptions t;
+    ConfigFile::read(folder_.path("config.toml")).apply(t);
+    if (!trained || t.vocab_size >= pieces) recorded = t;
+  } catch (const Error&) {
+  }
+  const bool two = loaded.src_tok.bytes() != loaded.tgt_tok.bytes();
+  if (given("shared-vocab") && tok_opt_.shared && two) refuse("--shared-vocab off (a vocabulary for each side)", "on");
+  if (given("shared-vocab") && !tok_opt_.shared && !two && recorded && recorded->shared)
+    refuse("--shared-vocab (one vocabulary for both sides)", "--shared-vocab off");
+  const std::string type = loaded.src_tok.model_type();
+  if (trained && given("spm-type") && !type.empty() && type != tok_opt_.model_type)
+    refuse("--spm-type " + type, "--spm-type " + tok_opt_.model_type);
+  if (trained && given("vocab-size")) {
+    if (pieces > tok_opt_.vocab_size)
+      refuse("a vocabulary of " + counted(pieces, "piece") + " (its config.toml: --vocab-size " +
+                 (recorded ? std::to_string(recorded->vocab_size) : std::string("unknown")) + ")",
+             "--vocab-size " + std::to_string(tok_opt_.vocab_size));
+    if (recorded && recorded->vocab_size != tok_opt_.vocab_size)
+      refuse("--vocab-size " + std::to_string(recorded->vocab_size), "--vocab-size " + std::to_string(tok_opt_.vocab_size));
+  }
+  // config.toml goes on recording what made the vocabularies, not this start's defaults.
+  if (!given("spm-type") && (type == "unigram" || type == "bpe")) tok_opt_.model_type = type;
+  if (!given("vocab-size") && recorded) tok_opt_.vocab_size = recorded->vocab_size;
+  if (!given("shared-vocab")) tok_opt_.shared = !two && (recorded ? recorded->shared : tok_opt_.shared);
 }
 
 void Trainer::make_tokenizers(const ParallelCorpus& train) {
