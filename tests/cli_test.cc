@@ -1515,4 +1515,29 @@ TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
+// --reverse-model must translate back: a model of -m's own direction (the
+// same file, or one trained the same way) is refused, naming the file and
+// why; the model trained the other way is taken.
+TEST(CliTest, AlignRefusesAReverseModelOfTheForwardDirection) {
+  const auto dir = temp_dir("cli_reverse_dir");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  auto r = run("nmt-train", train_args(f, dir + "/fwd") + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nmt::test::ToyFiles back{f.train_tgt, f.train_src, f.valid_tgt, f.valid_src};
+  r = run("nmt-train", train_args(back, dir + "/rev") + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("nmt-train", train_args(f, dir + "/fwd2") + " --max-steps 2 --seed 5", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string pair = " --src " + quote(f.valid_src) + " --tgt " + quote(f.valid_tgt) +
+                           " --symmetrize intersection --format pharaoh --threads 1 -m " + quote(dir + "/fwd/best.ckpt");
+  for (const std::string& wrong : {dir + "/fwd/best.ckpt", dir + "/fwd2/best.ckpt"}) {
+    r = run("nmt-align", pair + " --reverse-model " + quote(wrong), dir);
+    expect_one_line_error(r, {wrong + ": translates in the direction of -m " + dir + "/fwd/best.ckpt, not back",
+                              "--reverse-model takes the model trained from -m's target language"});
+  }
+  r = run("nmt-align", pair + " --reverse-model " + quote(dir + "/rev/best.ckpt"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 5u) << r.out;
+}
+
 }  // namespace

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -203,6 +205,42 @@ class IbmPairAligner : public PairAligner {
   std::unique_ptr<WordAligner> fwd_, rev_;
 };
 
+// The pieces of a vocabulary, its reserved ones (pad, unk, bos, eos) left out.
+std::set<std::string> vocabulary(const Tokenizer& tok) {
+  std::set<std::string> out;
+  for (int64_t id = kEosId + 1; id < tok.vocab_size(); ++id) out.insert(tok.piece(id));
+  return out;
+}
+
+// |a and b| / |a or b|: 1 for the same pieces, 0 for none in common.
+double shared_share(const std::set<std::string>& a, const std::set<std::string>& b) {
+  size_t both = 0;
+  for (const auto& p : a) both += b.count(p);
+  const size_t either = a.size() + b.size() - both;
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
+// Throws nmt::Error when the model of --reverse-model translates in the
+// direction of -m rather than back: its source vocabulary is nearer -m's
+// source vocabulary than -m's target one, and its target nearer -m's target.
+// (Two models trained apart have vocabularies of their own, so they are
+// compared by the pieces they share.) Models with one vocabulary for both
+// sides cannot tell the directions apart and pass.
+void check_reverse_direction(const AlignRunOptions& opt, const Translator& fwd, const Translator& rev) {
+  if (fwd.src_tokenizer().bytes() == fwd.tgt_tokenizer().bytes()) return;
+  const auto fs = vocabulary(fwd.src_tokenizer()), ft = vocabulary(fwd.tgt_tokenizer());
+  const auto rs = vocabulary(rev.src_tokenizer()), rt = vocabulary(rev.tgt_tokenizer());
+  const double src_same = shared_share(rs, fs), src_back = shared_share(rs, ft);
+  const double tgt_same = shared_share(rt, ft), tgt_back = shared_share(rt, fs);
+  if (!(src_same > src_back && tgt_same > tgt_back)) return;
+  const auto pct = [](double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; };
+  throw Error(located(opt.reverse_model, 0,
+                      "translates in the direction of -m " + excerpt(opt.model_path) + ", not back: its source "
+                      "vocabulary shares " + pct(src_same) + " of its pieces with -m's source vocabulary and " +
+                      pct(src_back) + " with -m's target one; --reverse-model takes the model trained from -m's "
+                      "target language to its source language"));
+}
+
 // A model's attention, forced (given target) or free, optionally combined
 // with a reverse model's.
 class AttentionPairAligner : public PairAligner {
@@ -210,7 +248,10 @@ class AttentionPairAligner : public PairAligner {
   explicit AttentionPairAligner(const AlignRunOptions& opt) : opt_(opt) {
     const auto device = start_runtime(opt.runtime);
     forward_ = std::make_unique<Translator>(load_checkpoint(opt.model_path, device));
-    if (!opt.reverse_model.empty()) reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+    if (!opt.reverse_model.empty()) {
+      reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+      check_reverse_direction(opt, *forward_, *reverse_);
+    }
   }
   bool has_reverse() const { return reverse_ != nullptr; }
   PairAlignment align(const std::string& src, const std::string& tgt) override {
