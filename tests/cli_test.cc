@@ -1540,4 +1540,27 @@ TEST(CliTest, AlignRefusesAReverseModelOfTheForwardDirection) {
   EXPECT_EQ(lines_of(r.out).size(), 5u) << r.out;
 }
 
+// A shorter run into an --output-dir of an earlier one removes the earlier
+// run's per-pair files beyond its own, and says so; files that are not
+// named as nmt names them stay.
+TEST(CliTest, AlignOutputDirHoldsOnlyThisRunsPairs) {
+  const auto dir = temp_dir("cli_stale_pairs");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto m = " -m " + quote(nmt::test::trained_toy_checkpoint()) + " --threads 1 --tgt " + quote(f.valid_tgt);
+  const auto pairs = dir + "/pairs";
+  auto r = run("nmt-align", m + " --src " + quote(f.valid_src) + " --output-dir " + quote(pairs), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"0001.csv", "0003.csv", "0005.csv"}) EXPECT_TRUE(fs::exists(pairs + "/" + name)) << name;
+  const std::vector<std::string> mine = {"notes.csv", "0004 (copy).csv", "12.csv", "00004.csv", "0004.txt"};
+  for (const auto& name : mine) write_bytes(pairs + "/" + name, "mine");
+  r = run("nmt-align", m + " --src " + quote(f.valid_src) + " --max-pairs 2 --output-dir " + quote(pairs), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(pairs + ": removed 3 per-pair files of an earlier, longer run (0003.csv .. 0005.csv)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(pairs + "/0002.csv"));
+  for (const char* name : {"0003.csv", "0004.csv", "0005.csv"}) EXPECT_FALSE(fs::exists(pairs + "/" + name)) << name;
+  for (const auto& name : mine) EXPECT_EQ(read_bytes(pairs + "/" + name), "mine") << name;
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -336,8 +337,15 @@ class AlignmentSink {
         break;
     }
   }
-  void commit() {
+  // Replaces the output file, then removes the per-pair files an earlier,
+  // longer run left in --output-dir and --heatmap beyond the `pairs` this run
+  // wrote, so that the folder holds this run's pairs alone.
+  void commit(size_t pairs) {
     if (out_) out_->commit();
+    const bool per_pair = !opt_.output_dir.empty() && (opt_.format == AlignFormat::kCsv ||
+                                                       opt_.format == AlignFormat::kTidy || opt_.format == AlignFormat::kSvg);
+    if (per_pair) remove_stale(opt_.output_dir, opt_.format == AlignFormat::kSvg ? ".svg" : ".csv", pairs);
+    if (!opt_.heatmap_dir.empty()) remove_stale(opt_.heatmap_dir, ".svg", pairs);
   }
 
  private:
@@ -345,6 +353,38 @@ class AlignmentSink {
     std::ostringstream name;
     name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
     return name.str();
+  }
+  // The pair number of a file name numbered() writes with `ext` ("0012.csv":
+  // 12), or 0 for any other name ("12.csv", "0012 (copy).csv", "notes.csv").
+  static uint64_t pair_number(const std::string& name, const std::string& ext) {
+    if (name.size() <= ext.size() || name.compare(name.size() - ext.size(), ext.size(), ext) != 0) return 0;
+    const std::string stem = name.substr(0, name.size() - ext.size());
+    uint64_t k = 0;
+    const auto [end, ec] = std::from_chars(stem.data(), stem.data() + stem.size(), k);
+    if (ec != std::errc() || end != stem.data() + stem.size() || k == 0) return 0;
+    std::ostringstream again;
+    again << std::setw(4) << std::setfill('0') << k;
+    return again.str() == stem ? k : 0;
+  }
+  // Removes the regular files of `dir` named as pairs after the first `pairs`
+  // (never links, folders or other names), and says so. Never throws.
+  static void remove_stale(const std::string& dir, const std::string& ext, size_t pairs) {
+    std::vector<std::pair<uint64_t, std::string>> stale;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const uint64_t k = pair_number(name, ext);
+      std::error_code type_ec;
+      if (k > pairs && it->symlink_status(type_ec).type() == std::filesystem::file_type::regular)
+        stale.emplace_back(k, name);
+    }
+    if (stale.empty()) return;
+    std::sort(stale.begin(), stale.end());
+    int64_t removed = 0;
+    for (const auto& [k, name] : stale) removed += std::filesystem::remove(dir + "/" + name, ec) ? 1 : 0;
+    spdlog::info("{}: removed {} of an earlier, longer run ({} .. {}); the folder holds the {} of this run", dir,
+                 counted(removed, "per-pair file"), stale.front().second, stale.back().second,
+                 counted(static_cast<int64_t>(pairs), "pair"));
   }
   static std::string svg(const AttentionMatrix& m, const std::string& title) {
     std::ostringstream s;
@@ -429,7 +469,7 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     if (!gold.empty()) hard.push_back(a.links);
     sink.write(k, a);
   }
-  sink.commit();
+  sink.commit(pairs.src.size());
   AerScore score;
   if (!gold.empty()) {
     score = alignment_error_rate(hard, gold);
