@@ -205,9 +205,10 @@ void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
   } catch (const Error&) {
   }
   const bool two = loaded.src_tok.bytes() != loaded.tgt_tok.bytes();
-  if (given("shared-vocab") && tok_opt_.shared && two) refuse("--shared-vocab off (a vocabulary for each side)", "on");
+  if (given("shared-vocab") && tok_opt_.shared && two)
+    refuse("--shared-vocab off (a vocabulary for each side)", "--shared-vocab");
   if (given("shared-vocab") && !tok_opt_.shared && !two && recorded && recorded->shared)
-    refuse("--shared-vocab (one vocabulary for both sides)", "--shared-vocab off");
+    refuse("--shared-vocab (one vocabulary for both sides)", "--shared-vocab=false");
   const std::string type = loaded.src_tok.model_type();
   if (trained && given("spm-type") && !type.empty() && type != tok_opt_.model_type)
     refuse("--spm-type " + type, "--spm-type " + tok_opt_.model_type);
