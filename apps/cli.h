@@ -165,7 +165,7 @@ class Tool {
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app_.exit(e);  // --help, --version: printed, exit 0
       // One line, like every other error: the option and the problem.
-      std::fprintf(stderr, "%s: error: %s (see --help)\n", name_, e.what());
+      std::fprintf(stderr, "%s: error: %s (see --help)\n", name_, bounded_message(e.what()).c_str());
       return kExitUsage;
     }
     if (const std::string c = binder_.conflict(); !c.empty()) {
@@ -204,9 +204,9 @@ class Tool {
         if (!o->get_group().empty())
           for (const auto& n : o->get_lnames()) names.push_back(n);
       const std::string best = nearest_name(name, names);
-      return "unknown option '" + flag + "'" + (best.empty() ? "" : " (did you mean '--" + best + "'?)");
+      return "unknown option '" + excerpt(flag) + "'" + (best.empty() ? "" : " (did you mean '--" + best + "'?)");
     }
-    return "unexpected argument '" + (extras.empty() ? std::string() : extras.front()) +
+    return "unexpected argument '" + excerpt(extras.empty() ? std::string() : extras.front()) +
            "': options take the form --name VALUE";
   }
 

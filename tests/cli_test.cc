@@ -1460,4 +1460,108 @@ TEST(CliTest, ReleaseWritesAModelToShip) {
   EXPECT_EQ(r.exit_code, nmt::test::kExitUsage) << r.err;
 }
 
+// --vocab-size is an upper limit: on text with fewer distinct pieces the
+// vocabulary comes out smaller, and a warning says so and why.
+TEST(CliTest, AVocabularySmallerThanAskedIsSaid) {
+  const auto dir = temp_dir("cli_small_vocab");
+  const auto f = nmt::test::write_toy_corpus(dir, 50, 5);
+  const auto r = run("nmt-train", "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " +
+                                      quote(dir + "/run") + " --vocab-size 5000 --max-steps 1 --emb-dim 16 --enc-hidden 16"
+                                      " --dec-hidden 32 --attn-dim 16 --threads 1 --device cpu",
+                     dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex warning(R"(\[warning\] the source vocabulary has ([0-9]+) pieces, fewer than --vocab-size 5000: )"
+                           R"(its 50 sentences of training text hold no more distinct pieces)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, warning)) << r.err;
+  EXPECT_LT(std::stoi(m[1]), 5000);
+  EXPECT_NE(r.err.find("[warning] the target vocabulary has "), std::string::npos) << r.err;
+}
+
+// --resume keeps the run's vocabularies: a --vocab-size, --spm-type or
+// --shared-vocab that contradicts them is refused with a hint, as model
+// options are; the run's own config.toml resumes as before.
+TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
+  const auto dir = temp_dir("cli_resume_vocab");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto out = dir + "/run";
+  auto r = run("nmt-train", train_args(f, out) + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string last = read_bytes(out + "/last.ckpt");
+  for (const auto& [flag, parts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"--vocab-size 100", {"was trained with --vocab-size 60 but the options say --vocab-size 100"}},
+           {"--spm-type bpe", {"was trained with --spm-type unigram but the options say --spm-type bpe"}},
+           {"--shared-vocab", {"was trained with --shared-vocab off (a vocabulary for each side)"}}}) {
+    SCOPED_TRACE(flag);
+    std::string args = train_args(f, out);  // with --vocab-size 60, as the run was trained
+    if (flag.rfind("--vocab-size", 0) == 0) args.replace(args.find("--vocab-size 60"), 15, flag);
+    else args += " " + flag;
+    r = run("nmt-train", args + " --max-steps 4 --resume", dir);
+    auto want = parts;
+    want.push_back(out + "/last.ckpt: ");
+    want.push_back("drop that option");
+    expect_one_line_error(r, want);
+    EXPECT_EQ(read_bytes(out + "/last.ckpt"), last);
+  }
+  r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 3", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("training finished (max_steps): 3 steps"), std::string::npos) << r.err;
+  // Resumed without tokenizer options, config.toml keeps the run's (not the defaults).
+  r = run("nmt-train", "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " + quote(out) +
+                           " --threads 1 --device cpu --resume --max-steps 4",
+          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_bytes(out + "/config.toml").find("vocab-size = 60\n"), std::string::npos);
+  r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 5", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// --reverse-model must translate back: a model of -m's own direction (the
+// same file, or one trained the same way) is refused, naming the file and
+// why; the model trained the other way is taken.
+TEST(CliTest, AlignRefusesAReverseModelOfTheForwardDirection) {
+  const auto dir = temp_dir("cli_reverse_dir");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  auto r = run("nmt-train", train_args(f, dir + "/fwd") + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nmt::test::ToyFiles back{f.train_tgt, f.train_src, f.valid_tgt, f.valid_src};
+  r = run("nmt-train", train_args(back, dir + "/rev") + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("nmt-train", train_args(f, dir + "/fwd2") + " --max-steps 2 --seed 5", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string pair = " --src " + quote(f.valid_src) + " --tgt " + quote(f.valid_tgt) +
+                           " --symmetrize intersection --format pharaoh --threads 1 -m " + quote(dir + "/fwd/best.ckpt");
+  for (const std::string& wrong : {dir + "/fwd/best.ckpt", dir + "/fwd2/best.ckpt"}) {
+    r = run("nmt-align", pair + " --reverse-model " + quote(wrong), dir);
+    expect_one_line_error(r, {wrong + ": translates in the direction of -m " + dir + "/fwd/best.ckpt, not back",
+                              "--reverse-model takes the model trained from -m's target language"});
+  }
+  r = run("nmt-align", pair + " --reverse-model " + quote(dir + "/rev/best.ckpt"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 5u) << r.out;
+}
+
+// A shorter run into an --output-dir of an earlier one removes the earlier
+// run's per-pair files beyond its own, and says so; files that are not
+// named as nmt names them stay.
+TEST(CliTest, AlignOutputDirHoldsOnlyThisRunsPairs) {
+  const auto dir = temp_dir("cli_stale_pairs");
+  const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
+  const auto m = " -m " + quote(nmt::test::trained_toy_checkpoint()) + " --threads 1 --tgt " + quote(f.valid_tgt);
+  const auto pairs = dir + "/pairs";
+  auto r = run("nmt-align", m + " --src " + quote(f.valid_src) + " --output-dir " + quote(pairs), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"0001.csv", "0003.csv", "0005.csv"}) EXPECT_TRUE(fs::exists(pairs + "/" + name)) << name;
+  const std::vector<std::string> mine = {"notes.csv", "0004 (copy).csv", "12.csv", "00004.csv", "0004.txt"};
+  for (const auto& name : mine) write_bytes(pairs + "/" + name, "mine");
+  r = run("nmt-align", m + " --src " + quote(f.valid_src) + " --max-pairs 2 --output-dir " + quote(pairs), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(pairs + ": removed 3 per-pair files of an earlier, longer run (0003.csv .. 0005.csv)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(pairs + "/0002.csv"));
+  for (const char* name : {"0003.csv", "0004.csv", "0005.csv"}) EXPECT_FALSE(fs::exists(pairs + "/" + name)) << name;
+  for (const auto& name : mine) EXPECT_EQ(read_bytes(pairs + "/" + name), "mine") << name;
+}
+
 }  // namespace

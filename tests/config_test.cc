@@ -52,7 +52,7 @@ TEST(ConfigTest, ReadsTablesBothSpellingsAndEveryType) {
   EXPECT_EQ(model.dropout, 0.0);  // an integer is a fine number
   EXPECT_DOUBLE_EQ(train.learning_rate, 5e-4);
   EXPECT_EQ(train.max_epochs, 3);
-  EXPECT_EQ(train.seed, 7u);
+  EXPECT_EQ(train.seed, 7);
   EXPECT_EQ(cfg.applied().count("emb-dim"), 1u);
   EXPECT_EQ(cfg.applied().count("batch-tokens"), 0u);
 }

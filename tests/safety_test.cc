@@ -235,6 +235,119 @@ TEST(SafetyTest, TrainRemovesTemporaryFilesOfRunsThatAreGone) {
   EXPECT_NE(r.err.find("removed 1 temporary file of an earlier run"), std::string::npos) << r.err;
 }
 
+// The names in `dir`, sorted.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A folder that holds checkpoints of an earlier run but no last.ckpt (a
+// user deleted it) is not taken for a new run: best.ckpt, the logs and the
+// step checkpoints would be replaced, appended to and rotated away. Without
+// --resume: one line with the choices; with --resume: the run goes on from
+// the newest step checkpoint. Only the names nmt writes are step
+// checkpoints: a user's step-final.ckpt, backup copy or 20-digit step is
+// neither read as one nor removed by the rotation.
+TEST(SafetyTest, AFolderWithCheckpointsOfAnEarlierRunIsNeverReusedSilently) {
+  const auto dir = temp_dir("safe_reuse");
+  const auto out = dir + "/run";
+  auto r = run("nmt-train", joined(train_argv(dir, out, 10)), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(out + "/step-10.ckpt")) << r.err;
+  const std::vector<std::string> mine = {"step-final.ckpt", "step-1 (copy).ckpt", "step-007.ckpt",
+                                         "step-99999999999999999999.ckpt", "step-+3.ckpt"};
+  for (const auto& name : mine) write_bytes(out + "/" + name, "mine");
+  fs::remove(out + "/last.ckpt");
+  const std::string best = read_bytes(out + "/best.ckpt"), metrics = read_bytes(out + "/metrics.jsonl");
+  const std::string log = read_bytes(out + "/train.log");
+  const auto before = names_in(out);
+
+  r = run("nmt-train", joined(train_argv(dir, out, 15)), dir);
+  expect_one_line_error(r, {out + ": already holds checkpoints of an earlier run", "best.ckpt", "step-10.ckpt",
+                            "use --resume to continue it from step-10.ckpt", "or choose another --output"});
+  EXPECT_EQ(names_in(out), before);
+  EXPECT_EQ(read_bytes(out + "/best.ckpt"), best);
+  EXPECT_EQ(read_bytes(out + "/metrics.jsonl"), metrics);
+  EXPECT_EQ(read_bytes(out + "/train.log"), log);
+
+  // --resume continues from the newest step checkpoint and says so; the
+  // rotation (--keep-checkpoints 1) removes nmt's older step files only.
+  r = run("nmt-train", joined(train_argv(dir, out, 15)) + " --resume --keep-checkpoints 1", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("holds no last.ckpt: resuming from step-10.ckpt, its newest step checkpoint"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("resumed from " + out + "/step-10.ckpt at step 10"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("training finished (max_steps): 15 steps"), std::string::npos) << r.err;
+  for (const auto& name : mine) EXPECT_EQ(read_bytes(out + "/" + name), "mine") << name;
+  EXPECT_TRUE(fs::exists(out + "/step-15.ckpt"));
+  EXPECT_FALSE(fs::exists(out + "/step-10.ckpt"));
+  EXPECT_FALSE(fs::exists(out + "/step-5.ckpt"));
+  EXPECT_TRUE(fs::exists(out + "/last.ckpt"));
+}
+
+// An error quotes at most the start of a huge value or path (a config
+// file's 10 MB value, a 10 MB path), and still names the file and problem.
+TEST(SafetyTest, ErrorsQuoteOnlyTheStartOfAHugeValue) {
+  const auto dir = temp_dir("safe_huge_value");
+  nmt::test::write_toy_corpus(dir, 20, 5);
+  const std::string huge(10 << 20, 'a');
+  write_lines(dir + "/decoder.toml", {"decoder = \"" + huge + "\""});
+  auto r = run("nmt-train", "-c " + quote(dir + "/decoder.toml") + " -o " + quote(dir + "/run"), dir);
+  expect_one_line_error(r, {dir + "/decoder.toml:1:1: decoder: unknown decoder 'aaaa", "... (10485760 bytes)",
+                            "expected bahdanau or cgru"},
+                        nmt::test::kExitUsage);
+  EXPECT_LT(r.err.size(), 2000u);
+  const std::string missing = dir + "/" + huge;
+  write_lines(dir + "/path.toml", {"train-src = \"" + missing + "\"", "train-tgt = \"" + dir + "/train.tgt\"",
+                                   "output = \"" + dir + "/run\""});
+  r = run("nmt-train", "-c " + quote(dir + "/path.toml"), dir);
+  expect_one_line_error(r, {dir + "/aaaa", "... (" + std::to_string(missing.size()) + " bytes): cannot open"});
+  EXPECT_LT(r.err.size(), 2000u);
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+}
+
+// Old Mac text (CR alone ends each line) is named with its cause and the
+// command that converts it, before SentencePiece sees one giant line.
+TEST(SafetyTest, CrOnlyLineEndingsAreNamedWithTheirFix) {
+  const auto dir = temp_dir("safe_cr");
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(50, 1, &s, &t);
+  std::string src, tgt;
+  for (size_t i = 0; i < s.size(); ++i) src += s[i] + "\r", tgt += t[i] + "\r";
+  write_bytes(dir + "/cr.src", src);
+  write_bytes(dir + "/cr.tgt", tgt);
+  auto r = run("nmt-train", "--train-src " + quote(dir + "/cr.src") + " --train-tgt " + quote(dir + "/cr.tgt") + " -o " +
+                                quote(dir + "/run") + " --max-steps 1 --threads 1",
+               dir);
+  expect_one_line_error(r, {dir + "/cr.src: line endings are CR only (old Mac)",
+                            "tr '\\r' '\\n' < " + dir + "/cr.src > " + dir + "/cr.src.lf"});
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+  // CRLF stays accepted.
+  src.clear(), tgt.clear();
+  for (size_t i = 0; i < s.size(); ++i) src += s[i] + "\r\n", tgt += t[i] + "\r\n";
+  write_bytes(dir + "/crlf.src", src);
+  write_bytes(dir + "/crlf.tgt", tgt);
+  r = run("nmt-translate", model_args() + " -i " + quote(dir + "/crlf.src"), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// --seed takes one range, 0 to 2^63 - 1, from flags and config files alike:
+// a run's own config.toml always reads back.
+TEST(SafetyTest, SeedHasOneRangeForFlagsAndConfigFiles) {
+  const auto dir = temp_dir("safe_seed");
+  nmt::test::write_toy_corpus(dir, 20, 5);
+  const std::string base = "--train-src " + quote(dir + "/train.src") + " --train-tgt " + quote(dir + "/train.tgt") +
+                           " -o " + quote(dir + "/run") + " --max-steps 1 --threads 1 ";
+  auto r = run("nmt-train", base + "--seed -1", dir);
+  expect_one_line_error(r, {"--seed must be at least 0, got -1"}, nmt::test::kExitUsage);
+  write_lines(dir + "/seed.toml", {"seed = -1"});
+  r = run("nmt-train", base + "-c " + quote(dir + "/seed.toml"), dir);
+  expect_one_line_error(r, {"--seed must be at least 0, got -1"}, nmt::test::kExitUsage);
+  EXPECT_FALSE(fs::exists(dir + "/run"));
+}
+
 // Runs `args` of `exe` with writes limited to 512-byte files (ulimit -f 1,
 // in a subshell of its own), stderr through a pipe so the log is not limited.
 Result run_on_a_full_disk(const std::string& exe, const std::string& args, const std::string& dir) {

@@ -160,6 +160,18 @@ TEST(TokenizerTest, BpeTrains) {
   EXPECT_NE(tok.bytes(), toy_tokenizer().bytes());
 }
 
+// The model type SentencePiece records in the model (what --resume checks
+// --spm-type against).
+TEST(TokenizerTest, ModelTypeIsReadFromTheModel) {
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(200, 5, &s, &t);
+  nmt::TokenizerOptions opt;
+  opt.model_type = "bpe";
+  opt.vocab_size = 50;
+  EXPECT_EQ(Tokenizer::train(s, opt).model_type(), "bpe");
+  EXPECT_EQ(toy_tokenizer().model_type(), "unigram");
+}
+
 TEST(TokenizerTest, UnknownModelTypeThrows) {
   std::vector<std::string> s, t;
   nmt::test::toy_corpus(50, 5, &s, &t);

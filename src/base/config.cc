@@ -116,7 +116,12 @@ std::string toml_value(const ConfigValue& value) {
 std::string nearest_name(const std::string& name, const std::vector<std::string>& names) {
   std::string best;
   size_t best_d = SIZE_MAX;
+  const size_t most = std::max<size_t>(2, name.size() / 3);
   for (const auto& candidate : names) {
+    // The distance is at least the difference in length: skip the quadratic
+    // count where that alone is too far (a megabyte key would take minutes).
+    const size_t gap = candidate.size() > name.size() ? candidate.size() - name.size() : name.size() - candidate.size();
+    if (gap > most && !(candidate.size() > name.size() && candidate.compare(0, name.size(), name) == 0)) continue;
     // A leading part of a name up to one of its dashes ("beam" of "beam-size")
     // is as near as a one-letter slip.
     const bool head = candidate.size() > name.size() && candidate.compare(0, name.size(), name) == 0 &&
@@ -124,7 +129,7 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
     const size_t d = head ? 1 : distance(name, candidate);
     if (d < best_d) best_d = d, best = candidate;
   }
-  return best_d <= std::max<size_t>(2, name.size() / 3) ? best : std::string();
+  return best_d <= most ? best : std::string();
 }
 
 std::string absolute_path(const std::string& path) {
@@ -194,7 +199,7 @@ void ConfigFile::check_all_used() const {
   const std::string best = nearest_name(first->first, known_);
   const std::string hint = best.empty() ? "" : " (did you mean '" + best + "'?)";
   throw Error(path_ + ":" + std::to_string(first->second.line) + ":" + std::to_string(first->second.column) +
-              ": unknown option '" + first->first + "'" + hint);
+              ": unknown option '" + excerpt(first->first) + "'" + hint);
 }
 
 std::set<std::string> ConfigFile::applied() const {

@@ -74,7 +74,7 @@ E parse_enum(const std::string& s) {
   const auto& values = EnumNames<E>::values;
   for (size_t i = 0; i < values.size(); ++i)
     expected += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(values[i].second);
-  throw Error(std::string("unknown ") + EnumNames<E>::what + " '" + s + "' (expected " + expected + ")");
+  throw Error(std::string("unknown ") + EnumNames<E>::what + " '" + excerpt(s) + "' (expected " + expected + ")");
 }
 
 }  // namespace nmt

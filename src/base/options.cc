@@ -65,7 +65,7 @@ void RuntimeOptions::validate() const {
 
 void TokenizerOptions::validate() const {
   if (model_type != "unigram" && model_type != "bpe")
-    throw UsageError("--spm-type must be unigram or bpe, got '" + model_type + "'");
+    throw UsageError("--spm-type must be unigram or bpe, got '" + excerpt(model_type) + "'");
   check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
   check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
   check::in_range("--spm-sentences", input_sentence_size, 1);
@@ -122,6 +122,7 @@ void TrainOptions::validate() const {
   in_range("--max-minutes", max_minutes, 0.0, kNoLimit);
   in_range("--early-stopping", early_stopping, 0);
   in_range("--max-bad-steps", max_bad_steps, 1);
+  in_range("--seed", seed, 0);
   in_range("--log-every", log_every, 0);
   in_range("--valid-every", valid_every, 0);
   in_range("--keep-checkpoints", keep_checkpoints, 0);

@@ -179,7 +179,7 @@ struct TrainOptions {
   int64_t early_stopping = 5;
   int64_t max_bad_steps = 10;
   StopMetric stop_metric = StopMetric::kBleu;
-  uint64_t seed = 1;
+  int64_t seed = 1;  // 0 .. INT64_MAX (validate()), what config files and checkpoints hold
   bool resume = false;
   bool fixed_threads = false;  // keep --threads while other processes keep cores busy (else ThreadGovernor)
   // CPU: the matrix products of forward and backward in bfloat16 (LibTorch's
@@ -204,6 +204,10 @@ struct TrainOptions {
   // Model fields the user set explicitly (e.g. "emb_dim"); on resume each
   // must match the checkpoint's architecture, or training stops with a hint.
   std::vector<std::string> explicit_model_fields;
+  // Tokenizer options the user set explicitly (e.g. "vocab-size"); on resume
+  // --vocab-size, --spm-type and --shared-vocab must match the checkpoint's
+  // vocabularies, or training stops with a hint.
+  std::vector<std::string> explicit_tokenizer_fields;
   // The command line that started the run, quoted for a shell (the app
   // fills it; "" through the library): recorded in the run folder's
   // config.toml and train.log, and in each checkpoint.

@@ -49,7 +49,8 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"max-bad-steps", "Stop after N batches in a row with a NaN/Inf loss or gradient", tr}, s.max_bad_steps);
   v(Field{"stop-metric", "Validation figure for best model and early stopping", tr}, s.stop_metric);
   v(Field{"seed", "Seed for weights, dropout and data order", tr}, s.seed);
-  v(Field{"resume", "Continue the run in --output from last.ckpt", tr}, s.resume);
+  v(Field{"resume", "Continue the run in --output from last.ckpt (when it is missing, from the newest step-N.ckpt)", tr},
+    s.resume);
   v(Field{"fixed-threads", "On the CPU, keep --threads even while other processes keep cores busy "
                            "(by default training then runs on the cores they leave free)", "Hardware"},
     s.fixed_threads);

@@ -55,6 +55,14 @@ std::string CorpusStats::summary() const {
 void validate_line(const std::string& raw, const std::string& path, int64_t line) {
   const size_t nul = raw.find('\0');
   if (nul != std::string::npos) throw Error(located(path, line, nul_byte_problem(raw, nul, path)));
+  // Old Mac files end lines with CR alone: the whole file reads as its first
+  // line. (A CR before the LF, or several, is a CRLF file: accepted.)
+  if (line == 1) {
+    const size_t end = raw.find_last_not_of('\r');
+    if (end != std::string::npos && raw.find('\r') < end)
+      throw Error(located(path, 0, "line endings are CR only (old Mac), so the file reads as one line; convert it "
+                                   "first: tr '\\r' '\\n' < " + path + " > " + path + ".lf"));
+  }
   size_t bad = find_invalid_utf8(raw);
   if (bad != std::string_view::npos) {
     if (line == 1 && looks_like_utf16(raw)) throw Error(located(path, line, utf16_advice(path)));

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -202,5 +203,64 @@ std::string Tokenizer::piece(int64_t id) const {
 }
 
 int64_t Tokenizer::vocab_size() const { return api().piece_size(sp_.get()); }
+
+namespace {
+
+// Protocol-buffer wire format, as far as model_type() reads it.
+bool read_varint(std::string_view* s, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !s->empty(); shift += 7) {
+    const auto b = static_cast<unsigned char>(s->front());
+    s->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Reads the next field: its number, and its varint value or (wire type 2)
+// its bytes; skips fixed-size values. False at the end or on bad bytes.
+bool next_field(std::string_view* s, uint64_t* number, uint64_t* value, std::string_view* bytes) {
+  uint64_t tag = 0;
+  if (s->empty() || !read_varint(s, &tag)) return false;
+  *number = tag >> 3;
+  switch (tag & 7) {
+    case 0: return read_varint(s, value);
+    case 1:
+    case 5: {
+      const size_t n = (tag & 7) == 1 ? 8 : 4;
+      if (s->size() < n) return false;
+      s->remove_prefix(n);
+      return true;
+    }
+    case 2: {
+      uint64_t n = 0;
+      if (!read_varint(s, &n) || n > s->size()) return false;
+      *bytes = s->substr(0, n);
+      s->remove_prefix(n);
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// sentencepiece_model.proto: ModelProto field 2 is the TrainerSpec, whose
+// field 3 is model_type (UNIGRAM 1, BPE 2, WORD 3, CHAR 4; UNIGRAM when absent).
+std::string Tokenizer::model_type() const {
+  std::string_view model(bytes_), spec;
+  bool found = false;
+  uint64_t number = 0, value = 0;
+  std::string_view field;
+  while (next_field(&model, &number, &value, &field))
+    if (number == 2) spec = field, found = true;
+  if (!found) return "";
+  static const char* const kTypes[] = {"", "unigram", "bpe", "word", "char"};
+  std::string type = "unigram";
+  while (next_field(&spec, &number, &value, &field))
+    if (number == 3) type = value < 5 ? kTypes[value] : "";
+  return type;
+}
 
 }  // namespace nmt

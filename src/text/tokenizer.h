@@ -44,6 +44,11 @@ class Tokenizer {
   std::string piece(int64_t id) const;                               // "<unk>" for out-of-range ids
   int64_t vocab_size() const;
 
+  // The model type SentencePiece recorded in the model when it trained it
+  // (its TrainerSpec): "unigram", "bpe", "word" or "char"; "" when the model
+  // records none (or the record cannot be read). Never throws.
+  std::string model_type() const;
+
   // Path of the loaded SentencePiece module; loads it if needed. Throws
   // nmt::Error naming the places searched when it cannot be loaded.
   static std::string module_path();

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -203,6 +206,42 @@ class IbmPairAligner : public PairAligner {
   std::unique_ptr<WordAligner> fwd_, rev_;
 };
 
+// The pieces of a vocabulary, its reserved ones (pad, unk, bos, eos) left out.
+std::set<std::string> vocabulary(const Tokenizer& tok) {
+  std::set<std::string> out;
+  for (int64_t id = kEosId + 1; id < tok.vocab_size(); ++id) out.insert(tok.piece(id));
+  return out;
+}
+
+// |a and b| / |a or b|: 1 for the same pieces, 0 for none in common.
+double shared_share(const std::set<std::string>& a, const std::set<std::string>& b) {
+  size_t both = 0;
+  for (const auto& p : a) both += b.count(p);
+  const size_t either = a.size() + b.size() - both;
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
+// Throws nmt::Error when the model of --reverse-model translates in the
+// direction of -m rather than back: its source vocabulary is nearer -m's
+// source vocabulary than -m's target one, and its target nearer -m's target.
+// (Two models trained apart have vocabularies of their own, so they are
+// compared by the pieces they share.) Models with one vocabulary for both
+// sides cannot tell the directions apart and pass.
+void check_reverse_direction(const AlignRunOptions& opt, const Translator& fwd, const Translator& rev) {
+  if (fwd.src_tokenizer().bytes() == fwd.tgt_tokenizer().bytes()) return;
+  const auto fs = vocabulary(fwd.src_tokenizer()), ft = vocabulary(fwd.tgt_tokenizer());
+  const auto rs = vocabulary(rev.src_tokenizer()), rt = vocabulary(rev.tgt_tokenizer());
+  const double src_same = shared_share(rs, fs), src_back = shared_share(rs, ft);
+  const double tgt_same = shared_share(rt, ft), tgt_back = shared_share(rt, fs);
+  if (!(src_same > src_back && tgt_same > tgt_back)) return;
+  const auto pct = [](double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; };
+  throw Error(located(opt.reverse_model, 0,
+                      "translates in the direction of -m " + excerpt(opt.model_path) + ", not back: its source "
+                      "vocabulary shares " + pct(src_same) + " of its pieces with -m's source vocabulary and " +
+                      pct(src_back) + " with -m's target one; --reverse-model takes the model trained from -m's "
+                      "target language to its source language"));
+}
+
 // A model's attention, forced (given target) or free, optionally combined
 // with a reverse model's.
 class AttentionPairAligner : public PairAligner {
@@ -210,7 +249,10 @@ class AttentionPairAligner : public PairAligner {
   explicit AttentionPairAligner(const AlignRunOptions& opt) : opt_(opt) {
     const auto device = start_runtime(opt.runtime);
     forward_ = std::make_unique<Translator>(load_checkpoint(opt.model_path, device));
-    if (!opt.reverse_model.empty()) reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+    if (!opt.reverse_model.empty()) {
+      reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+      check_reverse_direction(opt, *forward_, *reverse_);
+    }
   }
   bool has_reverse() const { return reverse_ != nullptr; }
   PairAlignment align(const std::string& src, const std::string& tgt) override {
@@ -295,8 +337,15 @@ class AlignmentSink {
         break;
     }
   }
-  void commit() {
+  // Replaces the output file, then removes the per-pair files an earlier,
+  // longer run left in --output-dir and --heatmap beyond the `pairs` this run
+  // wrote, so that the folder holds this run's pairs alone.
+  void commit(size_t pairs) {
     if (out_) out_->commit();
+    const bool per_pair = !opt_.output_dir.empty() && (opt_.format == AlignFormat::kCsv ||
+                                                       opt_.format == AlignFormat::kTidy || opt_.format == AlignFormat::kSvg);
+    if (per_pair) remove_stale(opt_.output_dir, opt_.format == AlignFormat::kSvg ? ".svg" : ".csv", pairs);
+    if (!opt_.heatmap_dir.empty()) remove_stale(opt_.heatmap_dir, ".svg", pairs);
   }
 
  private:
@@ -304,6 +353,38 @@ class AlignmentSink {
     std::ostringstream name;
     name << dir << '/' << std::setw(4) << std::setfill('0') << k + 1 << ext;
     return name.str();
+  }
+  // The pair number of a file name numbered() writes with `ext` ("0012.csv":
+  // 12), or 0 for any other name ("12.csv", "0012 (copy).csv", "notes.csv").
+  static uint64_t pair_number(const std::string& name, const std::string& ext) {
+    if (name.size() <= ext.size() || name.compare(name.size() - ext.size(), ext.size(), ext) != 0) return 0;
+    const std::string stem = name.substr(0, name.size() - ext.size());
+    uint64_t k = 0;
+    const auto [end, ec] = std::from_chars(stem.data(), stem.data() + stem.size(), k);
+    if (ec != std::errc() || end != stem.data() + stem.size() || k == 0) return 0;
+    std::ostringstream again;
+    again << std::setw(4) << std::setfill('0') << k;
+    return again.str() == stem ? k : 0;
+  }
+  // Removes the regular files of `dir` named as pairs after the first `pairs`
+  // (never links, folders or other names), and says so. Never throws.
+  static void remove_stale(const std::string& dir, const std::string& ext, size_t pairs) {
+    std::vector<std::pair<uint64_t, std::string>> stale;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const uint64_t k = pair_number(name, ext);
+      std::error_code type_ec;
+      if (k > pairs && it->symlink_status(type_ec).type() == std::filesystem::file_type::regular)
+        stale.emplace_back(k, name);
+    }
+    if (stale.empty()) return;
+    std::sort(stale.begin(), stale.end());
+    int64_t removed = 0;
+    for (const auto& [k, name] : stale) removed += std::filesystem::remove(dir + "/" + name, ec) ? 1 : 0;
+    spdlog::info("{}: removed {} of an earlier, longer run ({} .. {}); the folder holds the {} of this run", dir,
+                 counted(removed, "per-pair file"), stale.front().second, stale.back().second,
+                 counted(static_cast<int64_t>(pairs), "pair"));
   }
   static std::string svg(const AttentionMatrix& m, const std::string& title) {
     std::ostringstream s;
@@ -388,7 +469,7 @@ AerScore run_alignment(const AlignRunOptions& opt) {
     if (!gold.empty()) hard.push_back(a.links);
     sink.write(k, a);
   }
-  sink.commit();
+  sink.commit(pairs.src.size());
   AerScore score;
   if (!gold.empty()) {
     score = alignment_error_rate(hard, gold);

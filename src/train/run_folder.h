@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/sinks/sink.h>
@@ -27,11 +28,18 @@ class RunFolder {
 
   // Creates and locks `dir`, starts copying the log into `dir`/train.log
   // (appending), and removes stale temporary files in it. Returns `resume`
-  // (the run in `dir` is continued). Throws nmt::Error when the folder
-  // cannot be created, is in use by another process, holds a run
-  // (last.ckpt) and `resume` is false, or holds none and `resume` is true
-  // (then before anything is created or changed).
+  // (the run in `dir` is continued from resume_checkpoint()). Throws
+  // nmt::Error when the folder cannot be created, is in use by another
+  // process, holds any checkpoint of an earlier run (last.ckpt, best.ckpt,
+  // average.ckpt, step-N.ckpt) and `resume` is false, or holds no checkpoint
+  // to resume and `resume` is true (then before anything is created or
+  // changed). A folder is never reused without --resume: its best.ckpt,
+  // logs and step checkpoints would be replaced, appended to and rotated.
   bool claim(const std::string& dir, bool resume);
+  // The checkpoint a resumed run continues from: last.ckpt; when it is
+  // missing, the newest step-N.ckpt, else best.ckpt (said in a warning).
+  // "" when not resuming.
+  const std::string& resume_checkpoint() const { return resume_from_; }
   // After a failed start: removes what this run put into a folder it
   // created, and the folder when nothing else is in it. Never throws.
   void undo_claim();
@@ -39,7 +47,10 @@ class RunFolder {
   const std::string& dir() const { return dir_; }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
-  // Lists the step-N.ckpt files already in the folder, oldest first.
+  // Lists the step-N.ckpt files already in the folder, oldest first: only
+  // the names this class writes (step_of_checkpoint_name()); other files,
+  // "step-final.ckpt" or a copy "step-1 (copy).ckpt", are never counted,
+  // rotated or removed.
   void scan_step_checkpoints();
   // Records `name` (written into the folder) as the newest step checkpoint
   // and removes the oldest ones beyond `keep`. Never throws.
@@ -58,6 +69,7 @@ class RunFolder {
 
  private:
   std::string dir_;
+  std::string resume_from_;
   std::unique_ptr<RunLock> lock_;
   bool created_ = false;                 // this run made the folder
   std::deque<std::string> step_checkpoints_;
@@ -65,6 +77,18 @@ class RunFolder {
   std::shared_ptr<spdlog::sinks::sink> log_sink_;  // train.log, while attached to the default logger
   void attach_log();
   void detach_log();
+  // The step checkpoints of the folder, oldest first. Never throws.
+  std::vector<std::pair<int64_t, std::string>> own_step_checkpoints() const;
+  // The names of the checkpoints of an earlier run in the folder, last.ckpt
+  // first, then best.ckpt, average.ckpt and the step checkpoints, newest first.
+  std::vector<std::string> earlier_checkpoints() const;
+  // What a resumed run continues from ("" when nothing can be resumed).
+  std::string resumable_checkpoint() const;
 };
+
+// The step N of a file name "step-N.ckpt" as the run folder writes it: N in
+// decimal digits without leading zeros, within int64. -1 for every other name
+// ("step-final.ckpt", "step-007.ckpt", "step-1 (copy).ckpt", a 20-digit N).
+int64_t step_of_checkpoint_name(const std::string& name);
 
 }  // namespace nmt

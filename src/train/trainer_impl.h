@@ -52,7 +52,11 @@ class Trainer {
   void join_group();
   bool claim_output();  // rank 0 takes the folder; every rank learns whether it resumes
   void init_model(bool resuming, const ParallelCorpus& train);
+  // On resume: refuses tokenizer options that contradict the checkpoint's
+  // vocabularies, and keeps the run's own in config.toml.
+  void check_tokenizer_options(const LoadedModel& loaded);
   void make_tokenizers(const ParallelCorpus& train);
+  void warn_small_vocabulary(const char* side, const Tokenizer& tok, size_t sentences) const;
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);

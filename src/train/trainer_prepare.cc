@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "base/blas_kernels.h"
 #include "base/config.h"
@@ -40,7 +42,7 @@ void Trainer::prepare() {
     spdlog::warn("--bf16: this CPU has no bfloat16 units (AVX512-BF16, AMX): its products are emulated, slower than float");
   if (device_.is_cpu() && !opt_.fixed_threads && threads_ > 1) governor_ = std::make_unique<ThreadGovernor>(threads_);
   join_group();
-  torch::manual_seed(opt_.seed);
+  torch::manual_seed(static_cast<uint64_t>(opt_.seed));
   std::error_code ec;
   started_in_ = fs::current_path(ec).string();
   const bool resuming = claim_output();
@@ -79,7 +81,7 @@ void Trainer::prepare() {
     spdlog::warn("--batch-parts {} ignored: {} each batch trains whole", opt_.batch_parts, whole);
   if (!is_main()) {
     // Ranks differ in dropout masks only; the weights stay identical.
-    torch::manual_seed(opt_.seed + 1000003ULL * static_cast<uint64_t>(rank()));
+    torch::manual_seed(static_cast<uint64_t>(opt_.seed) + 1000003ULL * static_cast<uint64_t>(rank()));
     if (!resume_path_.empty()) fs::remove(resume_path_);
     return;  // no files, metrics or logs of their own
   }
@@ -145,13 +147,14 @@ bool Trainer::claim_output() {
 
 void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
   if (is_main() && resuming) {
-    resume_path_ = folder_.path("last.ckpt");
+    resume_path_ = folder_.resume_checkpoint();  // last.ckpt, or the newest checkpoint when it is missing
     auto loaded = load_checkpoint(resume_path_, device_);
     for (const auto& f : opt_.explicit_model_fields)
       if (model_opt_.field(f) != loaded.options.field(f))
         throw Error(located(resume_path_, 0, "was trained with " + f + "=" + loaded.options.field(f) +
                                                  " but the options say " + f + "=" + model_opt_.field(f) +
                                                  "; drop that option to resume, or train into a new --output"));
+    check_tokenizer_options(loaded);
     model_opt_ = loaded.options;
     if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
       throw Error(located(resume_path_, 0, "has an alignment head, which is trained only by guided alignment: "
@@ -173,6 +176,56 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
                counted(tgt_tok_.vocab_size(), "piece"));
 }
 
+// The vocabularies of a run are fixed by its first start: a resumed run uses
+// the checkpoint's, and an option given to change them is refused, as a
+// model option is. What is certain comes from the checkpoint: the model type
+// SentencePiece records, and the number of pieces (a tiny corpus yields
+// fewer than asked, so more pieces than --vocab-size mean another size was
+// asked; SentencePiece records the size it reached, not the one asked). The
+// size asked for, and --shared-vocab off against one vocabulary for both
+// sides (identical text on both sides gives that too), come from the run's
+// config.toml, which each start writes with the run's values.
+void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
+  const auto given = [&](const char* name) {
+    return std::find(opt_.explicit_tokenizer_fields.begin(), opt_.explicit_tokenizer_fields.end(), name) !=
+           opt_.explicit_tokenizer_fields.end();
+  };
+  const auto refuse = [&](const std::string& was, const std::string& now) {
+    throw Error(located(resume_path_, 0, "was trained with " + was + " but the options say " + now +
+                                             "; a resumed run keeps its vocabularies: drop that option (or set it as "
+                                             "the run's config.toml has it) to resume, or train into a new --output"));
+  };
+  const int64_t pieces = std::max(loaded.src_tok.vocab_size(), loaded.tgt_tok.vocab_size());
+  const bool trained = tok_opt_.src_model.empty();  // by nmt-train (not --src-spm): --vocab-size and --spm-type made them
+  std::optional<TokenizerOptions> recorded;  // the run's config.toml, when it reads and fits the checkpoint
+  try {
+    TokenizerOptions t;
+    ConfigFile::read(folder_.path("config.toml")).apply(t);
+    if (!trained || t.vocab_size >= pieces) recorded = t;
+  } catch (const Error&) {
+  }
+  const bool two = loaded.src_tok.bytes() != loaded.tgt_tok.bytes();
+  if (given("shared-vocab") && tok_opt_.shared && two)
+    refuse("--shared-vocab off (a vocabulary for each side)", "--shared-vocab");
+  if (given("shared-vocab") && !tok_opt_.shared && !two && recorded && recorded->shared)
+    refuse("--shared-vocab (one vocabulary for both sides)", "--shared-vocab=false");
+  const std::string type = loaded.src_tok.model_type();
+  if (trained && given("spm-type") && !type.empty() && type != tok_opt_.model_type)
+    refuse("--spm-type " + type, "--spm-type " + tok_opt_.model_type);
+  if (trained && given("vocab-size")) {
+    if (pieces > tok_opt_.vocab_size)
+      refuse("a vocabulary of " + counted(pieces, "piece") + " (its config.toml: --vocab-size " +
+                 (recorded ? std::to_string(recorded->vocab_size) : std::string("unknown")) + ")",
+             "--vocab-size " + std::to_string(tok_opt_.vocab_size));
+    if (recorded && recorded->vocab_size != tok_opt_.vocab_size)
+      refuse("--vocab-size " + std::to_string(recorded->vocab_size), "--vocab-size " + std::to_string(tok_opt_.vocab_size));
+  }
+  // config.toml goes on recording what made the vocabularies, not this start's defaults.
+  if (!given("spm-type") && (type == "unigram" || type == "bpe")) tok_opt_.model_type = type;
+  if (!given("vocab-size") && recorded) tok_opt_.vocab_size = recorded->vocab_size;
+  if (!given("shared-vocab")) tok_opt_.shared = !two && (recorded ? recorded->shared : tok_opt_.shared);
+}
+
 void Trainer::make_tokenizers(const ParallelCorpus& train) {
   if (!tok_opt_.src_model.empty()) {
     src_tok_ = Tokenizer::load(tok_opt_.src_model);
@@ -184,10 +237,23 @@ void Trainer::make_tokenizers(const ParallelCorpus& train) {
     auto both = train.src;
     both.insert(both.end(), train.tgt.begin(), train.tgt.end());
     src_tok_ = tgt_tok_ = Tokenizer::train(both, tok_opt_);
+    warn_small_vocabulary("shared", src_tok_, train.src.size() + train.tgt.size());
   } else {
     src_tok_ = Tokenizer::train(train.src, tok_opt_);
     tgt_tok_ = Tokenizer::train(train.tgt, tok_opt_);
+    warn_small_vocabulary("source", src_tok_, train.src.size());
+    warn_small_vocabulary("target", tgt_tok_, train.tgt.size());
   }
+}
+
+// --vocab-size is a soft limit (SentencePiece's hard_vocab_limit=false): text
+// with fewer distinct pieces gives a smaller vocabulary, which is said once.
+void Trainer::warn_small_vocabulary(const char* side, const Tokenizer& tok, size_t sentences) const {
+  if (!is_main() || tok.vocab_size() >= tok_opt_.vocab_size) return;
+  spdlog::warn("the {} vocabulary has {}, fewer than --vocab-size {}: its {} of training text hold no more "
+               "distinct pieces (--vocab-size is an upper limit; more text gives more)",
+               side, counted(tok.vocab_size(), "piece"), tok_opt_.vocab_size,
+               counted(static_cast<int64_t>(sentences), "sentence"));
 }
 
 void Trainer::share_from_main(bool resuming) {
@@ -268,7 +334,7 @@ void Trainer::init_data(ParallelCorpus train, ParallelCorpus valid) {
 void Trainer::init_optimizer(bool resuming) {
   optimizer_ = make_optimizer(opt_, model_->parameters());
   state_.learning_rate = opt_.learning_rate;
-  state_.seed = static_cast<int64_t>(opt_.seed);
+  state_.seed = opt_.seed;
   if (resuming) {
     state_ = load_train_state(resume_path_, *optimizer_, device_);
     set_learning_rate(*optimizer_, state_.learning_rate);
@@ -282,10 +348,10 @@ void Trainer::init_optimizer(bool resuming) {
                                                std::to_string(state_.batch_in_epoch) + ", past the " +
                                                std::to_string(per_epoch) + " batches of an epoch of this data "
                                                "(were the training data or batch options changed?)"));
-    if (static_cast<uint64_t>(state_.seed) != opt_.seed)
+    if (state_.seed != opt_.seed)
       spdlog::warn("resuming with the checkpoint's seed {} (not --seed {})", state_.seed, opt_.seed);
-    spdlog::info("resumed from {}/last.ckpt at step {}, epoch {}, batch {}", opt_.output_dir, state_.step,
-                 state_.epoch, state_.batch_in_epoch);
+    spdlog::info("resumed from {} at step {}, epoch {}, batch {}", is_main() ? folder_.resume_checkpoint() : resume_path_,
+                 state_.step, state_.epoch, state_.batch_in_epoch);
   }
   total_steps_ = opt_.max_epochs * ((per_epoch + world() - 1) / world());
   if (opt_.max_steps > 0) total_steps_ = std::min(total_steps_, opt_.max_steps);
