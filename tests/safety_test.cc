@@ -310,6 +310,46 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
   expect_one_line_error(r, {"pairs.tsv:2:", "longer than 100 bytes"});
 }
 
+// toml++ limits the nesting of inline values, but nests a table per part
+// of a table header or dotted key and frees them recursively: 100,000 parts
+// crashed every tool (SIGSEGV). The config reader refuses such shapes, and
+// files larger than any config, before toml++ sees them: one line naming
+// the file and line, the usage code 2 as for other config errors.
+TEST(SafetyTest, HostileConfigsAreRefusedBeforeTheTomlParser) {
+  const auto dir = temp_dir("safe_config");
+  std::string parts = "a";
+  for (int i = 1; i < 100000; ++i) parts += ".a";
+  const auto refused = [&](const std::string& name, const std::string& text, const std::vector<std::string>& want) {
+    write_bytes(dir + "/" + name, text);
+    const auto r = run("nmt-translate", "-c " + quote(dir + "/" + name) + " -m " + quote(model()) + " --threads 1", dir);
+    SCOPED_TRACE(name);
+    expect_one_line_error(r, want, nmt::test::kExitUsage);
+  };
+  refused("header.toml", "# hostile\nbeam-size = 2\n[" + parts + "]\nx = 1\n",
+          {dir + "/header.toml:3:", "table header with 100000 dotted parts", "at most 8"});
+  refused("tables.toml", "[[" + parts + "]]\n", {"tables.toml:1:", "table header with 100000 dotted parts"});
+  refused("dotted.toml", "\n" + parts + " = 1\n", {"dotted.toml:2:", "dotted key with 100000 dotted parts"});
+  refused("inline.toml", "x = { " + parts + " = 1 }\n", {"inline.toml:1:", "dotted key with 100000 dotted parts"});
+  refused("long.toml", "beam-size = 2\n" + std::string(5000, 'k') + " = 1\n", {"long.toml:2:", "key of 5000 bytes"});
+  refused("quoted.toml", "[\"" + std::string(5000, 'k') + "\"]\n", {"quoted.toml:1:", "key of 5000 bytes"});
+  // Deep inline arrays stop at toml++'s own limit.
+  refused("arrays.toml", "x = " + std::string(100000, '[') + std::string(100000, ']') + "\n",
+          {"arrays.toml:1:", "not valid TOML"});
+  // Larger than any config: refused after reading at most one byte more than the limit.
+  auto r = run("nmt-translate", "-c /dev/zero -m " + quote(model()), dir);
+  expect_one_line_error(r, {"/dev/zero", "larger than 1048576 bytes"}, nmt::test::kExitUsage);
+  // Tables nested a few deep, dots in strings and comments, floats: read as before.
+  write_bytes(dir + "/fine.toml",
+              "# a.b.c.d.e.f.g.h.i.j\n[search.beam.options]\nbeam-size = 3  # x.y.z.w.v.u.t.s.r.q\n"
+              "length-penalty = 1.25\n[io]\noutput = \"a.b.c.d.e.f.g.h.i.j.k\"\n"
+              "\"max-line-bytes\" = 4096\n");
+  r = run("nmt-translate", "-c " + quote(dir + "/fine.toml") + " --dump-config", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"beam-size = 3\n", "length-penalty = 1.25\n", "output = \"a.b.c.d.e.f.g.h.i.j.k\"\n",
+                           "max-line-bytes = 4096\n"})
+    EXPECT_TRUE(contains(r.out, line)) << line << " missing from:\n" << r.out;
+}
+
 TEST(SafetyTest, OneTrainingRunPerOutputFolder) {
   const auto dir = temp_dir("safe_lock");
   // The first run would go on for long; it is stopped (SIGINT: save, exit 0)
