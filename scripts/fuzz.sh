@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UBSan) and fuzzes
 # each parser of untrusted input for a while: corpus/TSV reader, gold
-# alignment reader, model config, checkpoint body (past its checksum), the
-# reader of old checkpoints that runs no code in them.
+# alignment reader, model config, TOML config files, checkpoint body (past
+# its checksum), the reader of old checkpoints that runs no code in them.
 #   scripts/fuzz.sh [seconds per target]      (default 60)
 # Crashes are saved under build-fuzz/artifacts/; turn each into a unit test.
 set -euo pipefail
@@ -17,7 +17,7 @@ fi
 cmake --build "$b" -j "$(nproc)"
 export ASAN_OPTIONS=alloc_dealloc_mismatch=0:detect_leaks=0  # see src/text/tokenizer.cc
 seeds=$b/seeds
-mkdir -p "$seeds"/{corpus,gold,config,checkpoint,legacy_checkpoint} "$b/artifacts"
+mkdir -p "$seeds"/{corpus,gold,config,toml,checkpoint,legacy_checkpoint} "$b/artifacts"
 head -n 20 data/demo/test.src > "$seeds/corpus/lines"
 paste data/demo/test.src data/demo/test.tgt | head -n 20 > "$seeds/corpus/tsv"
 head -n 20 data/demo/test.align > "$seeds/gold/pharaoh"
@@ -31,9 +31,11 @@ if [[ ! -f $seeds/checkpoint/tiny.ckpt ]]; then
 fi
 printf 'src_vocab=200\ntgt_vocab=200\nemb_dim=8\nenc_hidden=8\nenc_layers=1\ndec_hidden=16\nattn_dim=8\nattention=additive\ndropout=0.2\ntie_embeddings=0\n' \
   > "$seeds/config/config"
+cp configs/demo.toml "$seeds/toml/demo.toml"
+printf '[model.sizes]\nemb-dim = 8\n"quoted.key" = "a.b.c"\nx = { y.z = [1.5, [2]] }\n[[a.b]]\n' > "$seeds/toml/nested.toml"
 tail -c +25 tests/data/format2-tiny.ckpt > "$seeds/legacy_checkpoint/format2-tiny.archive"  # after the nmt header
 status=0
-for t in corpus gold config checkpoint legacy_checkpoint; do
+for t in corpus gold config toml checkpoint legacy_checkpoint; do
   max_len=65536
   [[ $t == legacy_checkpoint ]] && max_len=$(($(stat -c %s "$seeds/legacy_checkpoint/format2-tiny.archive") + 4096))
   [[ $t == checkpoint ]] && max_len=$(($(stat -c %s "$seeds/checkpoint/tiny.ckpt") + 4096))

@@ -305,6 +305,45 @@ TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
 
 // A model with an alignment head aligns with the head in both modes: free
 // mode aligns the model's own translation as forced mode would.
+// --max-input-length in nmt-align: a side is cut after its last whole word
+// within the limit (the pieces a model reads are then a prefix of the
+// uncut side's), after its first word when even that one is longer, and
+// forced_attention() cuts the pieces of such a word.
+TEST(AlignTest, LongSidesAreCutAtWholeWordsWithinThePieceLimit) {
+  auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::Translator tr(loaded);
+  const nmt::Tokenizer* tok = &loaded.src_tok;
+  const std::string line = "old fishcat eats new treehouse big redcat";
+  const auto all = tok->pieces(line);
+  ASSERT_GT(all.size(), 7u) << "words of several pieces";
+  std::string text = line;
+  EXPECT_FALSE(nmt::crop_to_whole_words(&text, {tok}, static_cast<int64_t>(all.size())));
+  EXPECT_EQ(text, line);
+  EXPECT_FALSE(nmt::crop_to_whole_words(&text, {tok}, 0));  // 0: never
+  for (int64_t max = 1; max < static_cast<int64_t>(all.size()); ++max) {
+    text = line;
+    SCOPED_TRACE(max);
+    EXPECT_TRUE(nmt::crop_to_whole_words(&text, {tok, tok}, max));
+    EXPECT_EQ(line.compare(0, text.size(), text), 0);  // a prefix of the line
+    EXPECT_TRUE(text.size() == line.size() || line[text.size()] == ' ');  // ending at a word's end
+    const auto pieces = tok->pieces(text);
+    EXPECT_TRUE(std::equal(pieces.begin(), pieces.end(), all.begin()));
+    const auto words = nmt::piece_words(all);
+    const int64_t whole = words[static_cast<size_t>(max)];  // words before the first piece left out
+    EXPECT_EQ(static_cast<int64_t>(nmt::split_ws(text).size()), std::max<int64_t>(1, whole));
+    const auto m = nmt::forced_attention(tr, text, "cato redo", max);
+    EXPECT_LE(static_cast<int64_t>(m.src_tokens.size()), max + 1);
+  }
+  // One word of many pieces: kept whole by the cut, its pieces cut by forced_attention().
+  text = "redcatseesbigdogoldfish more";
+  ASSERT_GT(tok->pieces("redcatseesbigdogoldfish").size(), 3u);
+  EXPECT_TRUE(nmt::crop_to_whole_words(&text, {tok}, 3));
+  EXPECT_EQ(text, "redcatseesbigdogoldfish");
+  const auto m = nmt::forced_attention(tr, text, "cato redo", 3);
+  EXPECT_EQ(m.src_tokens.size(), 4u);
+  EXPECT_EQ(m.weights.size(), loaded.tgt_tok.pieces("cato redo").size() + 1);
+}
+
 TEST(AlignTest, AlignmentHeadServesForcedAndFreeModes) {
   auto plain = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
   auto headed = plain;

@@ -88,6 +88,37 @@ TEST(ConfigTest, NonTomlFilesAreRefusedAtTheirPlace) {
                        "/no/such/config.toml: cannot read the config file"));
 }
 
+// The shape check before toml++ (ConfigFile::parse) counts the parts of
+// keys only: dots in strings of every kind, comments and numbers are not
+// keys, and lines are counted through multi-line strings.
+TEST(ConfigTest, KeyPartsAreCountedOutsideStringsAndComments) {
+  const std::string nine = "a.b.c.d.e.f.g.h.i";
+  const std::vector<std::string> texts = {
+      "x = \"" + nine + "\"", "x = '" + nine + "'", "x = \"q\\\"." + nine + "\"", "x = \"\"\"\n" + nine + "\n\"\"\"",
+      "x = '''" + nine + "'''", "x = \"\"\"\"" + nine + "\"\"\"\"", "# " + nine, "x = [1.5, 2.5e3, -0.25]",
+      "t = 1979-05-27T07:32:00.999-07:00", "[a.b.c.d.e.f.g.h]\n" + std::string("i.j.k.l.m.n.o.p = 1"),
+      "x = \"\"\"a\\\n" + nine + "\"\"\""};
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    try {
+      nmt::ConfigFile::parse(text + "\n", "ok.toml");
+    } catch (const nmt::Error& e) {  // an array of numbers or a date is no option's type: toml++ read it
+      EXPECT_TRUE(contains(e.what(), "ok.toml:1:")) << e.what();
+      EXPECT_FALSE(contains(e.what(), "dotted parts")) << e.what();
+    }
+  }
+  EXPECT_EQ(error_of([&] { nmt::ConfigFile::parse("s = \"\"\"x\ny\"\"\"\n[" + nine + "]\n", "t.toml"); }),
+            "t.toml:3: table header with 9 dotted parts; nmt's config keys have at most 8 (its options need a "
+            "[table] and a key)");
+  EXPECT_EQ(error_of([&] { nmt::ConfigFile::parse("s = '''\n\n'''\nx = { y = 1, \"q\" . " + nine + " = 2 }\n", "t.toml"); }),
+            "t.toml:4: dotted key with 10 dotted parts; nmt's config keys have at most 8 (its options need a "
+            "[table] and a key)");
+  const std::string key(257, 'k');
+  EXPECT_EQ(error_of([&] { nmt::ConfigFile::parse("x = 1\n" + key + " = 1\n", "t.toml"); }),
+            "t.toml:2: key of 257 bytes; nmt's config keys have at most 256 (its option names are far shorter)");
+  EXPECT_NO_THROW(nmt::ConfigFile::parse("x = \"" + std::string(5000, 'v') + "\"\n", "ok.toml"));  // a value, not a key
+}
+
 TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   nmt::TrainOptions train;
   nmt::TokenizerOptions tok;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,94 @@ TEST(DistributedTest, ResumesWithAnotherWorldSize) {
   auto back = nmt::test::run("nmt-train", args + " --max-steps 5 --resume", dir);
   ASSERT_EQ(back.exit_code, 0) << back.err;
   EXPECT_NE(back.err.find("training finished (max_steps): 5 steps"), std::string::npos) << back.err;
+}
+
+// Runs one nmt-train process per entry of `envs` ("RANK=.. WORLD_SIZE=.."),
+// at once, on MASTER_PORT `port`, each stopped after 120 s (and killed 10 s
+// later); the seconds until each has exited go to *seconds.
+std::vector<Result> run_each(const std::vector<std::string>& envs, int port, const std::string& args,
+                             const std::string& dir, std::vector<double>* seconds = nullptr) {
+  const std::string bin = quote(std::string(NMT_BINARY_DIR) + "/nmt-train");
+  std::string cmd;
+  for (size_t r = 0; r < envs.size(); ++r) {
+    const std::string f = dir + "/proc" + std::to_string(r);
+    // The time each takes, from date's nanoseconds before and after.
+    cmd += "(s=$(date +%s%N); " + envs[r] + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+           " NMT_THREADS=1 timeout -k 10 120 " + bin + " " + args + " > /dev/null 2> " + quote(f + ".err") + "; echo $? > " +
+           quote(f + ".rc") + "; echo $(( $(date +%s%N) - s )) > " + quote(f + ".ns") + ") & ";
+  }
+  cmd += "wait";
+  EXPECT_EQ(std::system(("bash -c " + quote(cmd)).c_str()), 0);
+  std::vector<Result> out(envs.size());
+  if (seconds != nullptr) seconds->assign(envs.size(), 0);
+  for (size_t r = 0; r < envs.size(); ++r) {
+    const std::string f = dir + "/proc" + std::to_string(r);
+    out[r].exit_code = std::stoi("0" + read_bytes(f + ".rc"));
+    out[r].err = read_bytes(f + ".err");
+    std::istringstream lines(out[r].err);
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty()) out[r].err_lines.push_back(l);
+    if (seconds != nullptr) (*seconds)[r] = std::stod("0" + read_bytes(f + ".ns")) / 1e9;
+  }
+  return out;
+}
+
+// A program that holds MASTER_PORT, accepts connections (the kernel's
+// backlog does) and never answers: rank 0 cannot serve the store there, and
+// the other ranks, whose connection succeeds, must give up at the timeout
+// (they waited for an answer until the program went away, deaf to SIGTERM:
+// run_each() kills them 10 s after it).
+TEST(DistributedTest, SilentListenerOnTheMasterPortFailsEveryRankWithinTheTimeout) {
+  const auto dir = nmt::test::temp_dir("dist_silent");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ASSERT_EQ(::listen(fd, 64), 0);
+  const int port = ntohs(a.sin_port);
+  const std::string args = tiny_args(f, dir + "/run") + " --max-steps 1 --dist-timeout 0.05";  // 3 s
+  std::vector<double> seconds;
+  auto ranks = run_each({"RANK=1 WORLD_SIZE=2", "RANK=0 WORLD_SIZE=2"}, port, args, dir, &seconds);
+  ::close(fd);
+  nmt::test::expect_one_line_error(ranks[0], {"rank 1 could not join the process group at 127.0.0.1:" +
+                                                  std::to_string(port), "no answer from rank 0's rendezvous store",
+                                              "timeout of 3 s"});
+  nmt::test::expect_one_line_error(ranks[1], {"rank 0 could not join the process group", "Address already in use"});
+  for (double s : seconds) EXPECT_LT(s, 20) << "a 3 s timeout";
+}
+
+// Ranks started with different world sizes: each says so in one line
+// (Gloo's own check failed with "enforce fail ... sizeof(impl_) == bytes.size()").
+TEST(DistributedTest, RanksThatDisagreeOnTheWorldSizeSaySo) {
+  const auto dir = nmt::test::temp_dir("dist_world");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
+  const std::string args = tiny_args(f, dir + "/run") + " --max-steps 1 --dist-timeout 1";
+  auto ranks = run_each({"RANK=0 WORLD_SIZE=2", "RANK=1 WORLD_SIZE=3"}, free_port(), args, dir);
+  nmt::test::expect_one_line_error(ranks[0], {"rank 0 could not join", "rank 1 was started with world size 3, rank 0 with 2",
+                                              "same WORLD_SIZE"});
+  nmt::test::expect_one_line_error(ranks[1], {"rank 1 could not join", "this rank was started with world size 3, rank 0 with 2"});
+  for (const auto& r : ranks) EXPECT_EQ(r.err.find("enforce fail"), std::string::npos) << r.err;
+}
+
+// A rank that never comes is named at the timeout, not at twice it (rank 0
+// waited for the workers, then Gloo waited as long again).
+TEST(DistributedTest, MissingRankIsNamedAtTheTimeout) {
+  const auto dir = nmt::test::temp_dir("dist_missing");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
+  const std::string args = tiny_args(f, dir + "/run") + " --max-steps 1 --dist-timeout 0.25";  // 15 s
+  std::vector<double> seconds;
+  auto ranks = run_each({"RANK=0 WORLD_SIZE=3"}, free_port(), args, dir, &seconds);
+  nmt::test::expect_one_line_error(ranks[0], {"rank 0 could not join", "ranks 1 and 2 did not arrive within the timeout of 15 s"});
+  EXPECT_GE(seconds[0], 15);
+  EXPECT_LT(seconds[0], 27) << "reported well before twice the timeout";
 }
 
 TEST(DistributedTest, BadRankOrEnvironmentIsAOneLineError) {

@@ -219,6 +219,7 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   expect_refused<A>(A{}, [](A& o) { o.threshold = 2; }, "--threshold");
   expect_refused<A>(A{}, [](A& o) { o.shift = 9; }, "--shift");
   expect_refused<A>(A{}, [](A& o) { o.max_pairs = -1; }, "--max-pairs");
+  expect_refused<A>(A{}, [](A& o) { o.max_input_length = -1; }, "--max-input-length");
   expect_refused<A>(A{}, [](A& o) { o.runtime.threads = -1; }, "--threads");
   expect_refused<A>(A{}, [](A& o) { o.ibm.iterations = 0; }, "--ibm-iterations");
   expect_refused<A>(A{}, [](A& o) { o.ibm.diagonal_tension = kNan; }, "--ibm-tension");

@@ -288,14 +288,15 @@ TEST(SafetyTest, AFolderWithCheckpointsOfAnEarlierRunIsNeverReusedSilently) {
 }
 
 // An error quotes at most the start of a huge value or path (a config
-// file's 10 MB value, a 10 MB path), and still names the file and problem.
+// file's 1 MB value, a 1 MB path), and still names the file and problem.
 TEST(SafetyTest, ErrorsQuoteOnlyTheStartOfAHugeValue) {
   const auto dir = temp_dir("safe_huge_value");
   nmt::test::write_toy_corpus(dir, 20, 5);
-  const std::string huge(10 << 20, 'a');
+  // Just under the 1 MiB a config file may hold (a larger file is refused whole).
+  const std::string huge(1000000, 'a');
   write_lines(dir + "/decoder.toml", {"decoder = \"" + huge + "\""});
   auto r = run("nmt-train", "-c " + quote(dir + "/decoder.toml") + " -o " + quote(dir + "/run"), dir);
-  expect_one_line_error(r, {dir + "/decoder.toml:1:1: decoder: unknown decoder 'aaaa", "... (10485760 bytes)",
+  expect_one_line_error(r, {dir + "/decoder.toml:1:1: decoder: unknown decoder 'aaaa", "... (1000000 bytes)",
                             "expected bahdanau or cgru"},
                         nmt::test::kExitUsage);
   EXPECT_LT(r.err.size(), 2000u);
@@ -421,6 +422,126 @@ TEST(SafetyTest, EndlessOrHugeInputIsRefusedOrCroppedWithoutUnboundedMemory) {
   write_bytes(dir + "/pairs.tsv", "red cat\tcato redo\n" + std::string(300, 'a') + "\tx\n");
   r = run("nmt-translate", model_args() + " --score-pairs --max-line-bytes 100 -i " + quote(dir + "/pairs.tsv"), dir);
   expect_one_line_error(r, {"pairs.tsv:2:", "longer than 100 bytes"});
+}
+
+// toml++ limits the nesting of inline values, but nests a table per part
+// of a table header or dotted key and frees them recursively: 100,000 parts
+// crashed every tool (SIGSEGV). The config reader refuses such shapes, and
+// files larger than any config, before toml++ sees them: one line naming
+// the file and line, the usage code 2 as for other config errors.
+TEST(SafetyTest, HostileConfigsAreRefusedBeforeTheTomlParser) {
+  const auto dir = temp_dir("safe_config");
+  std::string parts = "a";
+  for (int i = 1; i < 100000; ++i) parts += ".a";
+  const auto refused = [&](const std::string& name, const std::string& text, const std::vector<std::string>& want) {
+    write_bytes(dir + "/" + name, text);
+    const auto r = run("nmt-translate", "-c " + quote(dir + "/" + name) + " -m " + quote(model()) + " --threads 1", dir);
+    SCOPED_TRACE(name);
+    expect_one_line_error(r, want, nmt::test::kExitUsage);
+  };
+  refused("header.toml", "# hostile\nbeam-size = 2\n[" + parts + "]\nx = 1\n",
+          {dir + "/header.toml:3:", "table header with 100000 dotted parts", "at most 8"});
+  refused("tables.toml", "[[" + parts + "]]\n", {"tables.toml:1:", "table header with 100000 dotted parts"});
+  refused("dotted.toml", "\n" + parts + " = 1\n", {"dotted.toml:2:", "dotted key with 100000 dotted parts"});
+  refused("inline.toml", "x = { " + parts + " = 1 }\n", {"inline.toml:1:", "dotted key with 100000 dotted parts"});
+  refused("long.toml", "beam-size = 2\n" + std::string(5000, 'k') + " = 1\n", {"long.toml:2:", "key of 5000 bytes"});
+  refused("quoted.toml", "[\"" + std::string(5000, 'k') + "\"]\n", {"quoted.toml:1:", "key of 5000 bytes"});
+  // Deep inline arrays stop at toml++'s own limit.
+  refused("arrays.toml", "x = " + std::string(100000, '[') + std::string(100000, ']') + "\n",
+          {"arrays.toml:1:", "not valid TOML"});
+  // Larger than any config: refused after reading at most one byte more than the limit.
+  auto r = run("nmt-translate", "-c /dev/zero -m " + quote(model()), dir);
+  expect_one_line_error(r, {"/dev/zero", "larger than 1048576 bytes"}, nmt::test::kExitUsage);
+  // Tables nested a few deep, dots in strings and comments, floats: read as before.
+  write_bytes(dir + "/fine.toml",
+              "# a.b.c.d.e.f.g.h.i.j\n[search.beam.options]\nbeam-size = 3  # x.y.z.w.v.u.t.s.r.q\n"
+              "length-penalty = 1.25\n[io]\noutput = \"a.b.c.d.e.f.g.h.i.j.k\"\n"
+              "\"max-line-bytes\" = 4096\n");
+  r = run("nmt-translate", "-c " + quote(dir + "/fine.toml") + " --dump-config", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"beam-size = 3\n", "length-penalty = 1.25\n", "output = \"a.b.c.d.e.f.g.h.i.j.k\"\n",
+                           "max-line-bytes = 4096\n"})
+    EXPECT_TRUE(contains(r.out, line)) << line << " missing from:\n" << r.out;
+}
+
+// Runs `cmd` (a shell command line) in bash with its address space limited
+// to `kb` KiB (ulimit -v; not under AddressSanitizer, whose shadow memory
+// needs terabytes of it), stdout to `dir`/limited.out, stderr captured.
+Result run_limited(const std::string& cmd, long kb, const std::string& dir) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit;
+  (void)kb;
+#else
+  const std::string limit = "ulimit -v " + std::to_string(kb) + "; ";
+#endif
+  const std::string err = dir + "/limited.err", out = dir + "/limited.out";
+  const std::string line = "(" + limit + "export NMT_THREADS=1; " + cmd + ") > " + quote(out) + " 2> " + quote(err);
+  const int status = std::system(("bash -c " + quote(line)).c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_bytes(out);
+  r.err = read_bytes(err);
+  std::istringstream in(r.err);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) r.err_lines.push_back(l);
+  return r;
+}
+
+// nmt-align built whole attention matrices of whatever length a pair had
+// (a pair of 50,000 words a side took 19.8 GB) and read all of its input
+// before aligning any. Each side is now cropped to --max-input-length
+// pieces (after its last whole word that fits) and the pairs cropped are
+// counted; pairs are read, aligned and written one at a time. Both runs
+// stay within 2 GB of address space (a tiny model takes about 0.2 GB of
+// memory; the old reader failed at its first large matrix, or never ended).
+TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
+  const auto dir = temp_dir("safe_align_mem");
+  const char* src_words[] = {"red", "cat", "sees", "big", "dog", "old", "fish", "blue", "bird", "runs"};
+  const char* tgt_words[] = {"cato", "redo", "fisho", "oldo", "birdo", "blueo"};
+  std::string s, t;
+  for (int i = 0; i < 30000; ++i) {
+    s += std::string(i ? " " : "") + src_words[(i * 7) % 10];
+    t += std::string(i ? " " : "") + tgt_words[(i * 5) % 6];
+  }
+  write_lines(dir + "/a.src", {"red cat", s, "old fish"});
+  write_lines(dir + "/a.tgt", {"cato redo", t, "fisho oldo"});
+  const std::string align = quote(nmt::test::bin("nmt-align")) + " " + model_args();
+  const long limit_kb = 2000000;
+  auto r = run_limited("exec " + align + " --src " + quote(dir + "/a.src") + " --tgt " + quote(dir + "/a.tgt"), limit_kb, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.err_lines.size(), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err_lines[0], "1 pair with a side longer than 1000 pieces was cropped (--max-input-length)"))
+      << r.err;
+  // Three CSV blocks, the long pair's at most 1,000 pieces (and </s>) a side.
+  std::vector<std::vector<std::string>> blocks(1);
+  std::istringstream csv(r.out);
+  for (std::string l; std::getline(csv, l);) {
+    if (l.empty()) {
+      blocks.emplace_back();
+    } else {
+      blocks.back().push_back(l);
+    }
+  }
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_GT(blocks[1].size(), 500u);
+  EXPECT_LE(blocks[1].size(), 1u + 1001u);  // the header row, then a row per target piece
+  EXPECT_LE(std::count(blocks[1][0].begin(), blocks[1][0].end(), ','), 1001);
+  // The two short pairs are aligned as they are alone.
+  write_lines(dir + "/b.src", {"red cat", "old fish"});
+  write_lines(dir + "/b.tgt", {"cato redo", "fisho oldo"});
+  auto alone = run("nmt-align", model_args() + " --src " + quote(dir + "/b.src") + " --tgt " + quote(dir + "/b.tgt"), dir);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  std::string short_pairs;
+  for (size_t b : {0, 2}) {
+    short_pairs += short_pairs.empty() ? "" : "\n";
+    for (const auto& l : blocks[b]) short_pairs += l + "\n";
+  }
+  EXPECT_EQ(short_pairs, alone.out);
+  // An endless stream of pairs with -n 50: 50 pairs, and the rest never read.
+  r = run_limited("yes 'red cat ||| cato redo' | timeout 120 " + align + " -n 50 -f pharaoh", limit_kb, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 50);
+  EXPECT_TRUE(r.err_lines.empty()) << r.err;
 }
 
 TEST(SafetyTest, OneTrainingRunPerOutputFolder) {

@@ -21,12 +21,25 @@ namespace nmt {
 // A value as a config file gives it.
 using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<std::string>>;
 
+// What a config file may be, checked before toml++ reads it (toml++ bounds
+// the nesting of inline values, not that of table headers and dotted keys;
+// see ConfigFile::parse): nmt's own configs are a few kilobytes of keys in at
+// most one level of tables.
+constexpr size_t kConfigMaxBytes = size_t{1} << 20;  // a whole file
+constexpr int64_t kConfigMaxKeyParts = 8;            // "a.b.c" has 3; "[model] emb-dim" 1 + 1
+constexpr size_t kConfigMaxKeyBytes = 256;           // one part of a key
+
 class ConfigFile {
  public:
   // Reads and parses `path`. Throws nmt::Error "PATH:LINE:COL: ..." for a
   // file that is not TOML (or holds a value of a type no option has, or a
-  // key twice), and nmt::Error "PATH: ..." for one that cannot be read.
+  // key twice), "PATH:LINE: ..." for a table header or dotted key of more
+  // than kConfigMaxKeyParts parts or a key part longer than
+  // kConfigMaxKeyBytes, and nmt::Error "PATH: ..." for one that cannot be
+  // read or is larger than kConfigMaxBytes.
   static ConfigFile read(const std::string& path);
+  // The same for the text of a file, `path` naming it in messages.
+  static ConfigFile parse(const std::string& text, const std::string& path);
 
   // Sets each field of `options` that the file names and marks the key used.
   // Throws nmt::Error "PATH:LINE:COL: KEY: ..." for a value of the wrong type

@@ -214,6 +214,7 @@ void AlignRunOptions::validate() const {
   check::in_range("--threshold", threshold, 0.0, 1.0);
   check::in_range("--shift", shift, 0, 4);
   check::in_range("--max-pairs", max_pairs, 0);
+  check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
   runtime.validate();
   ibm.validate();
   search.validate();

@@ -405,6 +405,9 @@ struct AlignRunOptions {
   int64_t lex_best = 100;           // --format lex: translations written per source piece
   SearchOptions search;             // free mode
   int64_t max_pairs = 0;
+  // Each side of a pair is cropped to this many pieces (0: never): the
+  // attention matrices grow with the product of the two sides' lengths.
+  int64_t max_input_length = 1000;
   RuntimeOptions runtime;
 
   // Throws nmt::UsageError naming the first option out of its range, in

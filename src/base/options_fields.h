@@ -129,6 +129,9 @@ void AlignRunOptions::fields(S& s, V&& v) {
           in},
     s.pairs);
   v(Field{"max-pairs", "Align at most N pairs (0: all)", in, "-n"}, s.max_pairs);
+  v(Field{"max-input-length", "Crop each side of a pair to this many pieces, after its last whole word that fits "
+                              "(0: never); the attention aligner only", in},
+    s.max_input_length);
   v(Field{"beam-size", "Free mode: beam size (1: greedy)", in, "-b"}, s.search.beam_size);
   v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", in},
     s.reverse_model);

@@ -95,75 +95,132 @@ std::string checked_line(const std::string& raw, const std::string& path, int64_
   return std::string(trim(raw));
 }
 
-ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path, const CorpusLimits& limits) {
-  LineReader fs(src_path, read_cap(limits, 1)), ft(tgt_path, read_cap(limits, 1));
-  ParallelCorpus c;
-  std::string a, b;
-  bool long_a = false, long_b = false;
+enum class PairForm { kTwoFiles, kTsv, kBars };
+
+struct PairReader::Impl {
+  PairForm form = PairForm::kTwoFiles;
+  CorpusLimits limits;
+  std::string src_path, tgt_path;  // as given (the same file for one-file forms)
+  std::unique_ptr<LineReader> a, b;
+  std::string raw_a, raw_b;
   int64_t line = 0;
-  while (true) {
-    const bool has_a = fs.next(&a, &long_a);
-    const bool has_b = ft.next(&b, &long_b);
-    ++line;
-    if (!has_a && !has_b) break;
+
+  // Reads pairs of the one-file form `f` from `path`.
+  void open_one(PairForm f, const std::string& path, const CorpusLimits& l) {
+    form = f;
+    limits = l;
+    src_path = tgt_path = path;
+    a = std::make_unique<LineReader>(path, read_cap(l, 2));
+  }
+};
+
+PairReader::PairReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PairReader::PairReader(PairReader&&) noexcept = default;
+PairReader& PairReader::operator=(PairReader&&) noexcept = default;
+PairReader::~PairReader() = default;
+const std::string& PairReader::src_name() const { return impl_->src_path; }
+const std::string& PairReader::tgt_name() const { return impl_->tgt_path; }
+
+PairReader PairReader::parallel(const std::string& src_path, const std::string& tgt_path, const CorpusLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->form = PairForm::kTwoFiles;
+  impl->limits = limits;
+  impl->src_path = src_path;
+  impl->tgt_path = tgt_path;
+  impl->a = std::make_unique<LineReader>(src_path, read_cap(limits, 1));
+  impl->b = std::make_unique<LineReader>(tgt_path, read_cap(limits, 1));
+  return PairReader(std::move(impl));
+}
+
+PairReader PairReader::tsv(const std::string& path, const CorpusLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->open_one(PairForm::kTsv, path, limits);
+  return PairReader(std::move(impl));
+}
+
+PairReader PairReader::bar_pairs(const std::string& path, const CorpusLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->open_one(PairForm::kBars, path, limits);
+  return PairReader(std::move(impl));
+}
+
+bool PairReader::next(Pair* p) {
+  Impl& r = *impl_;
+  const size_t max = r.limits.max_line_bytes;
+  p->over_long.clear();
+  if (r.form == PairForm::kTwoFiles) {
+    bool long_a = false, long_b = false;
+    const bool has_a = r.a->next(&r.raw_a, &long_a);
+    const bool has_b = r.b->next(&r.raw_b, &long_b);
+    const int64_t line = ++r.line;
+    if (!has_a && !has_b) return false;
     if (has_a != has_b) {
-      const std::string& longer = has_a ? src_path : tgt_path;
-      const std::string& shorter = has_a ? tgt_path : src_path;
+      const std::string& longer = has_a ? r.src_path : r.tgt_path;
+      const std::string& shorter = has_a ? r.tgt_path : r.src_path;
       throw Error(located(longer, line, "line has no partner: " + shorter + " has only " +
                                             std::to_string(line - 1) + " lines (line counts differ)"));
     }
-    auto src = checked_line(a, src_path, line), tgt = checked_line(b, tgt_path, line);
-    long_a = long_a || src.size() > limits.max_line_bytes;
-    long_b = long_b || tgt.size() > limits.max_line_bytes;
-    if ((long_a || long_b) && !src.empty() && !tgt.empty()) {  // an empty side counts first
-      over_long(c, limits, long_a ? src_path : tgt_path, line);
-      continue;
-    }
-    add_pair(c, std::move(src), std::move(tgt), line, src_path, tgt_path);
+    p->src = checked_line(r.raw_a, r.src_path, line);
+    p->tgt = checked_line(r.raw_b, r.tgt_path, line);
+    p->line = line;
+    long_a = long_a || p->src.size() > max;
+    long_b = long_b || p->tgt.size() > max;
+    if ((long_a || long_b) && !p->src.empty() && !p->tgt.empty())  // an empty side counts first
+      p->over_long = long_a ? r.src_path : r.tgt_path;
+    return true;
   }
-  return c;
+  bool too_long = false;
+  if (!r.a->next(&r.raw_a, &too_long)) return false;
+  const int64_t line = r.a->line();
+  const std::string& path = r.src_path;
+  p->line = line;
+  p->src.clear();
+  p->tgt.clear();
+  if (trim(r.raw_a).empty()) {
+    validate_line(r.raw_a, path, line);
+    return true;
+  }
+  if (too_long) {
+    validate_line(r.raw_a, path, line);
+    p->over_long = path;
+    return true;
+  }
+  auto [src, tgt] = r.form == PairForm::kTsv ? split_tsv_line(r.raw_a, path, line) : split_bar_line(r.raw_a, path, line);
+  if ((src.size() > max || tgt.size() > max) && !src.empty() && !tgt.empty()) p->over_long = path;
+  p->src = std::move(src);
+  p->tgt = std::move(tgt);
+  return true;
 }
 
 namespace {
 
-// Reads one pair per line of `path`, each split by `split` (split_tsv_line
-// or split_bar_line): read_tsv and read_bar_pairs.
-template <class Split>
-ParallelCorpus read_pair_lines(const std::string& path, const CorpusLimits& limits, Split split) {
-  LineReader in(path, read_cap(limits, 2));
+// Every pair of `in`, over-long ones counted (or refused, as limits say)
+// and empty ones counted.
+ParallelCorpus read_all(PairReader in, const CorpusLimits& limits) {
   ParallelCorpus c;
-  std::string raw;
-  bool too_long = false;
-  while (in.next(&raw, &too_long)) {
-    const int64_t line = in.line();
-    if (trim(raw).empty()) {
-      validate_line(raw, path, line);
-      add_pair(c, "", "", line, path, path);
+  PairReader::Pair p;
+  while (in.next(&p)) {
+    if (!p.over_long.empty()) {
+      over_long(c, limits, p.over_long, p.line);
       continue;
     }
-    if (too_long) {
-      validate_line(raw, path, line);
-      over_long(c, limits, path, line);
-      continue;
-    }
-    auto [src, tgt] = split(raw, path, line);
-    if ((src.size() > limits.max_line_bytes || tgt.size() > limits.max_line_bytes) && !src.empty() && !tgt.empty()) {
-      over_long(c, limits, path, line);
-      continue;
-    }
-    add_pair(c, std::move(src), std::move(tgt), line, path, path);
+    add_pair(c, std::move(p.src), std::move(p.tgt), p.line, in.src_name(), in.tgt_name());
   }
   return c;
 }
 
 }  // namespace
 
+ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path, const CorpusLimits& limits) {
+  return read_all(PairReader::parallel(src_path, tgt_path, limits), limits);
+}
+
 ParallelCorpus read_tsv(const std::string& path, const CorpusLimits& limits) {
-  return read_pair_lines(path, limits, split_tsv_line);
+  return read_all(PairReader::tsv(path, limits), limits);
 }
 
 ParallelCorpus read_bar_pairs(const std::string& path, const CorpusLimits& limits) {
-  return read_pair_lines(path, limits, split_bar_line);
+  return read_all(PairReader::bar_pairs(path, limits), limits);
 }
 
 std::vector<std::string> read_lines(const std::string& path, size_t max_line_bytes) {

@@ -4,6 +4,7 @@
 // pairs that are merely unusable (empty or over-long) are skipped and counted.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,42 @@ struct ParallelCorpus {
   std::vector<std::string> tgt;  // trimmed target sentences, same size
   std::vector<int64_t> line;     // 1-based input line of each kept pair
   CorpusStats stats;
+};
+
+// Pairs one at a time in input order, as read_parallel(), read_tsv() and
+// read_bar_pairs() read them (they are built on it): nothing but the current
+// line is held, so memory stays bounded by the limits however long the input.
+class PairReader {
+ public:
+  // Line i of `src_path` with line i of `tgt_path` ("-": stdin).
+  static PairReader parallel(const std::string& src_path, const std::string& tgt_path, const CorpusLimits& limits = {});
+  // "source<TAB>target" lines.
+  static PairReader tsv(const std::string& path, const CorpusLimits& limits = {});
+  // fast_align's "source ||| target" lines ("-": stdin).
+  static PairReader bar_pairs(const std::string& path, const CorpusLimits& limits = {});
+  PairReader(PairReader&&) noexcept;
+  PairReader& operator=(PairReader&&) noexcept;
+  ~PairReader();
+
+  struct Pair {
+    std::string src, tgt;    // trimmed; either may be empty (an unusable pair)
+    int64_t line = 0;        // 1-based input line
+    std::string over_long;   // the file of a side longer than limits.max_line_bytes (src and tgt then
+                             // hold nothing useful), "" when none is; a pair with an empty side is
+                             // an empty pair first (two files)
+  };
+  // The next pair into *p; false at the end of the input. Throws nmt::Error
+  // as read_parallel(), read_tsv() and read_bar_pairs() do, except for an
+  // over-long line, which is left to the caller (Pair::over_long).
+  bool next(Pair* p);
+  // The files that sides are located in, for messages (the same file for one-file forms).
+  const std::string& src_name() const;
+  const std::string& tgt_name() const;
+
+ private:
+  struct Impl;
+  explicit PairReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // Reads line i of `src_path` with line i of `tgt_path` ("-": stdin). Throws

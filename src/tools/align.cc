@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <set>
@@ -66,30 +67,73 @@ torch::Tensor forced_weights(Translator& tr, std::vector<int64_t> src, std::vect
 
 }  // namespace
 
-AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt) {
+namespace {
+
+// The first `max_pieces` pieces (0: all) of `text` by `tok`, as ids and as strings.
+void encode_cropped(const Tokenizer& tok, const std::string& text, int64_t max_pieces, std::vector<int64_t>* ids,
+                    std::vector<std::string>* pieces) {
+  *ids = tok.encode(text);
+  *pieces = tok.pieces(text);
+  if (max_pieces > 0 && static_cast<int64_t>(ids->size()) > max_pieces) ids->resize(max_pieces);
+  if (max_pieces > 0 && static_cast<int64_t>(pieces->size()) > max_pieces) pieces->resize(max_pieces);
+}
+
+}  // namespace
+
+AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt, int64_t max_pieces) {
   if (src.empty() || tgt.empty()) throw Error("forced alignment needs a non-empty source and target");
-  auto alpha = forced_weights(tr, tr.encode_source(src), tr.tgt_tokenizer().encode(tgt));
-  return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), with_eos(tr.tgt_tokenizer().pieces(tgt)));
+  std::vector<int64_t> src_ids, tgt_ids;
+  std::vector<std::string> src_pieces, tgt_pieces;
+  encode_cropped(tr.src_tokenizer(), src, max_pieces, &src_ids, &src_pieces);
+  encode_cropped(tr.tgt_tokenizer(), tgt, max_pieces, &tgt_ids, &tgt_pieces);
+  src_ids.push_back(kEosId);
+  auto alpha = forced_weights(tr, std::move(src_ids), std::move(tgt_ids));
+  return to_matrix(alpha, with_eos(std::move(src_pieces)), with_eos(std::move(tgt_pieces)));
 }
 
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search,
-                               std::string* translation) {
+                               std::string* translation, int64_t max_pieces) {
   if (src.empty()) throw Error("alignment needs a non-empty source");
   TranslateOptions opt;
   opt.search = search;
   opt.search.n_best = 1;
+  opt.max_input_length = max_pieces;  // the translator crops the source as encode_cropped() does
   auto hyp = tr.translate({src}, opt, /*with_attention=*/true)[0][0];
   if (translation != nullptr) *translation = tr.detokenize(hyp, src, /*replace_unk=*/false);
+  std::vector<int64_t> src_ids;
+  std::vector<std::string> src_pieces;
+  encode_cropped(tr.src_tokenizer(), src, max_pieces, &src_ids, &src_pieces);
+  src_ids.push_back(kEosId);
   std::vector<std::string> tgt;
   for (int64_t id : hyp.ids) tgt.push_back(tr.tgt_tokenizer().piece(id));
   tgt.push_back(kEos);
   // A model with an alignment head aligns its own translation as it would a given one.
   if (tr.model()->decoder->has_alignment_head())
-    return to_matrix(forced_weights(tr, tr.encode_source(src), hyp.ids), with_eos(tr.src_tokenizer().pieces(src)),
-                     tgt);
+    return to_matrix(forced_weights(tr, std::move(src_ids), hyp.ids), with_eos(std::move(src_pieces)), tgt);
   auto alpha = hyp.attention.narrow(0, 0, std::min<int64_t>(hyp.attention.size(0), tgt.size()));
   tgt.resize(alpha.size(0));
-  return to_matrix(alpha, with_eos(tr.src_tokenizer().pieces(src)), tgt);
+  return to_matrix(alpha, with_eos(std::move(src_pieces)), tgt);
+}
+
+bool crop_to_whole_words(std::string* text, const std::vector<const Tokenizer*>& tokenizers, int64_t max_pieces) {
+  if (max_pieces <= 0) return false;
+  int64_t words = INT64_MAX;  // whole words that fit every tokenizer's limit
+  for (const Tokenizer* tok : tokenizers) {
+    const auto pieces = tok->pieces(*text);
+    if (static_cast<int64_t>(pieces.size()) <= max_pieces) continue;
+    // Piece max_pieces (0-based) is the first one left out: the words before its word are whole.
+    words = std::min<int64_t>(words, piece_words(pieces)[static_cast<size_t>(max_pieces)]);
+  }
+  if (words == INT64_MAX) return false;
+  words = std::max<int64_t>(words, 1);  // a first word longer than the limit: its first pieces
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  size_t i = 0;
+  for (int64_t w = 0; w < words && i < text->size(); ++w) {
+    while (i < text->size() && space((*text)[i])) ++i;
+    while (i < text->size() && !space((*text)[i])) ++i;
+  }
+  text->resize(i);
+  return true;
 }
 
 namespace {
@@ -99,62 +143,116 @@ struct Pairs {
   std::vector<std::string> src, tgt;
 };
 
-// Reads --src (and --tgt), --tsv or --pairs, or with none of them
-// fast_align pairs from stdin; at most --max-pairs of them. Throws
-// nmt::UsageError when there is no input option and stdin is a terminal,
-// nmt::Error for unreadable files or a pair with an empty side.
-Pairs read_pairs(const AlignRunOptions& opt) {
-  Pairs p;
-  const CorpusLimits limits{kAlignMaxLineBytes, false};
-  const bool given = !opt.src.empty() || !opt.tsv.empty() || !opt.pairs.empty();
-  if (!given && ::isatty(0))
-    throw UsageError("nothing to align: give --src (and --tgt for forced mode), --tsv or --pairs, or pipe fast_align's "
-                     "'source ||| target' lines into nmt-align");
-  if (!opt.tsv.empty() || !given || !opt.pairs.empty()) {
-    auto c = !opt.tsv.empty() ? read_tsv(opt.tsv, limits) : read_bar_pairs(given ? opt.pairs : "-", limits);
-    if (c.stats.empty) throw Error(c.stats.first_empty + ": a pair with an empty side; every pair must have both");
-    p.src = std::move(c.src);
-    p.tgt = std::move(c.tgt);
-  } else if (opt.tgt.empty()) {
-    p.src = read_lines(opt.src, kAlignMaxLineBytes);
-  } else {
-    auto c = read_parallel(opt.src, opt.tgt, limits);
-    if (c.stats.empty) throw Error(c.stats.first_empty + ": empty line; every pair must have both sides");
-    p.src = std::move(c.src);
-    p.tgt = std::move(c.tgt);
+// The pairs to align, read one at a time: --src (and --tgt), --tsv or
+// --pairs, or with none of them fast_align pairs from stdin; at most
+// --max-pairs of them. Only the current line is held.
+class PairInput {
+ public:
+  // Throws nmt::UsageError when there is no input option and stdin is a
+  // terminal, nmt::Error for a file that cannot be opened.
+  explicit PairInput(const AlignRunOptions& opt) : max_pairs_(opt.max_pairs) {
+    const CorpusLimits limits{kAlignMaxLineBytes, false};
+    const bool given = !opt.src.empty() || !opt.tsv.empty() || !opt.pairs.empty();
+    if (!given && ::isatty(0))
+      throw UsageError("nothing to align: give --src (and --tgt for forced mode), --tsv or --pairs, or pipe "
+                       "fast_align's 'source ||| target' lines into nmt-align");
+    if (!opt.tsv.empty()) {
+      pairs_ = std::make_unique<PairReader>(PairReader::tsv(opt.tsv, limits));
+    } else if (!given || !opt.pairs.empty()) {
+      pairs_ = std::make_unique<PairReader>(PairReader::bar_pairs(given ? opt.pairs : "-", limits));
+    } else if (opt.tgt.empty()) {
+      lines_ = std::make_unique<LineReader>(opt.src, kAlignMaxLineBytes);
+    } else {
+      pairs_ = std::make_unique<PairReader>(PairReader::parallel(opt.src, opt.tgt, limits));
+      two_files_ = true;
+    }
   }
-  if (opt.max_pairs > 0 && static_cast<int64_t>(p.src.size()) > opt.max_pairs) {
-    p.src.resize(opt.max_pairs);
-    if (!p.tgt.empty()) p.tgt.resize(opt.max_pairs);
+
+  // The next pair into *src and *tgt (empty in free mode: the model
+  // translates); false after the last one. Throws nmt::Error located at
+  // file:line for a line that is not valid text or longer than
+  // kAlignMaxLineBytes, files of different line counts, or a pair with an
+  // empty side.
+  bool next(std::string* src, std::string* tgt) {
+    if (max_pairs_ > 0 && count_ >= max_pairs_) return false;
+    if (lines_) {
+      std::string raw;
+      bool too_long = false;
+      if (!lines_->next(&raw, &too_long)) return false;
+      if (too_long) throw Error(located(lines_->name(), lines_->line(), over_long()));
+      *src = checked_line(raw, lines_->name(), lines_->line());
+      tgt->clear();
+    } else {
+      PairReader::Pair p;
+      if (!pairs_->next(&p)) return false;
+      if (!p.over_long.empty()) throw Error(located(p.over_long, p.line, over_long()));
+      if (p.src.empty() || p.tgt.empty())
+        throw Error((p.src.empty() ? pairs_->src_name() : pairs_->tgt_name()) + ":" + std::to_string(p.line) +
+                    (two_files_ ? ": empty line; every pair must have both sides"
+                                : ": a pair with an empty side; every pair must have both"));
+      *src = std::move(p.src);
+      *tgt = std::move(p.tgt);
+    }
+    ++count_;
+    return true;
+  }
+
+ private:
+  static std::string over_long() { return "line is longer than " + std::to_string(kAlignMaxLineBytes) + " bytes"; }
+  int64_t max_pairs_ = 0, count_ = 0;
+  std::unique_ptr<PairReader> pairs_;
+  std::unique_ptr<LineReader> lines_;  // free mode: sources alone
+  bool two_files_ = false;
+};
+
+// Every pair of `in` (what ibm2 learns from).
+Pairs read_all_pairs(PairInput& in) {
+  Pairs p;
+  std::string src, tgt;
+  while (in.next(&src, &tgt)) {
+    p.src.push_back(std::move(src));
+    if (!tgt.empty()) p.tgt.push_back(std::move(tgt));
   }
   return p;
 }
 
-// Reads the gold links of the first `pairs` pairs and checks that every link
-// lies inside its pair (word counts of src and, when given, tgt). Throws
-// nmt::Error located at gold:line.
-std::vector<GoldAlignment> read_gold(const AlignRunOptions& opt, const std::vector<std::string>& src,
-                                     const std::vector<std::string>& tgt) {
-  auto lines = read_lines(opt.eval_gold, kAlignMaxLineBytes);
-  if (lines.size() < src.size())
-    throw Error(located(opt.eval_gold, 0, std::to_string(lines.size()) + " gold lines for " +
-                                             std::to_string(src.size()) + " pairs"));
-  std::vector<GoldAlignment> gold;
-  for (size_t k = 0; k < src.size(); ++k) {
-    const auto line = static_cast<int64_t>(k + 1);
-    gold.push_back(parse_gold_line(lines[k], opt.eval_gold, line, opt.gold_one_based));
-    const auto ns = static_cast<int>(split_ws(src[k]).size());
-    const int nt = tgt.empty() ? INT32_MAX : static_cast<int>(split_ws(tgt[k]).size());
-    for (const auto& [i, j] : gold.back().possible)
+// The gold links of --eval-gold, line k for pair k, read along with the
+// pairs: the score sums their counts pair by pair.
+class GoldInput {
+ public:
+  // Throws nmt::Error naming the file when it cannot be opened.
+  explicit GoldInput(const AlignRunOptions& opt) : opt_(opt), in_(opt.eval_gold, kAlignMaxLineBytes) {}
+
+  // The gold links of the next pair (`src`, and `tgt` unless empty in free
+  // mode), checked to lie inside it; with no line left for it, `pairs`
+  // (called then) counts the pairs in all. Throws nmt::Error located at
+  // gold:line.
+  GoldAlignment next(const std::string& src, const std::string& tgt, const std::function<int64_t()>& pairs) {
+    std::string raw;
+    bool too_long = false;
+    if (!in_.next(&raw, &too_long))
+      throw Error(located(opt_.eval_gold, 0, std::to_string(in_.line()) + " gold lines for " +
+                                                std::to_string(pairs()) + " pairs"));
+    const int64_t line = in_.line();
+    if (too_long)
+      throw Error(located(in_.name(), line, "line is longer than " + std::to_string(kAlignMaxLineBytes) + " bytes"));
+    GoldAlignment gold = parse_gold_line(checked_line(raw, in_.name(), line), opt_.eval_gold, line, opt_.gold_one_based);
+    const auto ns = static_cast<int>(split_ws(src).size());
+    const int nt = tgt.empty() ? INT32_MAX : static_cast<int>(split_ws(tgt).size());
+    for (const auto& [i, j] : gold.possible)
       if (i >= ns || j >= nt)
-        throw Error(located(opt.eval_gold, line, "link " + std::to_string(i + opt.gold_one_based) + "-" +
-                                                     std::to_string(j + opt.gold_one_based) + " is outside the pair (" +
-                                                     std::to_string(ns) + " source" +
-                                                     (tgt.empty() ? "" : " and " + std::to_string(nt) + " target") +
-                                                     " words)"));
+        throw Error(located(opt_.eval_gold, line, "link " + std::to_string(i + opt_.gold_one_based) + "-" +
+                                                      std::to_string(j + opt_.gold_one_based) + " is outside the pair (" +
+                                                      std::to_string(ns) + " source" +
+                                                      (tgt.empty() ? "" : " and " + std::to_string(nt) + " target") +
+                                                      " words)"));
+    return gold;
   }
-  return gold;
-}
+
+ private:
+  const AlignRunOptions& opt_;
+  LineReader in_;
+};
 
 // One pair's alignment: hard links, and the matrix to show (attention only).
 struct PairAlignment {
@@ -255,16 +353,30 @@ class AttentionPairAligner : public PairAligner {
     }
   }
   bool has_reverse() const { return reverse_ != nullptr; }
-  PairAlignment align(const std::string& src, const std::string& tgt) override {
+  // Pairs with a side cut to --max-input-length so far.
+  int64_t cropped() const { return cropped_; }
+  PairAlignment align(const std::string& given_src, const std::string& given_tgt) override {
     PairAlignment a;
-    a.free = tgt.empty();
-    AttentionMatrix m = a.free ? free_attention(*forward_, src, opt_.search, &a.translation)
-                               : forced_attention(*forward_, src, tgt);
+    a.free = given_tgt.empty();
+    // Each side cut to whole words within --max-input-length pieces of every
+    // model that reads it, so that both models see the same words.
+    const int64_t max = opt_.max_input_length;
+    std::string src = given_src, tgt = given_tgt;
+    std::vector<const Tokenizer*> src_toks{&forward_->src_tokenizer()}, tgt_toks{&forward_->tgt_tokenizer()};
+    if (reverse_) {
+      src_toks.push_back(&reverse_->tgt_tokenizer());
+      tgt_toks.push_back(&reverse_->src_tokenizer());
+    }
+    const bool cut_src = crop_to_whole_words(&src, src_toks, max);
+    const bool cut_tgt = !a.free && crop_to_whole_words(&tgt, tgt_toks, max);
+    if (cut_src || cut_tgt) ++cropped_;
+    AttentionMatrix m = a.free ? free_attention(*forward_, src, opt_.search, &a.translation, max)
+                               : forced_attention(*forward_, src, tgt, max);
     if (opt_.shift > 0) m = shift_rows(m, opt_.shift);
     AttentionMatrix words = merge_to_words(m);
     if (reverse_) {
       // The reverse model reads the target as its source: its rows are our columns.
-      const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src), opt_.shift));
+      const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src, max), opt_.shift));
       if (opt_.symmetrize == Symmetrization::kAverage) {
         words = average_with_reverse(words, rev_words);
         m = words;  // the averaged matrix is what gets shown
@@ -284,6 +396,7 @@ class AttentionPairAligner : public PairAligner {
   std::set<Link> hard(const AttentionMatrix& words) const { return hard_alignment(words, opt_.method, opt_.threshold); }
   const AlignRunOptions& opt_;
   std::unique_ptr<Translator> forward_, reverse_;
+  int64_t cropped_ = 0;
 };
 
 // Where alignments go: one stream (stdout or -o) unless everything goes
@@ -305,7 +418,7 @@ class AlignmentSink {
   }
   void write(size_t k, const PairAlignment& a) {
     if (!opt_.heatmap_dir.empty() && a.has_matrix)
-      write_file(numbered(opt_.heatmap_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
+      write_file(numbered(opt_.heatmap_dir, k, ".svg"), [&](std::ostream& o) { write_svg(o, a.shown, heatmap_title(k, a)); });
     switch (opt_.format) {
       case AlignFormat::kPharaoh:  // free mode: "translation ||| links", as marian-decoder --alignment
         if (a.free) out_->stream() << a.translation << " ||| ";
@@ -313,23 +426,21 @@ class AlignmentSink {
         break;
       case AlignFormat::kTidy:
         if (!opt_.output_dir.empty()) {
-          std::ostringstream csv;
-          write_tidy_csv(csv, a.shown, k, /*header=*/true);
-          write_file(numbered(opt_.output_dir, k, ".csv"), csv.str());
+          write_file(numbered(opt_.output_dir, k, ".csv"),
+                     [&](std::ostream& o) { write_tidy_csv(o, a.shown, k, /*header=*/true); });
         } else {
           write_tidy_csv(out_->stream(), a.shown, k, /*header=*/false);
         }
         break;
       case AlignFormat::kSvg:
-        if (!opt_.output_dir.empty()) write_file(numbered(opt_.output_dir, k, ".svg"), svg(a.shown, heatmap_title(k, a)));
+        if (!opt_.output_dir.empty())
+          write_file(numbered(opt_.output_dir, k, ".svg"), [&](std::ostream& o) { write_svg(o, a.shown, heatmap_title(k, a)); });
         break;
       case AlignFormat::kLex:  // one table for the whole corpus (write_lexical_table), nothing per pair
         break;
       case AlignFormat::kCsv:
         if (!opt_.output_dir.empty()) {
-          std::ostringstream csv;
-          write_csv(csv, a.shown);
-          write_file(numbered(opt_.output_dir, k, ".csv"), csv.str());
+          write_file(numbered(opt_.output_dir, k, ".csv"), [&](std::ostream& o) { write_csv(o, a.shown); });
         } else {
           if (k > 0) out_->stream() << '\n';  // blocks are separated by one empty line
           write_csv(out_->stream(), a.shown);
@@ -386,11 +497,6 @@ class AlignmentSink {
                  counted(removed, "per-pair file"), stale.front().second, stale.back().second,
                  counted(static_cast<int64_t>(pairs), "pair"));
   }
-  static std::string svg(const AttentionMatrix& m, const std::string& title) {
-    std::ostringstream s;
-    write_svg(s, m, title);
-    return s.str();
-  }
   // The title of pair k's heatmap: its number (as in its file name), forced
   // or free, word or piece level, and the model's file name, e.g.
   // "pair 3 · forced · word level · best.ckpt".
@@ -403,9 +509,10 @@ class AlignmentSink {
     if (average) t += " averaged with " + std::filesystem::path(opt_.reverse_model).filename().string();
     return t;
   }
-  static void write_file(const std::string& path, const std::string& text) {
+  // Writes one per-pair file through `write`, straight into the file.
+  static void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
     OutputFile f(path, /*sweep_stale=*/false);  // the folder was swept when the sink opened
-    f.stream() << text;
+    write(f.stream());
     f.commit();
   }
   const AlignRunOptions& opt_;
@@ -449,34 +556,66 @@ AerScore run_alignment(const AlignRunOptions& opt) {
   } else {
     attention = std::make_unique<AttentionPairAligner>(opt);
   }
-  const Pairs pairs = read_pairs(opt);
-  if (opt.format == AlignFormat::kLex) {
-    write_lexical_table(opt, pairs);
-    return AerScore{};
-  }
+  PairInput input(opt);
+  // ibm2 learns from every pair before it aligns any: it holds them all. The
+  // attention aligner reads, aligns and writes one pair at a time.
+  std::unique_ptr<Pairs> all;
   std::unique_ptr<PairAligner> aligner;
   if (ibm) {
-    aligner = std::make_unique<IbmPairAligner>(opt, pairs);
+    all = std::make_unique<Pairs>(read_all_pairs(input));
+    if (opt.format == AlignFormat::kLex) {
+      write_lexical_table(opt, *all);
+      return AerScore{};
+    }
+    aligner = std::make_unique<IbmPairAligner>(opt, *all);
   } else {
     aligner = std::move(attention);
   }
-  std::vector<GoldAlignment> gold;
-  if (!opt.eval_gold.empty()) gold = read_gold(opt, pairs.src, pairs.tgt);
-  AlignmentSink sink(opt);
-  std::vector<std::set<Link>> hard;
-  for (size_t k = 0; k < pairs.src.size(); ++k) {
-    const auto a = aligner->align(pairs.src[k], pairs.tgt.empty() ? std::string() : pairs.tgt[k]);
-    if (!gold.empty()) hard.push_back(a.links);
-    sink.write(k, a);
-  }
-  sink.commit(pairs.src.size());
+  const AttentionPairAligner* cropping = ibm ? nullptr : static_cast<const AttentionPairAligner*>(aligner.get());
+  size_t k = 0;  // pairs read so far
+  auto next = [&](std::string* src, std::string* tgt) {
+    if (!all) return input.next(src, tgt);
+    if (k >= all->src.size()) return false;
+    *src = all->src[k];
+    *tgt = all->tgt.empty() ? std::string() : all->tgt[k];
+    return true;
+  };
+  std::unique_ptr<GoldInput> gold;
+  if (!opt.eval_gold.empty()) gold = std::make_unique<GoldInput>(opt);
+  std::unique_ptr<AlignmentSink> sink;  // opened once the first pair is aligned (or at the end, for none)
   AerScore score;
-  if (!gold.empty()) {
-    score = alignment_error_rate(hard, gold);
+  std::string src, tgt;
+  while (next(&src, &tgt)) {
+    GoldAlignment g;
+    if (gold) {
+      g = gold->next(src, tgt, [&] {  // the gold file ends early: count every pair, to say so
+        int64_t n = static_cast<int64_t>(k) + 1;
+        std::string s, t;
+        for (++k; next(&s, &t); ++k) ++n;
+        return n;
+      });
+    }
+    const auto a = aligner->align(src, tgt);
+    if (gold) {
+      const AerScore one = alignment_error_rate({a.links}, {g});
+      score.hyp += one.hyp;
+      score.sure += one.sure;
+      score.hyp_sure += one.hyp_sure;
+      score.hyp_possible += one.hyp_possible;
+    }
+    if (!sink) sink = std::make_unique<AlignmentSink>(opt);
+    sink->write(k, a);
+    ++k;
+  }
+  if (!sink) sink = std::make_unique<AlignmentSink>(opt);
+  sink->commit(k);
+  if (cropping != nullptr && cropping->cropped() > 0)
+    spdlog::warn("{} with a side longer than {} pieces {} cropped (--max-input-length)",
+                 counted(cropping->cropped(), "pair"), opt.max_input_length, cropping->cropped() == 1 ? "was" : "were");
+  if (gold && k > 0)
     spdlog::info("alignment vs {}: precision {:.4f} recall {:.4f} AER {:.4f} ({}, {}, {})", opt.eval_gold,
                  score.precision(), score.recall(), score.aer(), counted(score.hyp, "link"),
-                 counted(score.sure, "sure gold link"), counted(static_cast<int64_t>(hard.size()), "pair"));
-  }
+                 counted(score.sure, "sure gold link"), counted(static_cast<int64_t>(k), "pair"));
   return score;
 }
 

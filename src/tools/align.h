@@ -2,7 +2,9 @@
 // (forced) or producing its own translation (free), and the tool's run over
 // a file of pairs. The matrices and their formats are in alignment.h.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "search/translator.h"
 #include "text/alignment.h"
@@ -14,23 +16,40 @@ namespace nmt {
 // (teacher forcing). Row t holds the weights the model used to emit target
 // token t (they are computed from the state before t, so no offset is
 // needed), or, for a model with an alignment head (ModelOptions::
-// alignment_head), the head's weights for token t. Throws nmt::Error for an
-// empty side.
-AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt);
+// alignment_head), the head's weights for token t. Each side is cut to its
+// first `max_pieces` pieces (0: never), as nmt-translate's
+// --max-input-length does. Throws nmt::Error for an empty side.
+AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt,
+                                 int64_t max_pieces = 0);
 
 // Attention while the model translates `src` with `search` (greedy or beam),
 // or for a model with an alignment head, the head's weights over the
 // translation it made; with `translation`, also that translation, detokenized.
+// The source is cut to its first `max_pieces` pieces (0: never).
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {},
-                               std::string* translation = nullptr);
+                               std::string* translation = nullptr, int64_t max_pieces = 0);
+
+// Cuts `text` after its last whole word whose pieces all lie within the
+// first `max_pieces` pieces of every tokenizer of `tokenizers` (a word as
+// merge_to_words() counts them, separated by whitespace in the text), so
+// that a reverse model and the gold links see the same words; after its
+// first word when even that one has more pieces (forced_attention() then
+// cuts its pieces). Returns whether `text` was cut: not when every
+// tokenizer's pieces number at most max_pieces, or max_pieces is 0.
+bool crop_to_whole_words(std::string* text, const std::vector<const Tokenizer*>& tokenizers, int64_t max_pieces);
 
 // Longest input line nmt-align reads, in bytes (longer: an error at file:line).
 constexpr size_t kAlignMaxLineBytes = size_t{1} << 20;
 
 // Aligns every pair and writes the chosen format; with eval_gold, logs
-// precision, recall and AER. Throws nmt::Error for bad options (before any
-// work), bad files (named with the line; a gold link outside its sentence
-// pair included), or a bad model; output files are then left as they were.
+// precision, recall and AER. The attention aligner reads, aligns and writes
+// one pair at a time (memory does not grow with the input: with
+// --max-input-length, nor with its lines), and logs a warning with the
+// number of pairs it cropped; ibm2 learns from every pair, held in memory.
+// Throws nmt::Error for bad options (before any work), bad files (named
+// with the line; a gold link outside its sentence pair included), or a bad
+// model; the output file (--output) is then left as it was, and per-pair
+// files already written stay (each one complete).
 AerScore run_alignment(const AlignRunOptions& opt);
 
 }  // namespace nmt

@@ -5,9 +5,13 @@
 #include <ATen/ATen.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "base/error.h"
@@ -67,21 +71,149 @@ struct Communicator::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 };
 
+namespace {
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::string text_of(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+// "0.5 s", "30 s", "2 min": a timeout as the messages give it.
+std::string duration_text(std::chrono::milliseconds d) {
+  const double s = static_cast<double>(d.count()) / 1000;
+  char buf[32];
+  if (s < 120) {
+    std::snprintf(buf, sizeof buf, "%g s", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g min", s / 60);
+  }
+  return buf;
+}
+
+// "rank 2", "ranks 1 and 3", "ranks 1, 2 and 5".
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Keys of the rendezvous, beside those Gloo uses.
+const std::string kWorldKey = "nmt/world-size";  // rank 0's world size
+const std::string kVerdictKey = "nmt/verdict";   // rank 0's: "ok" or why the group cannot form
+const std::string kAckKey = "nmt/verdict-read";  // how many ranks read the verdict
+std::string rank_key(int r) { return "nmt/rank/" + std::to_string(r); }      // rank r's world size
+std::string count_key(int r) { return "nmt/rank-count/" + std::to_string(r); }  // processes that came as rank r
+
+// The rendezvous before Gloo's, every wait bounded by `deadline`: rank 0
+// publishes its world size and waits for every other rank to register its
+// own; the others check theirs against rank 0's and register. Rank 0 then
+// publishes a verdict, so that every rank fails with the same reason when
+// one is missing or disagrees. Throws nmt::Error (the reason alone: join()
+// adds who and where); a store that does not answer (a program on the port
+// that accepts and never speaks) is one whose waits time out.
+void rendezvous(c10d::Store& store, const DistributedOptions& opt, std::chrono::steady_clock::time_point deadline,
+                std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  auto left = [&](std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
+    const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline + grace - Clock::now());
+    return std::max(d, std::chrono::milliseconds(1));
+  };
+  const int n = opt.world_size;
+  if (opt.rank == 0) {
+    store.set(kWorldKey, bytes_of(std::to_string(n)));
+    std::vector<std::string> keys;
+    for (int r = 1; r < n; ++r) keys.push_back(rank_key(r));
+    std::string verdict = "ok";
+    std::vector<int> arrived, missing;
+    try {
+      store.wait(keys, left());
+      for (int r = 1; r < n; ++r) arrived.push_back(r);
+    } catch (const std::exception&) {
+      for (int r = 1; r < n; ++r) (store.check({rank_key(r)}) ? arrived : missing).push_back(r);
+      verdict = ranks_text(missing) + " did not arrive within the timeout of " + duration_text(timeout) +
+                " (--dist-timeout)";
+    }
+    int64_t readers = 0;  // ranks that wait for the verdict: those that agree on the world size
+    for (int r : arrived) {
+      const std::string theirs = text_of(store.get(rank_key(r)));
+      if (theirs == std::to_string(n)) {
+        ++readers;
+      } else if (missing.empty() && verdict == "ok") {
+        verdict = "rank " + std::to_string(r) + " was started with world size " + theirs + ", rank 0 with " +
+                  std::to_string(n) + ": every rank needs the same WORLD_SIZE (--world-size)";
+      }
+    }
+    store.set(kVerdictKey, bytes_of(verdict));
+    // Stay (and serve the store) until they have read it, for a few seconds at most.
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (store.add(kAckKey, 0) < readers && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (verdict != "ok") throw Error(verdict);
+    return;
+  }
+  try {
+    store.wait({kWorldKey}, left());
+  } catch (const std::exception&) {
+    throw Error("no answer from rank 0's rendezvous store within the timeout of " + duration_text(timeout) +
+                " (--dist-timeout): is rank 0 running, and is nothing else listening on that port?");
+  }
+  const std::string world = text_of(store.get(kWorldKey));
+  if (store.add(count_key(opt.rank), 1) > 1)
+    throw Error("another process was started as rank " + std::to_string(opt.rank) + ": every rank needs its own RANK");
+  store.set(rank_key(opt.rank), bytes_of(std::to_string(n)));
+  if (world != std::to_string(n))
+    throw Error("this rank was started with world size " + std::to_string(n) + ", rank 0 with " + world +
+                ": every rank needs the same WORLD_SIZE (--world-size)");
+  std::string verdict;
+  try {
+    // Rank 0 gives its verdict at its deadline at the latest: a little grace for the clocks' start.
+    store.wait({kVerdictKey}, left(std::chrono::seconds(5)));
+    verdict = text_of(store.get(kVerdictKey));
+    store.add(kAckKey, 1);
+  } catch (const std::exception&) {
+    throw Error("rank 0 gave no word within the timeout of " + duration_text(timeout) + " (--dist-timeout)");
+  }
+  if (verdict != "ok") throw Error("rank 0 reports: " + verdict);
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> Communicator::join(const DistributedOptions& opt) {
   if (opt.world_size < 2) throw Error("a process group needs a world size of 2 or more");
   if (opt.rank < 0 || opt.rank >= opt.world_size)
     throw Error("rank " + std::to_string(opt.rank) + " is outside 0.." + std::to_string(opt.world_size - 1));
   auto impl = std::make_unique<Impl>();
   impl->opt = opt;
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(opt.timeout_minutes * 60000));
+  // At least 1 ms: c10d reads a timeout of 0 as none at all.
+  const auto timeout = std::chrono::milliseconds(std::max<int64_t>(1, std::llround(opt.timeout_minutes * 60000)));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string who = "rank " + std::to_string(opt.rank) + " could not join the process group at " +
+                          opt.master_addr + ":" + std::to_string(opt.master_port) + " (world size " +
+                          std::to_string(opt.world_size) + "): ";
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(opt.master_port);
     so.isServer = opt.rank == 0;
     so.numWorkers = static_cast<std::size_t>(opt.world_size);
-    so.waitWorkers = true;
-    so.timeout = timeout;
+    // Not TCPStore's own wait for the workers: on rank 0 it gives up
+    // silently at the timeout (Gloo then waits as long again), and on the
+    // others it waits for an answer without any timeout. rendezvous() waits
+    // instead, each wait bounded.
+    so.waitWorkers = false;
+    // c10d counts the time to connect in whole seconds (a 0.5 s timeout
+    // would give up connecting at once): at least 1 s for the store.
+    so.timeout = std::max(timeout, std::chrono::milliseconds(1000));
     impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
+  } catch (const std::exception& e) {
+    throw Error(who + first_line(e.what()));
+  }
+  try {
+    rendezvous(*impl->store, opt, deadline, timeout);
+  } catch (const Error& e) {
+    throw Error(who + e.what());
+  } catch (const std::exception& e) {
+    throw Error(who + first_line(e.what()));
+  }
+  try {
     auto go = c10d::ProcessGroupGloo::Options::create(timeout);
     // Which network interface Gloo uses: GLOO_SOCKET_IFNAME as in PyTorch,
     // else loopback for a local group, else this host's name.
@@ -96,9 +228,7 @@ std::unique_ptr<Communicator> Communicator::join(const DistributedOptions& opt) 
     }
     impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, opt.rank, opt.world_size, go);
   } catch (const std::exception& e) {
-    throw Error("rank " + std::to_string(opt.rank) + " could not join the process group at " + opt.master_addr + ":" +
-                std::to_string(opt.master_port) + " (world size " + std::to_string(opt.world_size) +
-                "): " + first_line(e.what()));
+    throw Error(who + first_line(e.what()));
   }
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

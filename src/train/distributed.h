@@ -31,9 +31,13 @@ bool distributed_supported(std::string* why);
 class Communicator {
  public:
   // Joins the group described by `opt` (rank 0 serves the store at
-  // master_addr:master_port, the others connect to it). Throws nmt::Error
-  // when this build has no distributed support, on bad options, or when the
-  // other ranks do not arrive within the timeout.
+  // master_addr:master_port, the others connect to it). Before Gloo's own
+  // rendezvous the ranks check through the store that they agree on the
+  // world size and that no rank comes twice, every wait bounded by the
+  // timeout (a store that never answers included). Throws nmt::Error, one
+  // line naming this rank, the address and the reason, when this build has
+  // no distributed support, on bad options, when ranks disagree, or when the
+  // other ranks (or rank 0's store) do not answer within the timeout.
   static std::unique_ptr<Communicator> join(const DistributedOptions& opt);
   ~Communicator();
 
