@@ -1,8 +1,7 @@
 // See checkpoint_edit.h.
 #include "checkpoint_edit.h"
 
-#include <zlib.h>
-
+#include "model/checkpoint.h"
 #include "model/tensor_file.h"
 #include "test_util.h"
 
@@ -42,19 +41,11 @@ void write_checkpoint_parts(const std::string& path, const CheckpointParts& part
 }
 
 void write_sealed(const std::string& path, const std::string& body) {
-  std::string bytes("NMTCKPT\n", 8);
-  put_le(bytes, 3, 4);
-  put_le(bytes, body.size(), 8);
-  put_le(bytes, ::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())), 4);
-  write_bytes(path, bytes + body);
+  write_bytes(path, nmt::checkpoint_file_bytes(body, 3));
 }
 
 void write_old_body(const std::string& path, const std::string& archive) {
-  std::string bytes("NMTCKPT\n", 8);
-  put_le(bytes, 2, 4);
-  put_le(bytes, archive.size(), 8);
-  put_le(bytes, ::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(archive.data()), static_cast<uInt>(archive.size())), 4);
-  write_bytes(path, bytes + archive);
+  write_bytes(path, nmt::checkpoint_file_bytes(archive, 2));
 }
 
 std::string json_header(const std::string& body) { return body.substr(8, le64(body, 0)); }

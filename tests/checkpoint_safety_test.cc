@@ -38,32 +38,26 @@ using nmt::test::temp_dir;
 // to allocate.
 constexpr double kMaxPeakMiB = 600;
 
+// nmt-train's arguments for the toy model on the corpus in `d`, into `run_dir`.
+std::string train_args(const std::string& d, const std::string& run_dir, int steps = 6) {
+  return "--train-src " + quote(d + "/train.src") + " --train-tgt " + quote(d + "/train.tgt") + " --valid-src " +
+         quote(d + "/valid.src") + " --valid-tgt " + quote(d + "/valid.tgt") + " -o " + quote(run_dir) +
+         " --src-spm " + quote(nmt::test::toy_tokenizer_file()) + " --tgt-spm " +
+         quote(nmt::test::toy_tokenizer_file()) +
+         " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --batch-tokens 200 --max-steps " +
+         std::to_string(steps) + " --valid-every 0 --threads 1 --device cpu";
+}
+
 // A training run of the toy model: a folder with last.ckpt to edit.
 const std::string& trained_run() {
   static const std::string dir = [] {
     const std::string d = temp_dir("ckpt_safe_run");
     nmt::test::write_toy_corpus(d, 200, 10);
-    const auto r = run("nmt-train",
-                       "--train-src " + quote(d + "/train.src") + " --train-tgt " + quote(d + "/train.tgt") +
-                           " --valid-src " + quote(d + "/valid.src") + " --valid-tgt " + quote(d + "/valid.tgt") +
-                           " -o " + quote(d + "/run") + " --src-spm " + quote(nmt::test::toy_tokenizer_file()) +
-                           " --tgt-spm " + quote(nmt::test::toy_tokenizer_file()) +
-                           " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --batch-tokens 200"
-                           " --max-steps 3 --valid-every 0 --threads 1 --device cpu",
-                       d);
+    const auto r = run("nmt-train", train_args(d, d + "/run", 3), d);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return d;
   }();
   return dir;
-}
-
-std::string train_args(const std::string& d, const std::string& run_dir) {
-  return "--train-src " + quote(d + "/train.src") + " --train-tgt " + quote(d + "/train.tgt") + " --valid-src " +
-         quote(d + "/valid.src") + " --valid-tgt " + quote(d + "/valid.tgt") + " -o " + quote(run_dir) +
-         " --src-spm " + quote(nmt::test::toy_tokenizer_file()) + " --tgt-spm " +
-         quote(nmt::test::toy_tokenizer_file()) +
-         " --emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 16 --batch-tokens 200"
-         " --max-steps 6 --valid-every 0 --threads 1 --device cpu";
 }
 
 // Runs nmt-translate -m FILE and (with `info`) --info -m FILE: refused with

@@ -24,7 +24,6 @@
 #include <sstream>
 
 #include <expat.h>
-#include <zlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -525,17 +524,7 @@ void write_old_checkpoint(const std::string& path, nmt::Seq2Seq& model, const nm
   }
   std::ostringstream body_stream;
   archive.save_to(body_stream);
-  const std::string body = body_stream.str();
-  std::string bytes("NMTCKPT\n", 8);
-  auto le = [&](uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-  };
-  le(static_cast<uint64_t>(version), 4);
-  if (version >= 2) {
-    le(body.size(), 8);
-    le(::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())), 4);
-  }
-  write_bytes(path, bytes + body);
+  write_bytes(path, nmt::checkpoint_file_bytes(body_stream.str(), static_cast<uint32_t>(version)));
 }
 
 bool greedy_near_tie(nmt::Translator& tr, const std::string& line, const nmt::Hypothesis& h,

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +22,7 @@
 #include "base/format.h"
 #include "io/io.h"
 #include "model/device.h"
+#include "model/crc32.h"
 #include "model/legacy_checkpoint.h"
 #include "model/tensor_file.h"
 
@@ -51,16 +51,6 @@ uint64_t read_le(std::string_view bytes, size_t at, int n) {
 
 void append_le(std::string& out, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-uint32_t crc32_of(std::string_view bytes) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  for (size_t at = 0; at < bytes.size();) {  // zlib takes uInt lengths
-    const auto n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, size_t{1} << 30));
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), n);
-    at += n;
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 struct Header {
@@ -151,17 +141,6 @@ std::string read_checkpoint_file(const std::string& path) {
   return bytes;
 }
 
-
-// `body` behind the file header: magic, version, body size, CRC-32.
-std::string with_header(const std::string& body) {
-  std::string bytes(kMagic, sizeof(kMagic));
-  append_le(bytes, kCheckpointVersion, 4);
-  append_le(bytes, body.size(), 8);
-  append_le(bytes, crc32_of(body), 4);
-  bytes.reserve(bytes.size() + body.size());
-  bytes += body;
-  return bytes;
-}
 
 // `meta` as the JSON text of a checkpoint's "meta" entry (empty fields left out).
 std::string meta_json(const CheckpointMeta& meta) {
@@ -492,6 +471,18 @@ torch::Tensor checked_cpu_rng(const TensorFile& f, const std::string& path) {
 
 }  // namespace
 
+std::string checkpoint_file_bytes(std::string_view body, uint32_t version) {
+  std::string bytes(kMagic, sizeof(kMagic));
+  append_le(bytes, version, 4);
+  if (version >= 2) {
+    append_le(bytes, body.size(), 8);
+    append_le(bytes, crc32_of(body), 4);
+  }
+  bytes.reserve(bytes.size() + body.size());
+  bytes += body;
+  return bytes;
+}
+
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
                      torch::optim::Optimizer* optimizer, const TrainState* state, CheckpointMeta meta) {
   check_finite(model, path, "not written (the file is unchanged)");
@@ -511,7 +502,7 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
     if (state->rng_state.defined()) w.add(kCpuRng, state->rng_state);
     if (state->device_rng_state.defined()) w.add(kDeviceRng, state->device_rng_state);
   }
-  write_file_atomic(path, with_header(w.bytes()));
+  write_file_atomic(path, checkpoint_file_bytes(w.bytes()));
 }
 
 CheckpointInfo inspect_checkpoint(const std::string& bytes, const std::string& origin) {
@@ -723,7 +714,7 @@ ConvertResult convert_checkpoint(const std::string& in, const std::string& out) 
   meta.made_from = "converted from " + fs::absolute(in, ec).string() + " (checkpoint format " +
                    std::to_string(h.version) + ")" + (earlier.empty() ? "" : ", itself " + earlier);
   w.set_metadata("meta", meta_json(meta));
-  const std::string body = with_header(w.bytes());
+  const std::string body = checkpoint_file_bytes(w.bytes());
   // The result must read back as any checkpoint does before it is kept.
   parse_checkpoint(body, out);
   write_file_atomic(out, body);

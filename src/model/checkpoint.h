@@ -27,6 +27,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "model/model.h"
 #include "text/tokenizer.h"
@@ -91,6 +92,11 @@ struct LoadedModel {
 void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok,
                      torch::optim::Optimizer* optimizer = nullptr, const TrainState* state = nullptr,
                      CheckpointMeta meta = {});
+
+// A checkpoint file's bytes: the header (magic, `version`, and from version
+// 2 on the body's size and CRC-32), then `body`. What save_checkpoint()
+// writes around its body; tests use it to seal bodies they edit.
+std::string checkpoint_file_bytes(std::string_view body, uint32_t version = kCheckpointVersion);
 
 // What a checkpoint's bytes hold, checked but not yet turned into a model.
 struct CheckpointInfo {

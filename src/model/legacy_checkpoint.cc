@@ -13,7 +13,6 @@
 // names are recognized and their effect is done by this code.
 #include "model/legacy_checkpoint.h"
 
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +22,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "model/crc32.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "storages are copied as they are: little-endian");
 
@@ -55,16 +55,6 @@ uint64_t le(std::string_view b, size_t at, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
   return v;
-}
-
-uint32_t crc32_of(std::string_view bytes) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  for (size_t at = 0; at < bytes.size();) {  // zlib takes uInt lengths
-    const auto n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, size_t{1} << 30));
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), n);
-    at += n;
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 // a * b and a + b, false where they overflow.
