@@ -6,9 +6,11 @@
 //   nmt-bench-step decode THREADS BATCH SRC_LEN BEAM REPS CHECKPOINT
 // Prints one JSON line: target tokens/s (train) or sentences/s (decode).
 // Environment: NMT_BENCH_DEVICE=cuda runs on the GPU (the device is
-// synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|reference|recurrence
-// picks the decoder's path (DecoderImpl::Path; default auto, what nmt runs),
-// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=reference; NMT_BENCH_PARTS=N trains
+// synchronized before each clock read); NMT_BENCH_PATH=auto|optimized|plain|recurrence
+// picks the decoder's path (DecoderImpl::Path for training; for search,
+// plain is EngineOptions::plain and the others its optimized step; default
+// auto, what nmt runs; "reference" is an older name of plain),
+// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=plain; NMT_BENCH_PARTS=N trains
 // each batch as N parts side by side (nmt-train --batch-parts N; default 0,
 // automatic, as nmt-train; 1: whole); NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called);
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "base/blas_kernels.h"
+#include "engine/rnn_engine.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
@@ -36,6 +39,7 @@
 #include "search/search.h"
 #include "text/tokenizer.h"
 #include "train/batch_parts.h"
+#include "train/losses.h"
 
 namespace {
 
@@ -47,17 +51,18 @@ const torch::Device& device() {
 }
 std::string path_name() {
   const char* ref = std::getenv("NMT_BENCH_REFERENCE");
-  if (ref && std::string(ref) == "1") return "reference";
+  if (ref && std::string(ref) == "1") return "plain";
   const char* p = std::getenv("NMT_BENCH_PATH");
-  return p ? p : "auto";
+  const std::string name = p ? p : "auto";
+  return name == "reference" ? "plain" : name;
 }
 nmt::DecoderImpl::Path decoder_path() {
   const auto n = path_name();
   if (n == "optimized") return nmt::DecoderImpl::Path::kOptimized;
-  if (n == "reference") return nmt::DecoderImpl::Path::kReference;
+  if (n == "plain") return nmt::DecoderImpl::Path::kPlain;
   if (n == "recurrence") return nmt::DecoderImpl::Path::kRecurrence;
   if (n != "auto")
-    throw std::runtime_error("NMT_BENCH_PATH must be auto, optimized, reference or recurrence, got '" + n + "'");
+    throw std::runtime_error("NMT_BENCH_PATH must be auto, optimized, plain or recurrence, got '" + n + "'");
   return nmt::DecoderImpl::Path::kAuto;
 }
 // Waits for the device's queued work (CUDA runs asynchronously).
@@ -137,9 +142,11 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
 
 int decode(int64_t B, int64_t S, int64_t beam, int64_t reps, const std::string& path) {
   auto loaded = nmt::load_checkpoint(path, device());
-  loaded.model->decoder->set_path(decoder_path());
+  decoder_path();  // checks the name
   nmt::InferenceScope scope({loaded.model});
-  nmt::Scorer scorer({loaded.model});
+  nmt::EngineOptions eo;
+  eo.plain = path_name() == "plain";
+  nmt::Scorer scorer(nmt::make_engines({loaded.model}, eo));
   nmt::SearchOptions so;
   so.beam_size = beam;
   so.no_cuda_graphs = std::getenv("NMT_BENCH_NO_CUDA_GRAPHS") != nullptr;

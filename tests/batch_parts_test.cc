@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
+#include "train/losses.h"
 
 namespace {
 

@@ -10,7 +10,8 @@
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "search/search.h"
-#include "search/translator.h"
+#include "translate/translator.h"
+#include "search_util.h"
 #include "test_util.h"
 
 namespace {
@@ -50,10 +51,10 @@ std::vector<int64_t> all(const Fixture& f) {
 }
 
 std::vector<std::vector<nmt::Hypothesis>> run(nmt::Search& s, const Fixture& f, const std::vector<int64_t>& idx,
-                                              bool att = false) {
+                                              bool att = false, const nmt::EngineOptions& engine = {}) {
   c10::InferenceMode guard;
   auto model = f.m.model;
-  return s.run(model, nmt::make_batch(f.ex, idx, false), att);
+  return nmt::test::run_search(s, model, nmt::make_batch(f.ex, idx, false), att, engine);
 }
 
 // Forced log-probability of ids + EOS for example i.
@@ -299,9 +300,9 @@ TEST(BeamTest, FastDecoderPathSearchesAsTheReferencePath) {
     so.beam_size = beam;
     so.n_best = beam;
     auto search = nmt::make_search(so);
-    model->decoder->set_path(nmt::DecoderImpl::Path::kReference);
-    const auto ref = run(*search, f, all(f), true);
-    model->decoder->set_path(nmt::DecoderImpl::Path::kOptimized);
+    nmt::EngineOptions plain;
+    plain.plain = true;
+    const auto ref = run(*search, f, all(f), true, plain);
     const auto fast = run(*search, f, all(f), true);
     ASSERT_EQ(ref.size(), fast.size());
     int compared = 0;
@@ -325,5 +326,4 @@ TEST(BeamTest, FastDecoderPathSearchesAsTheReferencePath) {
       EXPECT_GT(compared, 0) << "every choice a near tie: nothing compared";
     }
   }
-  model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
 }

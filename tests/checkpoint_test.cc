@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "model/batch.h"
 #include "checkpoint_edit.h"
+#include "train/losses.h"
 #include "test_util.h"
 
 namespace {

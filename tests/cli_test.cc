@@ -22,7 +22,7 @@
 
 #include "base/utf8.h"
 #include "model/checkpoint.h"
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "checkpoint_edit.h"
 #include "test_util.h"
 #include "text/alignment.h"

@@ -14,6 +14,9 @@
 #include "model/model.h"
 #include "search/search.h"
 #include "search/step_graph.h"
+#include "train/losses.h"
+#include "search_util.h"
+#include "search_util.h"
 #include "test_util.h"
 
 namespace nmt {
@@ -114,8 +117,8 @@ TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
     auto search = nmt::make_search(so);
     c10::InferenceMode guard;
     nmt::InferenceScope scope({cpu.model, gpu.model});
-    const auto hc = search->run(cpu.model, batch, false);
-    const auto hg = search->run(gpu.model, batch.to(torch::kCUDA), false);
+    const auto hc = nmt::test::run_search(*search, cpu.model, batch, false);
+    const auto hg = nmt::test::run_search(*search, gpu.model, batch.to(torch::kCUDA), false);
     ASSERT_EQ(hc.size(), hg.size());
     for (size_t i = 0; i < hc.size(); ++i) {
       EXPECT_EQ(hc[i][0].ids, hg[i][0].ids) << "sentence " << i << ", beam " << beam;
@@ -137,10 +140,10 @@ TEST(CudaSearchTest, GraphedGreedyEqualsEagerGreedy) {
   c10::InferenceMode guard;
   nmt::InferenceScope scope({gpu.model});
   for (bool with_attention : {false, true}) {
-    const auto want = nmt::make_search(eager_opt, torch::kCUDA)->run(gpu.model, batch, with_attention);
+    const auto want = nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
     auto graphed = nmt::make_search(nmt::SearchOptions{}, torch::kCUDA);
     for (int round = 0; round < 2; ++round) {  // a search object runs many batches
-      const auto got = graphed->run(gpu.model, batch, with_attention);
+      const auto got = nmt::test::run_search(*graphed, gpu.model, batch, with_attention);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         EXPECT_EQ(got[i][0].ids, want[i][0].ids) << "sentence " << i;

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "engine/rnn_engine.h"
 #include "search/scorer.h"
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "test_util.h"
 
 namespace {
@@ -48,18 +49,18 @@ TEST(EnsembleTest, AnEnsembleOfOneIsThatModel) {
       EXPECT_EQ(h1[i][r].score, h2[i][r].score);  // the same steps and sums: the same bits
     }
   }
-  // The scorer's step of one model is that model's log-softmax, bit for bit.
+  // The scorer's step of one engine is that engine's log-softmax, bit for bit.
   torch::NoGradGuard ng;
-  nmt::Scorer scorer({m.a.model});
+  nmt::RnnEngine engine(m.a.model);
+  nmt::Scorer scorer({std::make_shared<nmt::RnnEngine>(m.a.model)});
   std::vector<nmt::Example> ex(1);
   ex[0].src = alone.encode_source(kSrc[0]);
   const auto batch = nmt::make_batch(ex, {0}, false);
   auto state = scorer.start(batch);
   const auto y = torch::full({1}, nmt::kBosId, torch::kInt64);
   const auto logp = scorer.step(y, state);
-  const auto enc = m.a.model->encoder->forward(batch.src, batch.src_len);
-  const auto out = m.a.model->decoder->step(y, enc.init_state, m.a.model->decoder->memory(enc));
-  EXPECT_TRUE(torch::equal(logp, torch::log_softmax(out.logits, -1)));
+  auto own = engine.start(batch, 1, {});
+  EXPECT_TRUE(torch::equal(logp, torch::log_softmax(engine.step(y, own).logits, -1)));
 }
 
 TEST(EnsembleTest, TwoCopiesOfAModelTranslateAsTheModel) {

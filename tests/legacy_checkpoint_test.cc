@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "train/losses.h"
 #include "test_util.h"
 
 namespace {

@@ -14,6 +14,7 @@
 #include "model/batch.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
+#include "train/losses.h"
 
 namespace {
 // A model variant the same tests run on: attention score and decoder recurrence.
@@ -242,7 +243,7 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
     const double bound = model_rounding_bound(*model, model_depth(S, T));
     const double step_bound = model_rounding_bound(*model, model_depth(S, 1));
     const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), b.size() * T);
-    const auto ref = run(Path::kReference);
+    const auto ref = run(Path::kPlain);
     EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
     EXPECT_FALSE(ran_recurrence(ref));
     for (const auto path : {Path::kOptimized, Path::kRecurrence, Path::kAuto}) {
@@ -335,7 +336,7 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
         if (p.value().grad().defined()) grads[p.key()] = p.value().grad().clone();
       return std::make_pair(head.detach(), grads);
     };
-    const auto ref = run(Path::kReference);
+    const auto ref = run(Path::kPlain);
     const double bound = model_rounding_bound(*model, model_depth(S, T));
     const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), B * T);
     for (const char* name : {"decoder.align_head.query.weight", "decoder.align_head.key.weight", "encoder.rnn.weight_ih_l0"}) {

@@ -12,7 +12,7 @@
 
 #include "base/options.h"
 #include "search/search.h"
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "test_util.h"
 #include "text/word_aligner.h"
 #include "tools/align.h"

@@ -13,7 +13,8 @@
 
 #include "base/error.h"
 #include "model/quantized.h"
-#include "search/translator.h"
+#include "translate/translator.h"
+#include "search_util.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
 
@@ -21,6 +22,9 @@ namespace {
 
 using nmt::Example;
 using nmt::test::gamma;
+using nmt::test::iota;
+using nmt::test::run_search;
+using nmt::test::source_examples;
 using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::same_greedy_hypothesis;
@@ -38,29 +42,8 @@ double logits_bound(nmt::Seq2Seq& model, size_t src_len, size_t ids) {
   return model_rounding_bound(*model, model_depth(static_cast<int64_t>(src_len), static_cast<int64_t>(ids) + 1));
 }
 
-std::vector<Example> source_examples(int n, uint64_t seed) {
-  const auto& tok = nmt::test::toy_tokenizer();
-  std::vector<std::string> s, t;
-  nmt::test::toy_corpus(n, seed, &s, &t);
-  std::vector<Example> ex(n);
-  for (int i = 0; i < n; ++i) {
-    ex[i].src = tok.encode(s[i]);
-    ex[i].src.push_back(nmt::kEosId);
-  }
-  return ex;
-}
-
-std::vector<int64_t> iota(int n) {
-  std::vector<int64_t> v(n);
-  for (int i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-
 nmt::Seq2Seq tiny_model(uint64_t seed = 2, nmt::AttentionType att = nmt::AttentionType::kAdditive) {
-  torch::manual_seed(seed);
-  nmt::Seq2Seq m(nmt::test::tiny_model(att));
-  m->eval();
-  return m;
+  return nmt::test::eval_model(seed, att);
 }
 
 // Makes EOS (almost) impossible, so every hypothesis runs to its length cap.
@@ -75,11 +58,11 @@ TEST(SearchTest, BatchedEqualsAlone) {
     const auto ex = source_examples(7, 11);
     auto search = nmt::make_search(nmt::SearchOptions{});
     torch::NoGradGuard ng;
-    const auto batched = search->run(model, nmt::make_batch(ex, iota(7), false), true);
+    const auto batched = run_search(*search, model, nmt::make_batch(ex, iota(7), false), true);
     ASSERT_EQ(batched.size(), 7u);
     int compared = 0;
     for (int64_t i = 0; i < 7; ++i) {
-      const auto alone = search->run(model, nmt::make_batch(ex, {i}, false), true);
+      const auto alone = run_search(*search, model, nmt::make_batch(ex, {i}, false), true);
       ASSERT_EQ(alone.size(), 1u);
       ASSERT_EQ(batched[i].size(), 1u);
       // Alone, the products have fewer rows (other kernels, other sums).
@@ -102,13 +85,13 @@ TEST(SearchTest, LengthCaps) {
   {
     nmt::SearchOptions opt;
     opt.max_length = 3;
-    const auto hyps = nmt::make_search(opt)->run(model, batch, false);
+    const auto hyps = run_search(*nmt::make_search(opt), model, batch, false);
     for (const auto& h : hyps) EXPECT_EQ(h[0].ids.size(), 3u);  // EOS suppressed: exactly at the cap
   }
   {
     nmt::SearchOptions opt;
     opt.max_length_ratio = 0.5;
-    const auto hyps = nmt::make_search(opt)->run(model, batch, true);
+    const auto hyps = run_search(*nmt::make_search(opt), model, batch, true);
     for (size_t i = 0; i < hyps.size(); ++i) {
       const size_t cap = ex[i].src.size() / 2 + 5;  // floor(ratio * |src|) + 5
       EXPECT_EQ(hyps[i][0].ids.size(), cap) << "sentence " << i << " (source length " << ex[i].src.size() << ")";
@@ -144,11 +127,11 @@ TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
     opt.n_best = beam;
     opt.max_length_ratio = 1.0;
     auto search = nmt::make_search(opt);
-    const auto batched = search->run(model, nmt::make_batch(ex, iota(9), false), true);
+    const auto batched = run_search(*search, model, nmt::make_batch(ex, iota(9), false), true);
     std::set<size_t> caps;
     int compared = 0;
     for (int64_t i = 0; i < 9; ++i) {
-      const auto alone = search->run(model, nmt::make_batch(ex, {i}, false), true);
+      const auto alone = run_search(*search, model, nmt::make_batch(ex, {i}, false), true);
       ASSERT_EQ(alone[0].size(), batched[i].size());
       caps.insert(batched[i][0].ids.size());
       const double bound = logits_bound(unsuppressed, ex[i].src.size(), alone[0][0].ids.size());
@@ -175,171 +158,6 @@ TEST(SearchTest, SentencesLeavingTheBatchChangeNothing) {
   }
 }
 
-// A reduced-precision layer alone against the float product, at a shape a
-// search meets: float out, within `bound(x, w, bias)` (elementwise) of it, not exact.
-template <class Layer, class Bound>
-void expect_layer_near_float(Bound bound) {
-  torch::manual_seed(3);
-  auto w = torch::randn({300, 64}) * 0.1, bias = torch::randn({300}), x = torch::tanh(torch::randn({5, 7, 64}));
-  Layer lin(w, bias);
-  c10::InferenceMode im;
-  const torch::Tensor ref = torch::nn::functional::linear(x, w, bias);
-  const torch::Tensor got = lin(x);
-  ASSERT_EQ(got.sizes(), ref.sizes());
-  EXPECT_EQ(got.scalar_type(), torch::kFloat);
-  EXPECT_TRUE(within(got, ref, bound(x, w, bias)));
-  EXPECT_GT((got - ref).abs().max().item<double>(), 0.0)
-      << "a reduced-precision product should not equal float exactly";
-}
-
-// --int8: the decoder step's products in int8 give logits within a few
-// percent of the float ones' range (four products, each at the
-// quantization's resolution of about 1%), only without
-// autograd and from kInt8MinRows rows on, and switching it off restores the
-// float logits exactly; search runs on it.
-TEST(SearchTest, Int8DecoderProducts) {
-  if (!nmt::Int8Linear::available()) GTEST_SKIP() << "this LibTorch has no quantized CPU engine";
-  auto model = tiny_model(9);
-  const int R = static_cast<int>(nmt::DecoderImpl::kInt8MinRows);  // the fewest rows int8 runs on
-  const auto ex = source_examples(R, 16);
-  const auto b = nmt::make_batch(ex, iota(R), false);
-  auto logits = [&](int rows) {
-    const auto sub = nmt::make_batch(ex, iota(rows), false);
-    auto enc = model->encoder->forward(sub.src, sub.src_len);
-    auto y = torch::full({rows}, nmt::kBosId, torch::kLong);
-    return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [rows, V]
-  };
-  torch::Tensor fp, q, grad_on, back;
-  {
-    torch::NoGradGuard ng;
-    fp = logits(R);
-    const auto fp_few = logits(R - 1);
-    model->decoder->set_int8(true);
-    ASSERT_TRUE(model->decoder->int8());
-    q = logits(R);
-    // Fewer rows than kInt8MinRows stay in float, where int8 does not pay: the same products, the same bits.
-    EXPECT_TRUE(torch::equal(logits(R - 1), fp_few));
-    // A shortlist's rows in int8 score as the whole vocabulary's do (columns = ids).
-    auto enc = model->encoder->forward(b.src, b.src_len);
-    auto mem = model->decoder->memory(enc);
-    const auto ids = torch::tensor({0, 1, 2, 3, 9, 5, 12}, torch::kLong);
-    model->decoder->restrict_output(mem, ids);
-    const auto sub = model->decoder->step(torch::full({R}, nmt::kBosId, torch::kLong), enc.init_state, mem).logits;
-    // Per-row weight scales and the same input: the same integer sums, each
-    // turned into float (scales multiplied, the sum scaled, the bias added)
-    // within 3u (|y| + 2 |b|) by either kernel.
-    const auto out_bias = model->named_parameters()["decoder.out_bias"].index_select(0, ids).abs();
-    EXPECT_TRUE(within(sub, q.index_select(1, ids), 2 * 3 * 0x1p-24 * (sub.abs() + 2 * out_bias)))
-        << "restricted int8 logits";
-    EXPECT_FALSE(torch::allclose(sub, fp.index_select(1, ids), 1e-6, 1e-7)) << "restricted logits should be int8";
-  }
-  grad_on = logits(R).detach();  // autograd records: the float weights
-  {
-    torch::NoGradGuard ng;
-    const double range = fp.abs().max().item<double>();
-    const double err = (q - fp).abs().max().item<double>();
-    // Four products of ~1% resolution each: the quantization's error, the
-    // same on every CPU (the integer sums are exact); float rounding adds ~1e-6 of it.
-    EXPECT_LE(err, 0.05 * range) << "int8 logits too far from float";
-    EXPECT_GT(err, 0.0) << "int8 should not equal float exactly: is it running?";
-    // Float, through the step autograd records (other products, other sums).
-    EXPECT_TRUE(within(grad_on, fp, model_rounding_bound(*model, model_depth(b.src.size(1), 1))));
-    const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, b, false);
-    EXPECT_EQ(hyps.size(), static_cast<size_t>(R));
-    model->decoder->set_int8(false);
-    EXPECT_FALSE(model->decoder->int8());
-    back = logits(R);
-  }
-  EXPECT_TRUE(torch::equal(back, fp));  // the float products again: the same bits
-  // Weights rounded to int8 per row (scale s_w = max |w_row| / 127, error at
-  // most s_w / 2), inputs to 7 bits (scale s_x = range / 127, error at most
-  // s_x, its zero point rounded), integer sums exact: s_w / 2 sum |x| + s_x
-  // sum |w| + K s_x s_w / 2, and the float rounding of both sides.
-  using torch::Tensor;
-  expect_layer_near_float<nmt::Int8Linear>([](const Tensor& x, const Tensor& w, const Tensor& bias) {
-    const auto xd = x.to(torch::kDouble), wd = w.to(torch::kDouble);
-    const auto s_w = wd.abs().amax(1) / 127;                                               // [N]
-    const double s_x = (std::max(0.0, xd.max().item<double>()) - std::min(0.0, xd.min().item<double>())) / 127;
-    const auto K = static_cast<double>(w.size(1));
-    return s_w * xd.abs().sum(-1, true) / 2 + s_x * wd.abs().sum(1) + K * s_x * s_w / 2 +
-           nmt::test::dot_error_bound(x, w.t(), bias);
-  });
-}
-
-// --bf16: the decoder step's products in bfloat16 give logits within about
-// a percent of the float ones' range on any number of rows (8 significant
-// bits per product and output), only without autograd; a shortlist's rows
-// score as the whole vocabulary's do; float again restores the logits exactly.
-TEST(SearchTest, Bf16DecoderProducts) {
-  auto model = tiny_model(9);
-  const int R = 3;
-  const auto ex = source_examples(R, 16);
-  const auto b = nmt::make_batch(ex, iota(R), false);
-  auto logits = [&] {
-    auto enc = model->encoder->forward(b.src, b.src_len);
-    auto y = torch::full({R}, nmt::kBosId, torch::kLong);
-    return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [R, V]
-  };
-  torch::Tensor fp, h, grad_on, back;
-  {
-    torch::NoGradGuard ng;
-    fp = logits();
-    model->decoder->set_precision(nmt::Precision::kBf16);
-    ASSERT_EQ(model->decoder->precision(), nmt::Precision::kBf16);
-    EXPECT_FALSE(model->decoder->int8());
-    h = logits();
-    auto enc = model->encoder->forward(b.src, b.src_len);
-    auto mem = model->decoder->memory(enc);
-    const auto ids = torch::tensor({0, 1, 2, 3, 9, 5, 12}, torch::kLong);
-    model->decoder->restrict_output(mem, ids);
-    const auto sub = model->decoder->step(torch::full({R}, nmt::kBosId, torch::kLong), enc.init_state, mem).logits;
-    // The same bfloat16 inputs and weights; the kernel may sum the E products
-    // (inputs within 1: a tanh) in another order for other rows, 2 gamma_E
-    // sum |w|, round the output to bfloat16 the other way, 2^-8 |y| each, and
-    // the bias adds a float rounding.
-    auto params = model->named_parameters();
-    const auto w_abs = params["decoder.out_weight"].index_select(0, ids).abs();  // [V', E]
-    const auto y_abs = sub.abs() + params["decoder.out_bias"].index_select(0, ids).abs();
-    EXPECT_TRUE(within(sub, h.index_select(1, ids),
-                       2 * gamma(w_abs.size(1), 0x1p-24) * w_abs.sum(1) + 2 * (0x1p-8 + 0x1p-24) * y_abs))
-        << "restricted bf16 logits";
-  }
-  grad_on = logits().detach();  // autograd records: the float weights
-  {
-    torch::NoGradGuard ng;
-    const double range = fp.abs().max().item<double>();
-    const double err = (h - fp).abs().max().item<double>();
-    // bfloat16's rounding (2^-8) of inputs, weights and outputs, the same on
-    // every CPU; the float sums add ~1e-6 of it.
-    EXPECT_LE(err, 0.03 * range) << "bf16 logits too far from float";
-    EXPECT_GT(err, 0.0) << "bf16 should not equal float exactly: is it running?";
-    // Float, through the step autograd records (other products, other sums).
-    EXPECT_TRUE(within(grad_on, fp, model_rounding_bound(*model, model_depth(b.src.size(1), 1))));
-    const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, b, false);
-    EXPECT_EQ(hyps.size(), static_cast<size_t>(R));
-    model->decoder->set_precision(nmt::Precision::kFloat32);
-    back = logits();
-  }
-  EXPECT_TRUE(torch::equal(back, fp));  // the float products again: the same bits
-  // Inputs, weights and the product rounded to bfloat16 (2^-8 each, the
-  // first two of each factor), the sums in float.
-  using torch::Tensor;
-  expect_layer_near_float<nmt::Bf16Linear>([](const Tensor& x, const Tensor& w, const Tensor& bias) {
-    const double ub = 0x1p-8;
-    const auto mag = torch::matmul(x.abs().to(torch::kDouble), w.abs().t().to(torch::kDouble));
-    return (std::pow(1 + ub, 3) - 1) * mag + nmt::test::dot_error_bound(x, w.t(), bias);
-  });
-}
-
-// --int8 and --bf16 together are a usage error.
-TEST(SearchTest, OnePrecisionAtATime) {
-  nmt::TranslateOptions opt;
-  opt.int8 = opt.bf16 = true;
-  EXPECT_THROW(opt.validate(), nmt::UsageError);
-  opt.int8 = false;
-  EXPECT_NO_THROW(opt.validate());
-}
-
 // The search CUDA uses (fixed rows, a step that updates its tensors in place,
 // finished sentences masked rather than dropped), run here eagerly: the same
 // hypotheses as greedy search, with and without attention, capped or not,
@@ -357,7 +175,7 @@ TEST(SearchTest, FixedRowGreedyEqualsGreedy) {
     torch::NoGradGuard ng;
     for (auto models : {std::vector<nmt::Seq2Seq>{a}, std::vector<nmt::Seq2Seq>{a, b}}) {
       for (bool with_attention : {false, true}) {
-        nmt::Scorer s1(models), s2(models);
+        auto s1 = nmt::test::scorer_of(models), s2 = nmt::test::scorer_of(models);
         const auto want = nmt::make_search(opt)->run(s1, batch, with_attention);
         const auto got = nmt::make_fixed_row_greedy_search(opt, /*capture=*/false)->run(s2, batch, with_attention);
         ASSERT_EQ(got.size(), want.size());
@@ -391,7 +209,7 @@ TEST(SearchTest, AttentionRowsSumToOne) {
   auto model = tiny_model(5);
   const auto ex = source_examples(5, 13);
   torch::NoGradGuard ng;
-  const auto hyps = nmt::make_search(nmt::SearchOptions{})->run(model, nmt::make_batch(ex, iota(5), false), true);
+  const auto hyps = run_search(*nmt::make_search(nmt::SearchOptions{}), model, nmt::make_batch(ex, iota(5), false), true);
   for (size_t i = 0; i < hyps.size(); ++i) {
     const auto& h = hyps[i][0];
     ASSERT_TRUE(h.attention.defined());
@@ -404,7 +222,7 @@ TEST(SearchTest, AttentionRowsSumToOne) {
     EXPECT_TRUE(within(h.attention.sum(1), torch::ones({h.attention.size(0)}), 2 * gamma(S + 2, 0x1p-24))) << i;
   }
   // Without attention requested, none is returned.
-  const auto plain = nmt::make_search(nmt::SearchOptions{})->run(model, nmt::make_batch(ex, iota(5), false), false);
+  const auto plain = run_search(*nmt::make_search(nmt::SearchOptions{}), model, nmt::make_batch(ex, iota(5), false), false);
   EXPECT_FALSE(plain[0][0].attention.defined());
 }
 
@@ -417,7 +235,7 @@ TEST(SearchTest, GreedyScoreEqualsForcedDecodingLogProb) {
     torch::NoGradGuard ng;
     nmt::SearchOptions opt;
     opt.max_length = 6;
-    const auto hyps = nmt::make_search(opt)->run(model, nmt::make_batch(ex, iota(6), false), false);
+    const auto hyps = run_search(*nmt::make_search(opt), model, nmt::make_batch(ex, iota(6), false), false);
     for (size_t i = 0; i < ex.size(); ++i) ex[i].tgt = hyps[i][0].ids;
     const auto b = nmt::make_batch(ex, iota(6), true);
     const auto logp = torch::log_softmax(model->forward(b.src, b.src_len, b.tgt_in), -1);  // [B, T, V]
@@ -495,12 +313,13 @@ TEST(TranslatorTest, OrderEmptyLinesAndBatching) {
 
 namespace {
 
-// Search in eval mode multiplies with copies of the weights made for it
+// An engine multiplies with copies of the weights made when it is built
 // (StepWeights: transposed weights, the first GRU's input gates of every
-// embedding as a table): they give the plain products' values, for both
-// decoders, and follow the weights when they change in place (as an
-// optimizer or a checkpoint load changes them) instead of serving stale ones.
-TEST(SearchTest, StepWeightsFollowTheWeights) {
+// embedding as a table): they give the plain step's values, for both
+// decoders. When the weights change in place (as an optimizer or a
+// checkpoint load changes them) or move, the engine says it is no longer
+// current, and a Translator builds a new one instead of serving stale copies.
+TEST(SearchTest, EnginesFollowTheWeights) {
   for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
     torch::manual_seed(4);
     auto opt = nmt::test::tiny_model();
@@ -509,20 +328,20 @@ TEST(SearchTest, StepWeightsFollowTheWeights) {
     model->eval();
     const auto ex = source_examples(5, 21);
     const auto b = nmt::make_batch(ex, iota(5), false);
-    auto logits = [&](nmt::DecoderImpl::Path path) {
-      model->decoder->set_path(path);
-      auto enc = model->encoder->forward(b.src, b.src_len);
-      auto y = torch::tensor({7, 8, 9, 10, 11}, torch::kLong);
-      return model->decoder->step(y, enc.init_state, model->decoder->memory(enc)).logits;  // [5, V]
+    auto logits = [&](nmt::RnnEngine& engine) {
+      auto state = engine.start(b, 1, {});
+      return engine.step(torch::tensor({7, 8, 9, 10, 11}, torch::kLong), state).logits;  // [5, V]
     };
+    nmt::EngineOptions plain;
+    plain.plain = true;
     torch::NoGradGuard ng;
     // The optimized step makes other products than the plain one.
     const auto bound = [&] { return model_rounding_bound(*model, model_depth(b.src.size(1), 1)); };
     for (int round = 0; round < 2; ++round) {
-      const auto table = logits(nmt::DecoderImpl::Path::kOptimized);
-      const auto plain = logits(nmt::DecoderImpl::Path::kReference);
-      EXPECT_TRUE(within(table, plain, bound())) << "round " << round;
-      // In place, each weight the copies are made of: they must notice.
+      nmt::RnnEngine fast(model), slow(model, plain);
+      EXPECT_TRUE(fast.current());
+      EXPECT_TRUE(within(logits(fast), logits(slow), bound())) << "round " << round;
+      // In place, each weight the copies are made of: the engine must notice.
       auto params = model->named_parameters();
       params["decoder.embed.weight"].mul_(1.5);
       params["decoder.cell.bias_ih"].add_(0.25);
@@ -537,38 +356,58 @@ TEST(SearchTest, StepWeightsFollowTheWeights) {
         params["decoder.cell2.bias_hh"].sub_(0.15);
         params["decoder.cell2.weight_ih"].mul_(0.95);
       }
+      EXPECT_FALSE(fast.current()) << "round " << round;
     }
     // Moved away and back (new storage, the same version counters) with other values meanwhile.
+    nmt::RnnEngine before(model);
     model->to(torch::kDouble);
     for (auto& p : model->parameters()) p.mul_(1.05);
     model->to(torch::kFloat);
-    EXPECT_TRUE(within(logits(nmt::DecoderImpl::Path::kOptimized), logits(nmt::DecoderImpl::Path::kReference), bound()))
-        << "after a move";
-    model->decoder->set_path(nmt::DecoderImpl::Path::kAuto);
+    EXPECT_FALSE(before.current()) << "after a move";
+    nmt::RnnEngine fast(model), slow(model, plain);
+    EXPECT_TRUE(within(logits(fast), logits(slow), bound())) << "after a move";
   }
+  // A Translator kept across a change of the weights translates as a new one does.
+  auto model = tiny_model(6);
+  const std::vector<std::string> lines = {"a b c", "d e", "f g h i"};
+  nmt::Translator kept(model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  const auto first = kept.translate_text(lines, nmt::TranslateOptions{});
+  {
+    torch::NoGradGuard ng;
+    model->named_parameters()["decoder.out_bias"].add_(torch::randn({model->options().tgt_vocab}) * 5);
+  }
+  nmt::Translator fresh(model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer());
+  const auto want = fresh.translate_text(lines, nmt::TranslateOptions{});
+  EXPECT_NE(want, first) << "the change should show in the translations";
+  EXPECT_EQ(kept.translate_text(lines, nmt::TranslateOptions{}), want);
 }
 
-// A memory made for search carries weights autograd does not see; a step
-// taken with it under autograd (a caller that builds the memory in one mode
-// and steps in another) multiplies with fresh ones, so gradients reach every
-// weight of the step.
+// A memory made for search carries weights autograd does not see: a step
+// under autograd with it is refused rather than leaving weights without
+// their gradient; a memory made under autograd gives every weight of the
+// step its gradient, on either path.
 TEST(SearchTest, AStepUnderAutogradNeverMultipliesWithSearchCopies) {
   for (auto path : {nmt::DecoderImpl::Path::kAuto, nmt::DecoderImpl::Path::kOptimized}) {
     auto model = tiny_model(5);
     model->decoder->set_path(path);
     const auto ex = source_examples(3, 9);
     const auto b = nmt::make_batch(ex, iota(3), false);
-    nmt::DecoderMemory mem;
-    torch::Tensor init;
+    const auto y = torch::tensor({5, 6, 7}, torch::kLong);
     {
-      torch::NoGradGuard ng;
-      auto enc = model->encoder->forward(b.src, b.src_len);
-      mem = model->decoder->memory(enc);
-      init = enc.init_state;
+      nmt::DecoderMemory search_mem;
+      torch::Tensor init;
+      {
+        torch::NoGradGuard ng;
+        auto enc = model->encoder->forward(b.src, b.src_len);
+        search_mem = model->decoder->memory(enc);
+        init = enc.init_state;
+      }
+      ASSERT_TRUE(search_mem.weights && search_mem.weights->for_search);
+      EXPECT_THROW(model->decoder->step(y, init, search_mem), nmt::Error);
     }
-    ASSERT_TRUE(mem.weights && mem.weights->for_search);
     model->zero_grad();
-    auto out = model->decoder->step(torch::tensor({5, 6, 7}, torch::kLong), init, mem);
+    auto enc = model->encoder->forward(b.src, b.src_len);
+    auto out = model->decoder->step(y, enc.init_state, model->decoder->memory(enc));
     out.logits.pow(2).sum().backward();
     auto params = model->named_parameters();
     for (const char* name : {"decoder.deep.weight", "decoder.out_bias", "decoder.cell.weight_hh",

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "model/checkpoint.h"
+#include "engine/rnn_engine.h"
 #include "search/scorer.h"
 #include "search/search.h"
 #include "search/shortlist.h"
@@ -86,7 +87,7 @@ std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr
   c10::InferenceMode guard;
   auto model = f.m.model;
   model->eval();
-  nmt::Scorer scorer({model});
+  nmt::Scorer scorer({std::make_shared<nmt::RnnEngine>(model)});
   scorer.set_shortlist(list);
   nmt::SearchOptions so;
   so.beam_size = beam;

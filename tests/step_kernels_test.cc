@@ -2,6 +2,7 @@
 // operations they replace: the rational tanh, the fused additive attention
 // and the per-row maximum with its column.
 #include "model/step_kernels.h"
+#include "search/row_max.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -6,7 +6,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "search/search.h"
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>

@@ -2,33 +2,24 @@
 #include "search/scorer.h"
 
 #include "base/error.h"
-#include "model/step_kernels.h"
+#include "search/row_max.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
 
-Scorer::Scorer(std::vector<Seq2Seq> models) : models_(std::move(models)) {
-  if (models_.empty()) throw Error("a scorer needs at least one model");
-  vocab_ = models_.front()->options().tgt_vocab;
-  for (const auto& m : models_)
-    if (m->options().tgt_vocab != vocab_)
+Scorer::Scorer(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {
+  if (engines_.empty()) throw Error("a scorer needs at least one model");
+  vocab_ = engines_.front()->vocab_size();
+  for (const auto& e : engines_)
+    if (e->vocab_size() != vocab_)
       throw Error("ensemble members have different target vocabularies (" + std::to_string(vocab_) + " and " +
-                  std::to_string(m->options().tgt_vocab) + " pieces)");
+                  std::to_string(e->vocab_size()) + " pieces)");
 }
 
 ScorerState Scorer::start(const Batch& batch, int64_t copies) {
   ScorerState st;
-  for (auto& m : models_) {
-    auto enc = m->encoder->forward(batch.src, batch.src_len);
-    // Computed once per sentence, then given to each of its `copies` rows: [B*copies, ...]
-    auto memory = m->decoder->memory(enc).repeat(copies);
-    auto hidden = copies > 1 ? enc.init_state.repeat_interleave(copies, 0) : enc.init_state;  // [R, D]
-    st.members.push_back(MemberState{std::move(memory), std::move(hidden)});
-  }
-  if (shortlist_) {
-    st.vocab = shortlist_->for_batch(batch.src).to(batch.src.device());  // [V']
-    for (size_t i = 0; i < models_.size(); ++i) models_[i]->decoder->restrict_output(st.members[i].memory, st.vocab);
-  }
+  if (shortlist_) st.vocab = shortlist_->for_batch(batch.src).to(batch.src.device());  // [V']
+  for (auto& e : engines_) st.members.push_back(e->start(batch, copies, st.vocab));
   return st;
 }
 
@@ -39,28 +30,24 @@ torch::Tensor Scorer::token_ids(const ScorerState& state, const torch::Tensor& c
 
 torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {
   torch::Tensor logp_sum, alpha_sum;
-  for (size_t i = 0; i < models_.size(); ++i) {
-    auto& ms = state.members[i];
-    auto out = models_[i]->decoder->step(y_prev, ms.hidden, ms.memory);
-    ms.hidden = out.state;
+  for (size_t i = 0; i < engines_.size(); ++i) {
+    auto out = engines_[i]->step(y_prev, state.members[i]);
     auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);  // [R, V]
     logp_sum = i == 0 ? logp : logp_sum + logp;
     if (alpha) alpha_sum = i == 0 ? out.alpha : alpha_sum + out.alpha;
   }
-  const double n = static_cast<double>(models_.size());
-  if (alpha) *alpha = models_.size() == 1 ? alpha_sum : alpha_sum / n;
-  return models_.size() == 1 ? logp_sum : logp_sum / n;
+  const double n = static_cast<double>(engines_.size());
+  if (alpha) *alpha = engines_.size() == 1 ? alpha_sum : alpha_sum / n;
+  return engines_.size() == 1 ? logp_sum : logp_sum / n;
 }
 
 Scorer::Best Scorer::step_best(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {
-  if (models_.size() > 1) {
+  if (engines_.size() > 1) {
     auto logp = step(y_prev, state, alpha);  // [R, V']
     auto [top, col] = max_per_row(logp);
     return {col, top, logp.select(1, kEosId)};
   }
-  auto& ms = state.members.front();
-  auto out = models_.front()->decoder->step(y_prev, ms.hidden, ms.memory);
-  ms.hidden = out.state;
+  auto out = engines_.front()->step(y_prev, state.members.front());
   if (alpha) *alpha = out.alpha;
   auto logits = out.logits.to(torch::kFloat);  // [R, V']
   auto [top, col] = max_per_row(logits);        // [R], [R]
@@ -70,24 +57,29 @@ Scorer::Best Scorer::step_best(const torch::Tensor& y_prev, ScorerState& state, 
 }
 
 void Scorer::reorder(ScorerState& state, const torch::Tensor& rows) {
-  // Rows of one sentence share its encoder output: only the recurrent state moves.
-  for (auto& ms : state.members) ms.hidden = ms.hidden.index_select(0, rows);
+  // Rows of one sentence share its encoder output: only what moves with the beam moves.
+  for (auto& ms : state.members) ms.reorder(rows);
 }
 
 void Scorer::keep(ScorerState& state, const torch::Tensor& rows) {
-  for (auto& ms : state.members) {
-    ms.memory = ms.memory.index_select(rows);
-    ms.hidden = ms.hidden.index_select(0, rows);
-  }
+  for (auto& ms : state.members) ms.keep(rows);
+}
+
+void Scorer::own_moving_storage(ScorerState& state) {
+  for (auto& ms : state.members) ms.own_moving_storage();
+}
+
+void Scorer::copy_moving(ScorerState& to, const ScorerState& from) {
+  for (size_t i = 0; i < to.members.size(); ++i) to.members[i].copy_moving_from(from.members[i]);
 }
 
 torch::Tensor Scorer::forced_log_probs(const Batch& batch) {
   torch::Tensor sum;
-  for (size_t i = 0; i < models_.size(); ++i) {
-    auto logp = torch::log_softmax(models_[i]->forward(batch.src, batch.src_len, batch.tgt_in).to(torch::kFloat), -1);
+  for (size_t i = 0; i < engines_.size(); ++i) {
+    auto logp = torch::log_softmax(engines_[i]->forced_logits(batch).to(torch::kFloat), -1);
     sum = i == 0 ? logp : sum + logp;  // [B, T, V]
   }
-  return models_.size() == 1 ? sum : sum / static_cast<double>(models_.size());
+  return engines_.size() == 1 ? sum : sum / static_cast<double>(engines_.size());
 }
 
 }  // namespace nmt

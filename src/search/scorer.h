@@ -1,28 +1,22 @@
-// What a search sees of the model: encode a batch into decoder states, score
+// What a search sees of the models: encode a batch into decoder states, score
 // the next token, keep the states of the hypotheses that survive. One
-// Scorer serves one model or an ensemble of several (Marian's "scorers"):
-// the ensemble's log-probability of a token is the mean of its members'
-// log-probabilities, step by step, and an ensemble of one model is exactly
-// that model. The search never reaches into a model's modules.
+// Scorer serves one engine or an ensemble of several, one engine per member
+// (Marian's "scorers"): the ensemble's log-probability of a token is the
+// mean of its members' log-probabilities, step by step, and an ensemble of
+// one is exactly that engine. The search sees engines (engine/engine.h)
+// and their opaque states only.
 #pragma once
 #include <memory>
 #include <vector>
 
-#include "model/batch.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "search/shortlist.h"
 
 namespace nmt {
 
-// One model's decoder state for R rows (hypotheses).
-struct MemberState {
-  DecoderMemory memory;  // keys, values and mask of the source [R, S, ..]
-  torch::Tensor hidden;  // s_t [R, D]
-};
-
 // The state of every member of a Scorer, row for row.
 struct ScorerState {
-  std::vector<MemberState> members;
+  std::vector<DecoderState> members;  // one per engine, R rows each
   // With a shortlist, the target id of each column of step()'s
   // log-probabilities [V'] (sorted, and id i < 4 in column i); undefined:
   // column = id over the whole vocabulary.
@@ -31,11 +25,10 @@ struct ScorerState {
 
 class Scorer {
  public:
-  // Scores with `models` (one, or an ensemble), which must share the target
+  // Scores with `engines` (one, or an ensemble), which must share the target
   // vocabulary. Throws nmt::Error when there are none or their target
-  // vocabularies differ. Call under InferenceMode or NoGradGuard, with the
-  // models in eval mode.
-  explicit Scorer(std::vector<Seq2Seq> models);
+  // vocabularies differ. Call under InferenceMode or NoGradGuard.
+  explicit Scorer(std::vector<std::shared_ptr<Engine>> engines);
 
   // Encodes `batch` with every member; each sentence takes `copies` rows
   // (row b * copies + k), all starting from the same state.
@@ -68,7 +61,7 @@ class Scorer {
   torch::Tensor token_ids(const ScorerState& state, const torch::Tensor& cols) const;
 
   // Keeps rows `rows` [R'] (int64 indices into the current rows) of every
-  // member's state, in that order.
+  // member's state, in that order (DecoderState::reorder()).
   void reorder(ScorerState& state, const torch::Tensor& rows);
 
   // Keeps rows `rows` [R'] of every member's state, source memory included,
@@ -76,15 +69,22 @@ class Scorer {
   // search drops the rows of finished sentences with it).
   void keep(ScorerState& state, const torch::Tensor& rows);
 
+  // Gives every member's moving tensors storage of their own, and copies
+  // `from`'s into them in place (DecoderState): for steps replayed as CUDA graphs.
+  void own_moving_storage(ScorerState& state);
+  void copy_moving(ScorerState& to, const ScorerState& from);
+
   // Teacher-forced log-probabilities [B, T, V] (float) of batch.tgt_in's
   // continuations: the mean over members of their log-softmax.
   torch::Tensor forced_log_probs(const Batch& batch);
 
   int64_t vocab_size() const { return vocab_; }
-  size_t size() const { return models_.size(); }
+  size_t size() const { return engines_.size(); }
+  // Where the engines run.
+  torch::Device device() const { return engines_.front()->device(); }
 
  private:
-  std::vector<Seq2Seq> models_;
+  std::vector<std::shared_ptr<Engine>> engines_;
   int64_t vocab_ = 0;
   std::shared_ptr<const Shortlist> shortlist_;
 };

@@ -85,7 +85,6 @@ class GreedySearch : public Search {
  public:
   explicit GreedySearch(const SearchOptions& opt) : opt_(opt) {}
 
-  using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size();
     const auto device = batch.src.device();
@@ -144,14 +143,13 @@ class GraphedGreedySearch : public Search {
   GraphedGreedySearch(const SearchOptions& opt, bool capture) : opt_(opt), capture_(capture) {}
   static constexpr int64_t kGraphCheckEvery = 8;
 
-  using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size(), S = batch.src.size(1);
     const auto device = batch.src.device();
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
     auto state = scorer.start(batch);
-    for (auto& m : state.members) m.hidden = m.hidden.clone();  // storage of its own, updated in place
+    scorer.own_moving_storage(state);  // updated in place by every replay
     auto caps_cpu = length_caps(batch, opt_);
     const int64_t steps = caps_cpu.max().item<int64_t>() + 1;  // +1 for the final EOS
 
@@ -164,7 +162,7 @@ class GraphedGreedySearch : public Search {
     auto t = torch::zeros({1}, i64);                                // [1] the step, on the device
     StepGraph graph(
         [&] {
-          ScorerState s = state;  // shares the source memory; step_best gives s new hidden states
+          ScorerState s = state;  // shares the source memory; step_best gives s new moving tensors
           torch::Tensor alpha;
           auto best = scorer.step_best(y, s, with_attention ? &alpha : nullptr);  // [B] each
           auto capped = caps.le(t);                                             // [B]
@@ -176,7 +174,7 @@ class GraphedGreedySearch : public Search {
             att.scatter_(1, t.view({1, 1, 1}).expand({B, 1, S}), alpha.to(torch::kFloat).unsqueeze(1));
           finished.logical_or_(next.eq(kEosId));
           y.copy_(next);
-          for (size_t i = 0; i < s.members.size(); ++i) state.members[i].hidden.copy_(s.members[i].hidden);
+          scorer.copy_moving(state, s);
           t.add_(1);
         },
         device, capture_);
@@ -204,7 +202,6 @@ class BeamSearch : public Search {
  public:
   explicit BeamSearch(const SearchOptions& opt) : opt_(opt) {}
 
-  using Search::run;
   std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) override {
     const int64_t B = batch.size(), K = opt_.beam_size;
     const auto device = batch.src.device();

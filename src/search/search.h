@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "base/options.h"
-#include "model/batch.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "search/scorer.h"
 
 namespace nmt {
@@ -23,14 +22,9 @@ struct Hypothesis {
 class Search {
  public:
   virtual ~Search() = default;
-  // Returns, for each sentence of `batch` (same order), its hypotheses best first.
-  // The models must be in eval mode; call under InferenceMode or NoGradGuard.
+  // Returns, for each sentence of `batch` (same order), its hypotheses best
+  // first. Call under InferenceMode or NoGradGuard.
   virtual std::vector<std::vector<Hypothesis>> run(Scorer& scorer, const Batch& batch, bool with_attention) = 0;
-  // The same with one model.
-  std::vector<std::vector<Hypothesis>> run(Seq2Seq& model, const Batch& batch, bool with_attention) {
-    Scorer scorer({model});
-    return run(scorer, batch, with_attention);
-  }
 };
 
 // Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search

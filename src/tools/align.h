@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "text/alignment.h"
 #include "text/word_aligner.h"
 

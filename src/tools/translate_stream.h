@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "search/translator.h"
+#include "translate/translator.h"
 
 namespace nmt {
 

@@ -22,6 +22,7 @@
 #include "train/run_folder.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
+#include "train/losses.h"
 #include "train/training_data.h"
 #include "train/validation.h"
 

@@ -3,8 +3,9 @@
 
 #include <cmath>
 
-#include "search/translator.h"
+#include "translate/translator.h"
 #include "text/metrics.h"
+#include "train/losses.h"
 
 namespace nmt {
 

@@ -1,9 +1,11 @@
 // Translation of whole sentences: tokenizes, sorts by length to cut padding,
-// runs a Search over batches and restores input order.
+// runs a Search over batches on the models' engines (engine/rnn_engine.h,
+// built once per precision) and restores input order.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "engine/rnn_engine.h"
 #include "model/checkpoint.h"
 #include "search/search.h"
 #include "search/shortlist.h"
@@ -64,7 +66,13 @@ class Translator {
   // opt.shortlist's table, read at the first translate() that names it and
   // kept while the options stay the same; null without one.
   std::shared_ptr<const Shortlist> shortlist_for(const ShortlistOptions& opt);
+  // An engine per model computing in `precision`: the ones built before
+  // while the precision and every model's parameters stay the same, else new
+  // ones. Call with the models in eval mode. Throws nmt::Error as RnnEngine's
+  // constructor.
+  std::vector<std::shared_ptr<Engine>> engines(Precision precision);
   std::vector<Seq2Seq> models_;
+  std::vector<std::shared_ptr<RnnEngine>> engines_;
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
   int64_t cropped_ = 0;

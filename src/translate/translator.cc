@@ -1,5 +1,5 @@
 // Batched translation with input order restored.
-#include "search/translator.h"
+#include "translate/translator.h"
 
 #include <ATen/Parallel.h>
 
@@ -43,15 +43,6 @@ std::vector<int64_t> Translator::encode_source(const std::string& line) const {
 std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& lines,
                                                            const TranslateOptions& opt, bool with_attention) {
   opt.validate();
-  const auto model_device = models_.front()->parameters().front().device();
-  auto search = make_search(opt.search, model_device);
-  // Bytes of decoder memory per hypothesis and source piece over all members:
-  // values (annotations and their gate projection), keys, and a step's scores.
-  int64_t state_bytes = 0;
-  for (const auto& m : models_) {
-    const auto& mo = m->options();
-    state_bytes += 4 * (2 * mo.enc_hidden + 3 * mo.dec_hidden + 2 * std::max(mo.attn_dim, mo.dec_hidden));
-  }
   InferenceScope scope(models_);
   const Precision precision = opt.int8 ? Precision::kInt8 : opt.bf16 ? Precision::kBf16 : Precision::kFloat32;
   if (precision != Precision::kFloat32 && !ReducedLinear::native(precision) && !warned_precision_) {
@@ -59,12 +50,15 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
                  opt.int8 ? "int8" : "bf16");
     warned_precision_ = true;
   }
-  for (auto& m : models_)
-    if (m->decoder->precision() != precision) m->decoder->set_precision(precision);
+  const auto members = engines(precision);
+  const auto device = members.front()->device();
+  auto search = make_search(opt.search, device);
+  // Bytes of decoder state per hypothesis and source piece over all members.
+  int64_t state_bytes = 0;
+  for (const auto& e : members) state_bytes += e->memory_use().search_bytes;
   const auto shortlist = shortlist_for(opt.shortlist);
-  Scorer scorer(models_);
+  Scorer scorer(members);
   scorer.set_shortlist(shortlist);
-  const auto& device = model_device;
 
   std::vector<Example> examples(lines.size());
   std::vector<int64_t> order;
@@ -107,8 +101,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
     c10::InferenceMode mode;  // thread-local: the workers do not inherit the caller's
     for (int64_t w = begin; w < end; ++w) {
-      auto own_search = make_search(opt.search, model_device);
-      Scorer own_scorer(models_);
+      auto own_search = make_search(opt.search, device);
+      Scorer own_scorer(members);
       own_scorer.set_shortlist(shortlist);
       for (size_t i; (i = next.fetch_add(1)) < batches.size();) run_batch(*own_search, own_scorer, i);
     }
@@ -121,6 +115,18 @@ int64_t Translator::batch_workers(const TranslateOptions& opt, int64_t batches, 
   const int64_t threads = at::get_num_threads();
   const int64_t want = opt.parallel_batches > 0 ? opt.parallel_batches : threads;
   return std::min({want, threads, batches});
+}
+
+std::vector<std::shared_ptr<Engine>> Translator::engines(Precision precision) {
+  bool fresh = !engines_.empty() && engines_.front()->options().precision == precision;
+  for (const auto& e : engines_) fresh = fresh && e->current();
+  if (!fresh) {
+    engines_.clear();
+    EngineOptions opt;
+    opt.precision = precision;
+    for (const auto& m : models_) engines_.push_back(std::make_shared<RnnEngine>(m, opt));
+  }
+  return {engines_.begin(), engines_.end()};
 }
 
 std::shared_ptr<const Shortlist> Translator::shortlist_for(const ShortlistOptions& opt) {
@@ -145,8 +151,9 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
     throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
   check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
   InferenceScope scope(models_);
-  Scorer scorer(models_);
-  const auto device = models_.front()->parameters().front().device();
+  const auto members = engines(Precision::kFloat32);
+  Scorer scorer(members);
+  const auto device = members.front()->device();
   std::vector<Example> ex(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
     ex[i].src = encode_source(src[i]);
@@ -158,10 +165,9 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ex[a].src.size() > ex[b].src.size(); });
   // Batches also stay under kSearchStateBytes of logits ([B, T, V], twice) and encoder states.
   int64_t src_bytes = 0, tgt_bytes = 0;
-  for (const auto& m : models_) {
-    const auto& mo = m->options();
-    src_bytes += 4 * (2 * mo.enc_hidden + std::max(mo.attn_dim, mo.dec_hidden));
-    tgt_bytes += 4 * (2 * mo.tgt_vocab + mo.dec_hidden + mo.emb_dim);
+  for (const auto& e : members) {
+    src_bytes += e->memory_use().forced_source_bytes;
+    tgt_bytes += e->memory_use().forced_target_bytes;
   }
   std::vector<double> out(src.size());
   for (const auto& idx : cut_batches(ex, order, BatchLimits{batch_sentences, 0, kSearchStateBytes, src_bytes, tgt_bytes})) {

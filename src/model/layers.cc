@@ -1,0 +1,152 @@
+// The model's layers: encoder, attention variants, alignment head, GRU
+// update and dropout (layers.h).
+#include "model/layers.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+#include "text/tokenizer.h"
+
+namespace nmt {
+namespace F = torch::nn::functional;
+namespace rnn_utils = torch::nn::utils::rnn;
+
+EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
+  opt.validate();
+  embed = register_module("embed", torch::nn::Embedding(
+      torch::nn::EmbeddingOptions(opt.src_vocab, opt.emb_dim).padding_idx(kPadId)));
+  rnn = register_module("rnn", torch::nn::GRU(torch::nn::GRUOptions(opt.emb_dim, opt.enc_hidden)
+                                                  .num_layers(opt.enc_layers)
+                                                  .bidirectional(true)
+                                                  .batch_first(true)
+                                                  .dropout(opt.enc_layers > 1 ? opt.dropout : 0.0)));
+  init = register_module("init", torch::nn::Linear(opt.enc_hidden, opt.dec_hidden));
+  drop = register_module("drop", Dropout(opt.dropout));
+  word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
+}
+
+EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len) {
+  const int64_t S = src.size(1);
+  auto x = drop(word_drop(embed(src)));  // [B, S, E]
+  auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
+  auto out = std::get<0>(rnn->forward_with_packed_input(packed));
+  auto padded = rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S);
+  EncoderOutput enc;
+  enc.annotations = std::get<0>(padded);  // [B, S, 2H]
+  enc.mask = src.ne(kPadId);              // [B, S]
+  // The backward direction's annotation of the first word summarizes the sentence.
+  auto backward_first = enc.annotations.select(1, 0).narrow(1, opt_.enc_hidden, opt_.enc_hidden);  // [B, H]
+  enc.init_state = torch::tanh(init(backward_first));                                              // [B, D]
+  enc.annotations = drop(enc.annotations);
+  return enc;
+}
+
+AttentionImpl::AttentionImpl(const ModelOptions& opt) : type_(opt.attention) {
+  const int64_t C = 2 * opt.enc_hidden;
+  switch (type_) {
+    case AttentionType::kAdditive:
+    case AttentionType::kConcat:
+      // concat's W_a [s; h] is split as W s + U h: the same function, with keys precomputed.
+      W = register_module("W", torch::nn::Linear(torch::nn::LinearOptions(opt.dec_hidden, opt.attn_dim).bias(false)));
+      U = register_module("U", torch::nn::Linear(torch::nn::LinearOptions(C, opt.attn_dim).bias(type_ == AttentionType::kAdditive)));
+      v = register_module("v", torch::nn::Linear(torch::nn::LinearOptions(opt.attn_dim, 1).bias(false)));
+      break;
+    case AttentionType::kGeneral:
+      U = register_module("U", torch::nn::Linear(torch::nn::LinearOptions(C, opt.dec_hidden).bias(false)));
+      break;
+    case AttentionType::kDot:
+    case AttentionType::kNone:
+      break;
+  }
+}
+
+torch::Tensor AttentionImpl::keys(const torch::Tensor& annotations) {
+  if (U) return U(annotations);  // [B, S, A] or [B, S, D]
+  return annotations;            // [B, S, C]
+}
+
+torch::Tensor AttentionImpl::score(const torch::Tensor& q, const torch::Tensor& keys) {
+  switch (type_) {
+    case AttentionType::kAdditive:
+    case AttentionType::kConcat:
+      // v^T tanh(U h_j + W s): [B, S, A] x [A, 1] -> [B, S]
+      return torch::matmul(torch::tanh(keys + q.unsqueeze(1)), v->weight.t()).squeeze(2);
+    case AttentionType::kGeneral:
+    case AttentionType::kDot:
+      return torch::bmm(keys, q.unsqueeze(2)).squeeze(2);  // [B, S, D] x [B, D, 1] -> [B, S]
+    case AttentionType::kNone:
+      break;
+  }
+  return torch::zeros({keys.size(0), keys.size(1)}, keys.options());  // uniform over real positions
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& keys,
+                                                               const torch::Tensor& annotations,
+                                                               const torch::Tensor& mask) {
+  auto scores = score(W ? W(query) : query, keys);  // [B, S]
+  scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  auto alpha = torch::softmax(scores, /*dim=*/1);                             // [B, S]
+  auto context = torch::bmm(alpha.unsqueeze(1), annotations).squeeze(1);     // [B, 1, S] x [B, S, C] -> [B, C]
+  return {context, alpha};
+}
+
+AlignmentHeadImpl::AlignmentHeadImpl(const ModelOptions& opt) {
+  const int64_t C = 2 * opt.enc_hidden, A = opt.alignment_head;
+  query = register_module("query", torch::nn::Linear(opt.dec_hidden + C + opt.emb_dim, A));
+  key = register_module("key", torch::nn::Linear(torch::nn::LinearOptions(C, A).bias(false)));
+}
+
+torch::Tensor AlignmentHeadImpl::forward(const torch::Tensor& states, const torch::Tensor& contexts,
+                                         const torch::Tensor& ey, const torch::Tensor& annotations,
+                                         const torch::Tensor& mask_bias) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(key->weight.size(0)));
+  auto q = torch::tanh(query(torch::cat({states, contexts, ey}, -1))) * scale;  // [B, T, A]
+  auto k = key(annotations);                                                     // [B, S, A]
+  auto scores = torch::baddbmm(mask_bias.unsqueeze(1), q, k.transpose(1, 2));    // [B, T, S]
+  return torch::softmax(scores, -1);                                             // [B, T, S]
+}
+
+torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h) {
+  // On CUDA, LibTorch's fused GRU kernel does the whole update (and its backward) in one launch each.
+  if (gi.is_cuda()) return std::get<0>(at::_thnn_fused_gru_cell(gi.contiguous(), gh.contiguous(), h.contiguous()));
+  const int64_t D = h.size(-1);
+  auto rz = torch::sigmoid(gi.narrow(-1, 0, 2 * D) + gh.narrow(-1, 0, 2 * D));  // [B, 2D]
+  auto r = rz.narrow(-1, 0, D), z = rz.narrow(-1, D, D);                         // [B, D] each
+  auto n = torch::tanh(gi.narrow(-1, 2 * D, D) + r * gh.narrow(-1, 2 * D, D));   // [B, D]
+  return n + z * (h - n);                                                        // (1 - z) n + z h
+}
+
+namespace {
+thread_local at::Generator* t_dropout_generator = nullptr;  // the newest DropoutRng on this thread
+}  // namespace
+
+DropoutRng::DropoutRng(uint64_t seed)
+    : gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), outer_(t_dropout_generator) {
+  t_dropout_generator = &gen_;
+}
+
+DropoutRng::~DropoutRng() { t_dropout_generator = outer_; }
+
+torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
+  if (!is_training() || p_ == 0) return x;
+  const bool own_rng = t_dropout_generator != nullptr && x.device().is_cpu();
+  if (!whole_vectors_ && !own_rng) return torch::dropout(x, p_, /*train=*/true);
+  // For elements, what torch::dropout does on the CPU, with this thread's
+  // generator; for whole vectors, one draw per vector broadcast over it.
+  torch::Tensor noise;  // [..., E], or [..., 1] for whole vectors
+  if (whole_vectors_) {
+    auto shape = x.sizes().vec();
+    shape.back() = 1;
+    noise = torch::empty(shape, x.options());
+  } else {
+    noise = torch::empty_like(x);
+  }
+  if (own_rng)
+    noise.bernoulli_(1 - p_, *t_dropout_generator);
+  else
+    noise.bernoulli_(1 - p_);
+  return x * noise.div_(1 - p_);
+}
+
+}  // namespace nmt

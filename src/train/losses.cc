@@ -1,0 +1,60 @@
+// The training losses (losses.h).
+#include "train/losses.h"
+
+#include <torch/autograd.h>
+
+#include "text/tokenizer.h"
+
+namespace nmt {
+
+torch::Tensor guided_alignment_loss(const torch::Tensor& alpha, const torch::Tensor& guide) {
+  return -(guide * torch::log(alpha.clamp_min(1e-9))).sum();
+}
+
+namespace {
+
+// Label-smoothed cross-entropy summed over the rows whose target is not
+// padding, with a hand-written backward. F::cross_entropy computes the same
+// loss with a dozen passes over the [N, V] logits forward and backward (the
+// log-softmax, the smoothing term's sum, the gradients of both and of the
+// NLL as separate dense tensors); here the forward makes the log-softmax and
+// one sum, and the backward turns the saved log-probabilities into the
+// gradient in place: g * (softmax - (1 - eps) onehot(target) - eps / V).
+// The saved log-probabilities are consumed, so the graph runs backward once.
+struct SmoothedCrossEntropy : torch::autograd::Function<SmoothedCrossEntropy> {
+  // logits [N, V], target [N] int64 -> scalar.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& target, double eps) {
+    const int64_t V = logits.size(1);
+    auto lp = torch::log_softmax(logits, 1);                             // [N, V]
+    auto keep = target.ne(kPadId).to(logits.scalar_type());              // [N]
+    auto lp_target = lp.gather(1, target.unsqueeze(1)).squeeze(1);       // [N]
+    auto row = lp_target * (1.0 - eps);                                  // [N]
+    if (eps > 0) row = row + lp.sum(1) * (eps / static_cast<double>(V));
+    ctx->save_for_backward({lp, target, keep});
+    ctx->saved_data["eps"] = eps;
+    return -(row * keep).sum();
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto grad = saved[0];  // the log-probabilities, turned into the gradient in place
+    const auto& target = saved[1];
+    const double eps = ctx->saved_data["eps"].toDouble();
+    const int64_t V = grad.size(1);
+    auto w = (saved[2] * grad_out[0]).unsqueeze(1);  // [N, 1]: the upstream gradient, 0 on padding
+    grad.exp_();                                      // softmax
+    if (eps > 0) grad.sub_(eps / static_cast<double>(V));
+    grad.mul_(w);
+    grad.scatter_add_(1, target.unsqueeze(1), w * -(1.0 - eps));
+    return {grad, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing) {
+  return SmoothedCrossEntropy::apply(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}), label_smoothing);
+}
+
+}  // namespace nmt
