@@ -1,0 +1,99 @@
+// The training losses (train/losses.h): padding ignored, and the
+// hand-written cross-entropy and its gradient against LibTorch's.
+#include "train/losses.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "model/batch.h"
+#include "model/model.h"
+#include "test_util.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+using nmt::test::gamma;
+using nmt::test::model_depth;
+using nmt::test::model_rounding_bound;
+using nmt::test::within;
+
+// Sentences of clearly different lengths, so a batch of them is padded.
+const std::vector<std::pair<std::string, std::string>> kPairs = {
+    {"red cat", "cato redo"},
+    {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
+    {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
+    {"blue", "blueo"},
+};
+
+std::vector<nmt::Example> examples() { return nmt::test::toy_examples(kPairs); }
+
+std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
+
+nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  nmt::Seq2Seq m(opt);
+  m->eval();
+  return m;
+}
+
+TEST(LossTest, SequenceLossIgnoresPadding) {
+  auto model = make_model(nmt::test::tiny_model());
+  const auto ex = examples();
+  const auto b = nmt::make_batch(ex, all_indices());
+  torch::NoGradGuard ng;
+  const double batch_loss =
+      nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1).item<double>();
+  double sum = 0;
+  for (int64_t r = 0; r < b.size(); ++r) {
+    const auto one = nmt::make_batch(ex, {r});
+    sum += nmt::sequence_loss(model->forward(one.src, one.src_len, one.tgt_in), one.tgt_out, 0.1).item<double>();
+  }
+  // The batch sums its tokens' losses in another order, from logits within the model's bound of
+  // those alone; each token's loss moves by at most twice what its logits move.
+  const int64_t tokens = b.tgt_out.ne(nmt::kPadId).sum().item<int64_t>();
+  const double logits_bound = model_rounding_bound(*model, model_depth(b.src.size(1), b.tgt_in.size(1)));
+  EXPECT_TRUE(within(batch_loss, sum, tokens * 2 * logits_bound + 2 * gamma(tokens, 0x1p-24) * std::abs(sum)));
+  EXPECT_GT(batch_loss, 0.0);
+}
+
+// The hand-written loss and its gradient against LibTorch's cross_entropy,
+// with and without label smoothing, on rows with padding targets.
+TEST(LossTest, SequenceLossAndItsGradientEqualLibTorchCrossEntropy) {
+  torch::manual_seed(3);
+  const int64_t B = 3, T = 5, V = 11;
+  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
+  tgt.index_put_({2, 4}, nmt::kPadId);
+  for (double eps : {0.0, 0.1, 0.3}) {
+    auto x = (torch::randn({B, T, V}) * 3).requires_grad_();
+    auto loss = nmt::sequence_loss(x, tgt, eps);
+    loss.backward(torch::full({}, 0.7));
+    auto y = x.detach().clone().requires_grad_();
+    auto ref = torch::nn::functional::cross_entropy(
+        y.reshape({-1, V}), tgt.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(nmt::kPadId).label_smoothing(eps).reduction(
+            torch::kSum));
+    ref.backward(torch::full({}, 0.7));
+    // Each side sums V exponentials, V logits and N rows its own way: per row
+    // within gamma_{V+N+3} (|log-sum-exp| + 2 max |x|) of the exact loss;
+    // each gradient p - target rounds p = exp(x - max) / sum within
+    // gamma_{V+3} + u |x - max| relative, and the difference and the scaling
+    // by 0.7 within 2u (p + 1).
+    const double u = 0x1p-24;
+    const auto xd = x.detach().to(torch::kDouble).reshape({-1, V});
+    const auto real = tgt.reshape({-1}).ne(nmt::kPadId);
+    const auto row_scale = (xd.logsumexp(1).abs() + 2 * xd.abs().amax(1)).masked_fill(real.logical_not(), 0);
+    const double loss_bound = 2 * gamma(V + B * T + 3, u) * row_scale.sum().item<double>();
+    EXPECT_TRUE(within(loss.item<double>(), ref.item<double>(), loss_bound)) << "eps " << eps;
+    const auto p = torch::softmax(xd, 1);
+    const auto spread = xd.amax(1, true) - xd;
+    const auto grad_bound =
+        (0.7 * 2 * (p * (gamma(V + 3, u) + u * spread) + 2 * u * (p + 1))).masked_fill(real.logical_not().unsqueeze(1), 0);
+    EXPECT_TRUE(within(x.grad().reshape({-1, V}), y.grad().reshape({-1, V}), grad_bound)) << "eps " << eps;
+    EXPECT_EQ(x.grad()[0][4].abs().sum().item<float>(), 0.0f);  // a padding row gets no gradient
+  }
+}
+
+}  // namespace
