@@ -17,7 +17,7 @@
 # single-threaded process (as it runs by default, and with --fixed-threads).
 #
 # Fixed-shape rows also run nmt's decoder in its plain formulation (side
-# "nmt-plain", DecoderImpl::Path::kReference) and, for training, with the
+# "nmt-plain", DecoderImpl::Path::kPlain and EngineOptions::plain) and, for training, with the
 # optimized step forced (side "nmt-optimized"; by default training takes the
 # plain one), so each path's gain is measured in the same run. The training
 # row on text also runs with whole batches (side "nmt-whole": nmt-train
