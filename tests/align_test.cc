@@ -1,6 +1,6 @@
 // Alignments from attention: word merging, hard links, gold parsing, AER,
-// CSV quoting (round trip through a CSV parser), SVG well-formedness (expat),
-// and forced attention of a trained tiny model.
+// CSV quoting (round trip through a CSV parser) and SVG well-formedness
+// (expat). A trained tiny model's attention: align_run_test.cc.
 #include "tools/align.h"
 
 #include <expat.h>
@@ -23,6 +23,7 @@ using nmt::AttentionMatrix;
 using nmt::Link;
 
 const std::string W = "\xe2\x96\x81";  // SentencePiece word mark
+
 
 TEST(AlignTest, MergeToWordsSumsSourcePiecesAndAveragesTargetPieces) {
   AttentionMatrix m;
@@ -269,187 +270,6 @@ TEST(AlignTest, TidyCsvOfSeveralPairsIsOneTable) {
   }
   EXPECT_EQ(sums.size(), 2u * 3u);
   for (const auto& [key, sum] : sums) EXPECT_NEAR(sum, 1.0, 1e-5) << key.first << "/" << key.second;
-}
-
-TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
-  auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  nmt::Translator tr(loaded);
-  const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"red cat", "cato redo"}, {"old fish eats new tree house big", "bigo houseo treeo newo eatso fisho oldo"}};
-  for (const auto& [src, tgt] : pairs) {
-    const auto m = nmt::forced_attention(tr, src, tgt);
-    EXPECT_EQ(m.src_tokens.size(), loaded.src_tok.pieces(src).size() + 1);  // pieces + </s>, no padding
-    EXPECT_EQ(m.tgt_tokens.size(), loaded.tgt_tok.pieces(tgt).size() + 1);
-    ASSERT_EQ(m.weights.size(), m.tgt_tokens.size());
-    // A softmax's S weights sum to 1 within gamma_{S+2} (its sum and
-    // division); merged into words by float sums, within gamma_S more.
-    const double bound = 2 * nmt::test::gamma(static_cast<int64_t>(m.src_tokens.size()) + 2, 0x1p-24);
-    for (const auto& row : m.weights) {
-      ASSERT_EQ(row.size(), m.src_tokens.size());
-      double sum = 0;
-      for (float v : row) sum += v;
-      EXPECT_TRUE(nmt::test::within(sum, 1.0, bound));
-    }
-    for (const auto& row : nmt::merge_to_words(m).weights) {
-      double sum = 0;
-      for (float v : row) sum += v;
-      EXPECT_TRUE(nmt::test::within(sum, 1.0, bound));
-    }
-  }
-  // The long pair's matrix is the same whether or not it is aligned after a short one.
-  const auto a = nmt::forced_attention(tr, pairs[1].first, pairs[1].second);
-  const auto b = nmt::forced_attention(tr, pairs[1].first, pairs[1].second);
-  EXPECT_EQ(a.weights, b.weights);
-  EXPECT_THROW(nmt::forced_attention(tr, "", "x"), nmt::Error);
-}
-
-// A model with an alignment head aligns with the head in both modes: free
-// mode aligns the model's own translation as forced mode would.
-// --max-input-length in nmt-align: a side is cut after its last whole word
-// within the limit (the pieces a model reads are then a prefix of the
-// uncut side's), after its first word when even that one is longer, and
-// forced_attention() cuts the pieces of such a word.
-TEST(AlignTest, LongSidesAreCutAtWholeWordsWithinThePieceLimit) {
-  auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  nmt::Translator tr(loaded);
-  const nmt::Tokenizer* tok = &loaded.src_tok;
-  const std::string line = "old fishcat eats new treehouse big redcat";
-  const auto all = tok->pieces(line);
-  ASSERT_GT(all.size(), 7u) << "words of several pieces";
-  std::string text = line;
-  EXPECT_FALSE(nmt::crop_to_whole_words(&text, {tok}, static_cast<int64_t>(all.size())));
-  EXPECT_EQ(text, line);
-  EXPECT_FALSE(nmt::crop_to_whole_words(&text, {tok}, 0));  // 0: never
-  for (int64_t max = 1; max < static_cast<int64_t>(all.size()); ++max) {
-    text = line;
-    SCOPED_TRACE(max);
-    EXPECT_TRUE(nmt::crop_to_whole_words(&text, {tok, tok}, max));
-    EXPECT_EQ(line.compare(0, text.size(), text), 0);  // a prefix of the line
-    EXPECT_TRUE(text.size() == line.size() || line[text.size()] == ' ');  // ending at a word's end
-    const auto pieces = tok->pieces(text);
-    EXPECT_TRUE(std::equal(pieces.begin(), pieces.end(), all.begin()));
-    const auto words = nmt::piece_words(all);
-    const int64_t whole = words[static_cast<size_t>(max)];  // words before the first piece left out
-    EXPECT_EQ(static_cast<int64_t>(nmt::split_ws(text).size()), std::max<int64_t>(1, whole));
-    const auto m = nmt::forced_attention(tr, text, "cato redo", max);
-    EXPECT_LE(static_cast<int64_t>(m.src_tokens.size()), max + 1);
-  }
-  // One word of many pieces: kept whole by the cut, its pieces cut by forced_attention().
-  text = "redcatseesbigdogoldfish more";
-  ASSERT_GT(tok->pieces("redcatseesbigdogoldfish").size(), 3u);
-  EXPECT_TRUE(nmt::crop_to_whole_words(&text, {tok}, 3));
-  EXPECT_EQ(text, "redcatseesbigdogoldfish");
-  const auto m = nmt::forced_attention(tr, text, "cato redo", 3);
-  EXPECT_EQ(m.src_tokens.size(), 4u);
-  EXPECT_EQ(m.weights.size(), loaded.tgt_tok.pieces("cato redo").size() + 1);
-}
-
-TEST(AlignTest, AlignmentHeadServesForcedAndFreeModes) {
-  auto plain = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  auto headed = plain;
-  headed.options.alignment_head = 8;
-  torch::manual_seed(5);
-  headed.model = nmt::Seq2Seq(headed.options);
-  {
-    torch::NoGradGuard ng;
-    auto from = plain.model->named_parameters();
-    for (auto& p : headed.model->named_parameters())
-      if (from.contains(p.key())) p.value().copy_(from[p.key()]);
-  }
-  nmt::Translator tp(plain), th(headed);
-  const std::string src = "old fish eats new tree house big";
-  std::string plain_translation, head_translation;
-  const auto free_plain = nmt::free_attention(tp, src, {}, &plain_translation);
-  const auto free_head = nmt::free_attention(th, src, {}, &head_translation);
-  EXPECT_EQ(head_translation, plain_translation) << "the head leaves the translation alone";
-  ASSERT_FALSE(head_translation.empty());
-  const auto forced_head = nmt::forced_attention(th, src, head_translation);
-  EXPECT_EQ(free_head.tgt_tokens, forced_head.tgt_tokens);
-  EXPECT_EQ(free_head.weights, forced_head.weights);
-  const auto forced_plain = nmt::forced_attention(tp, src, head_translation);
-  ASSERT_EQ(forced_plain.weights.size(), forced_head.weights.size());
-  EXPECT_NE(forced_plain.weights, forced_head.weights) << "forced mode reads the head, not the attention";
-}
-
-TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
-  const auto dir = nmt::test::temp_dir("align_run");
-  std::vector<std::string> src, tgt, gold;
-  nmt::test::toy_corpus(20, 5, &src, &tgt);
-  for (const auto& s : src) {  // the toy target reverses the source word order
-    const int n = static_cast<int>(nmt::split_ws(s).size());
-    std::string g;
-    for (int i = 0; i < n; ++i) g += (i ? " " : "") + std::to_string(i) + "-" + std::to_string(n - 1 - i);
-    gold.push_back(g);
-  }
-  nmt::test::write_lines(dir + "/s", src);
-  nmt::test::write_lines(dir + "/t", tgt);
-  nmt::test::write_lines(dir + "/g", gold);
-  nmt::AlignRunOptions opt;
-  opt.model_path = nmt::test::trained_toy_checkpoint();
-  opt.src = dir + "/s";
-  opt.tgt = dir + "/t";
-  opt.format = nmt::AlignFormat::kPharaoh;
-  opt.output = dir + "/links";
-  opt.eval_gold = dir + "/g";
-  opt.runtime.threads = 1;
-  const auto score = nmt::run_alignment(opt);
-  const auto lines = nmt::read_lines(dir + "/links");
-  ASSERT_EQ(lines.size(), src.size());
-  std::vector<std::set<Link>> hyp;
-  std::vector<nmt::GoldAlignment> g;
-  for (size_t k = 0; k < lines.size(); ++k) {
-    hyp.push_back(nmt::parse_gold_line(lines[k], "links", static_cast<int64_t>(k + 1), false).sure);
-    g.push_back(nmt::parse_gold_line(gold[k], "g", static_cast<int64_t>(k + 1), false));
-    EXPECT_EQ(hyp.back().size(), nmt::split_ws(tgt[k]).size()) << "argmax links every target word once";
-  }
-  EXPECT_DOUBLE_EQ(score.aer(), nmt::alignment_error_rate(hyp, g).aer());
-}
-
-TEST(AlignTest, RunAlignmentSymmetrizesWithAReverseModel) {
-  // The toy model shares one vocabulary on both sides, so it can also read
-  // the target as a source: the intersection lies inside the forward links
-  // and those inside the union.
-  const auto dir = nmt::test::temp_dir("align_sym");
-  std::vector<std::string> src, tgt;
-  nmt::test::toy_corpus(12, 9, &src, &tgt);
-  nmt::test::write_lines(dir + "/s", src);
-  nmt::test::write_lines(dir + "/t", tgt);
-  auto run = [&](nmt::Symmetrization how, const std::string& name) {
-    nmt::AlignRunOptions opt;
-    opt.model_path = nmt::test::trained_toy_checkpoint();
-    if (how != nmt::Symmetrization::kNone) opt.reverse_model = opt.model_path;
-    opt.symmetrize = how;
-    opt.src = dir + "/s";
-    opt.tgt = dir + "/t";
-    opt.format = nmt::AlignFormat::kPharaoh;
-    opt.output = dir + "/" + name;
-    opt.runtime.threads = 1;
-    nmt::run_alignment(opt);
-    std::vector<std::set<Link>> links;
-    for (const auto& line : nmt::read_lines(opt.output)) links.push_back(nmt::parse_gold_line(line, name, 1, false).sure);
-    return links;
-  };
-  const auto fwd = run(nmt::Symmetrization::kNone, "fwd");
-  const auto inter = run(nmt::Symmetrization::kIntersection, "inter");
-  const auto uni = run(nmt::Symmetrization::kUnion, "union");
-  ASSERT_EQ(fwd.size(), src.size());
-  ASSERT_EQ(inter.size(), src.size());
-  ASSERT_EQ(uni.size(), src.size());
-  size_t strictly_smaller = 0;
-  for (size_t k = 0; k < fwd.size(); ++k) {
-    EXPECT_TRUE(std::includes(fwd[k].begin(), fwd[k].end(), inter[k].begin(), inter[k].end())) << k;
-    EXPECT_TRUE(std::includes(uni[k].begin(), uni[k].end(), fwd[k].begin(), fwd[k].end())) << k;
-    strictly_smaller += inter[k].size() < uni[k].size();
-  }
-  EXPECT_GT(strictly_smaller, 0u) << "a model reading its own output backwards disagrees somewhere";
-
-  nmt::AlignRunOptions bad;
-  bad.model_path = nmt::test::trained_toy_checkpoint();
-  bad.src = dir + "/s";
-  bad.symmetrize = nmt::Symmetrization::kUnion;
-  EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::run_alignment(bad); }), "reverse model"));
-  bad.reverse_model = bad.model_path;
-  EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::run_alignment(bad); }), "forced mode"));
 }
 
 }  // namespace

@@ -394,7 +394,7 @@ def beam(model, src, src_len, K, alpha=0.6):
 
 
 def decode(model, srcs, K, batch_sentences=64):
-    """Longest first, cut by sentences (src/search/translator.cc); returns ids per input."""
+    """Longest first, cut by sentences (src/translate/translator.cc); returns ids per input."""
     order = sorted(range(len(srcs)), key=lambda i: -len(srcs[i]))  # stable: Python's sort is
     lengths = [(len(s), 1) for s in srcs]
     out = [None] * len(srcs)

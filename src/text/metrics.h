@@ -33,8 +33,9 @@ struct BleuOptions {
 
 // The version field of the signatures: "nmt-" and nmt's version. The scores
 // equal sacreBLEU 2.x's (2.0 through 2.5 compute BLEU and chrF alike; the
-// values of its test suite are reproduced in tests/metrics_test.cc), but
-// they come from nmt's own code, and the signature says so.
+// values of its test suite are reproduced in tests/metrics_test.cc and
+// metrics_chrf_test.cc), but they come from nmt's own code, and the
+// signature says so.
 const std::string& metrics_version();
 
 // Result of corpus BLEU, with the same fields sacreBLEU's BLEUScore prints.

@@ -186,6 +186,137 @@ std::string nbest_features(const Hypothesis& h, double alpha) {
          " LengthPenalty= " + format_score(penalty);
 }
 
+// --info: the description of each checkpoint of -m on the output, one
+// blank line between two. Throws nmt::Error for a checkpoint that cannot be
+// read or an output that cannot be written (an output file is then left as
+// it was).
+StreamSummary describe_models(const StreamOptions& opt) {
+  OutputFile out(opt.output);
+  for (size_t i = 0; i < opt.model_paths.size(); ++i)
+    out.stream() << (i > 0 ? "\n" : "") << describe_checkpoint(opt.model_paths[i]);
+  out.commit();
+  return {};
+}
+
+// What the read step noticed of the input: lines cropped to --max-line-bytes,
+// and whether a TAB was seen (and warned about) yet.
+struct InputNotes {
+  int64_t cropped_bytes = 0;
+  bool tab_seen = false;
+};
+
+// The read step: appends input lines to *window until it holds opt.window
+// lines or the input has nothing more ready for now (a pipe that pauses):
+// true then; false at the end of the input (*window may still hold lines).
+// Warns once about a line holding a TAB. Throws nmt::Error naming the file
+// and line of a line that is not valid text.
+bool read_window(LineReader& in, const StreamOptions& opt, std::vector<std::string>* window, InputNotes* notes) {
+  std::string raw;
+  bool too_long = false;
+  while (in.next(&raw, &too_long)) {
+    notes->cropped_bytes += too_long;
+    if (!notes->tab_seen && raw.find('\t') != std::string::npos) {
+      notes->tab_seen = true;
+      spdlog::warn("{}: line {} holds a TAB: it is translated as one sentence (to score source<TAB>target pairs, "
+                   "use --score-pairs)", in.name(), in.line());
+    }
+    window->push_back(checked_line(raw, in.name(), in.line()));
+    // A full window, or a pipe that has nothing more for now: translate what was read.
+    if (static_cast<int64_t>(window->size()) >= opt.window || !in.more_ready()) return true;
+  }
+  return false;
+}
+
+// The write step: the hypotheses `hyps` of `window` (the translate step's,
+// one list per line, best first) as output lines: the best one's text, with
+// --scores its score, or with n_best > 1 every hypothesis in Moses' n-best
+// form. Counts the best ones' target pieces into sum->output_tokens and, with
+// `outputs`, keeps their text (to score against references). Numbers the
+// lines from sum->sentences on. Throws nmt::Error when the output cannot be
+// written.
+void write_window(const StreamOptions& opt, Translator& tr, const std::vector<std::string>& window,
+                  const std::vector<std::vector<Hypothesis>>& hyps, OutputFile& out, StreamSummary* sum,
+                  std::vector<std::string>* outputs) {
+  const bool n_best = opt.translate.search.n_best > 1;
+  const double alpha = opt.translate.search.length_penalty;
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const int64_t index = sum->sentences + static_cast<int64_t>(i);
+    for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
+      const auto& h = hyps[i][r];
+      std::string text = tr.detokenize(h, window[i], opt.replace_unk);
+      if (n_best)  // Moses' n-best form, which rerankers read
+        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, alpha) << " ||| "
+                     << format_score(h.norm_score) << '\n';
+      else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
+      else out.stream() << text << '\n';
+      if (r == 0) {
+        sum->output_tokens += static_cast<int64_t>(h.ids.size());
+        if (outputs != nullptr) outputs->push_back(std::move(text));
+      }
+    }
+  }
+}
+
+// Translate mode: reads the input a window at a time, translates each window
+// (the translate step) and writes it in input order, flushed; then commits
+// the output and, with references, logs the scores (write_scores). Fills the
+// summary's sentences, target pieces and seconds (translating and writing,
+// not the waits for input). Throws nmt::Error naming the file and line of a
+// bad input line, a reference whose line count differs from the input's
+// (before translating when the input is a regular file; else after the
+// output is committed, which keeps the translations), or an output that
+// cannot be written.
+StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, OutputFile& out) {
+  StreamSummary sum;
+  const bool scoring = !opt.references.empty();
+  std::vector<std::vector<std::string>> refs;
+  std::vector<std::string> outputs;
+  if (scoring) {  // read first: fail before translating
+    refs = read_references(opt);
+    if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
+  }
+  LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
+  InputNotes notes;
+  std::vector<std::string> window;
+  for (bool more = true; more;) {
+    more = read_window(in, opt, &window, &notes);
+    if (window.empty()) continue;
+    const auto w0 = std::chrono::steady_clock::now();
+    const auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
+    write_window(opt, tr, window, hyps, out, &sum, scoring ? &outputs : nullptr);
+    out.flush();
+    sum.sentences += static_cast<int64_t>(window.size());
+    sum.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    window.clear();
+  }
+  if (notes.cropped_bytes > 0)
+    spdlog::warn("{} longer than {} bytes {} cropped (--max-line-bytes)", counted(notes.cropped_bytes, "input line"),
+                 opt.max_line_bytes, notes.cropped_bytes == 1 ? "was" : "were");
+  out.commit();  // the translations are complete: a problem with the reference below must not lose them
+  if (scoring) {  // the output holds the translations: the scores go to stderr (and --scores-json)
+    check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
+    write_scores(outputs, refs, opt, &sum);
+  }
+  return sum;
+}
+
+// Logs the end of a translate or score run: the input lines cropped to
+// --max-input-length (a warning), then the lines, target pieces and rate,
+// and the time since loading (`t0`) when waits for input made it longer.
+// Never throws (beyond std::bad_alloc).
+void log_summary(const StreamOptions& opt, const Translator& tr, const StreamSummary& sum,
+                 std::chrono::steady_clock::time_point t0) {
+  if (tr.cropped_inputs() > 0)
+    spdlog::warn("{} longer than {} pieces {} cropped (--max-input-length)", counted(tr.cropped_inputs(), "input line"),
+                 opt.translate.max_input_length, tr.cropped_inputs() == 1 ? "was" : "were");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("{} {} ({}) in {:.2f}s: {:.1f} {}/s{}", opt.score_mode ? "scored" : "translated",
+               counted(sum.sentences, opt.score_mode ? "pair" : "sentence"), counted(sum.output_tokens, "target piece"),
+               sum.seconds, sum.sentences / std::max(sum.seconds, 1e-9), opt.score_mode ? "pairs" : "sentences",
+               wall > sum.seconds + 0.5 ? fmt::format(" ({:.2f}s since loading, waits for input included)", wall)
+                                        : std::string());
+}
+
 }  // namespace
 
 StreamSummary translate_stream(const StreamOptions& opt) {
@@ -193,13 +324,7 @@ StreamSummary translate_stream(const StreamOptions& opt) {
   if (opt.evaluate) return evaluate_lines(opt);
   const auto load_start = std::chrono::steady_clock::now();
   const auto device = start_runtime(opt.runtime);
-  if (opt.info) {
-    OutputFile out(opt.output);
-    for (size_t i = 0; i < opt.model_paths.size(); ++i)
-      out.stream() << (i > 0 ? "\n" : "") << describe_checkpoint(opt.model_paths[i]);
-    out.commit();
-    return {};
-  }
+  if (opt.info) return describe_models(opt);
   std::vector<LoadedModel> members;
   for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
   Translator tr(members, opt.model_paths);
@@ -217,75 +342,9 @@ StreamSummary translate_stream(const StreamOptions& opt) {
     sum = score_pairs(opt, tr, out);
     out.commit();
   } else {
-    const bool scoring = !opt.references.empty();
-    std::vector<std::vector<std::string>> refs;
-    std::vector<std::string> outputs;
-    if (scoring) {  // read first: fail before translating
-      refs = read_references(opt);
-      if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
-    }
-    const bool n_best = opt.translate.search.n_best > 1;
-    const double alpha = opt.translate.search.length_penalty;
-    LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
-    int64_t cropped_bytes = 0;
-    std::vector<std::string> window;
-    auto flush_window = [&] {
-      const auto w0 = std::chrono::steady_clock::now();
-      auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
-      for (size_t i = 0; i < hyps.size(); ++i) {
-        const int64_t index = sum.sentences + static_cast<int64_t>(i);
-        for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
-          const auto& h = hyps[i][r];
-          std::string text = tr.detokenize(h, window[i], opt.replace_unk);
-          if (n_best)  // Moses' n-best form, which rerankers read
-            out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, alpha) << " ||| "
-                         << format_score(h.norm_score) << '\n';
-          else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
-          else out.stream() << text << '\n';
-          if (r == 0) {
-            sum.output_tokens += static_cast<int64_t>(h.ids.size());
-            if (scoring) outputs.push_back(std::move(text));
-          }
-        }
-      }
-      out.flush();
-      sum.sentences += static_cast<int64_t>(window.size());
-      sum.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-      window.clear();
-    };
-    std::string raw;
-    bool too_long = false;
-    bool tab_seen = false;
-    while (in.next(&raw, &too_long)) {
-      cropped_bytes += too_long;
-      if (!tab_seen && raw.find('\t') != std::string::npos) {
-        tab_seen = true;
-        spdlog::warn("{}: line {} holds a TAB: it is translated as one sentence (to score source<TAB>target pairs, "
-                     "use --score-pairs)", in.name(), in.line());
-      }
-      window.push_back(checked_line(raw, in.name(), in.line()));
-      // A full window, or a pipe that has nothing more for now: translate what was read.
-      if (static_cast<int64_t>(window.size()) >= opt.window || !in.more_ready()) flush_window();
-    }
-    if (!window.empty()) flush_window();
-    if (cropped_bytes > 0)
-      spdlog::warn("{} longer than {} bytes {} cropped (--max-line-bytes)", counted(cropped_bytes, "input line"),
-                   opt.max_line_bytes, cropped_bytes == 1 ? "was" : "were");
-    out.commit();  // the translations are complete: a problem with the reference below must not lose them
-    if (scoring) {  // the output holds the translations: the scores go to stderr (and --scores-json)
-      check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
-      write_scores(outputs, refs, opt, &sum);
-    }
+    sum = translate_lines(opt, tr, out);
   }
-  if (tr.cropped_inputs() > 0)
-    spdlog::warn("{} longer than {} pieces {} cropped (--max-input-length)", counted(tr.cropped_inputs(), "input line"),
-                 opt.translate.max_input_length, tr.cropped_inputs() == 1 ? "was" : "were");
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("{} {} ({}) in {:.2f}s: {:.1f} {}/s{}", opt.score_mode ? "scored" : "translated",
-               counted(sum.sentences, opt.score_mode ? "pair" : "sentence"), counted(sum.output_tokens, "target piece"),
-               sum.seconds, sum.sentences / std::max(sum.seconds, 1e-9), opt.score_mode ? "pairs" : "sentences",
-               wall > sum.seconds + 0.5 ? fmt::format(" ({:.2f}s since loading, waits for input included)", wall)
-                                        : std::string());
+  log_summary(opt, tr, sum, t0);
   return sum;
 }
 

@@ -80,17 +80,22 @@ std::vector<std::pair<double, double>> line_points(const Series& s) {
   return out;
 }
 
-// One panel at (x0, y0) of size w x h, axes included, with the epoch ends
-// of `marks` and, with `show_best`, its best checkpoint.
-void panel(std::ostream& out, double x0, double y0, double w, double h, const std::string& title,
-           const std::vector<Series>& series, double max_step, const std::string& y_title, const Marks& marks,
-           bool show_best) {
-  const double left = 78, right = 14, top = 48, bottom = 40;
-  const double px = x0 + left, py = y0 + top, pw = w - left - right, ph = h - top - bottom;
-  out << "<text x=\"" << x0 + left << "\" y=\"" << y0 + 18 << "\" font-size=\"15\" font-weight=\"bold\">"
+// A panel's plot area (px, py, pw x ph) and the ranges it shows: steps 0 to
+// max_step across, values lo to hi up; X() and Y() map them to the picture.
+struct Plot {
+  double px, py, pw, ph;
+  double lo, hi, max_step;
+  double X(double step) const { return px + pw * step / max_step; }
+  double Y(double v) const { return py + ph * (1 - (v - lo) / (hi - lo)); }
+};
+
+// A panel's title at (x, y0) and its legend on its own row under it, one
+// entry per series. Never throws (beyond std::bad_alloc).
+void draw_legend(std::ostream& out, double x, double y0, const std::string& title, const std::vector<Series>& series) {
+  out << "<text x=\"" << x << "\" y=\"" << y0 + 18 << "\" font-size=\"15\" font-weight=\"bold\">"
       << xml_escape(title) << "</text>\n";
   // Legend, on its own row under the title.
-  double lx = x0 + left;
+  double lx = x;
   for (const auto& s : series) {
     out << "<line x1=\"" << lx << "\" y1=\"" << y0 + 33 << "\" x2=\"" << lx + 18 << "\" y2=\"" << y0 + 33
         << "\" stroke=\"" << s.colour << "\" stroke-width=\"2.5\"" << (s.hollow ? " stroke-dasharray=\"2 3\"" : "")
@@ -98,49 +103,59 @@ void panel(std::ostream& out, double x0, double y0, double w, double h, const st
         << "</text>\n";
     lx += 6.5 * static_cast<double>(s.label.size()) + 38;
   }
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+}
+
+// The value range that `series` shows into *lo and *hi, padded: 5% either
+// side, or for a flat line half its value. False (and nothing padded) when
+// the series hold no point.
+bool value_range(const std::vector<Series>& series, double* lo, double* hi) {
+  *lo = std::numeric_limits<double>::infinity(), *hi = -*lo;
   for (const auto& s : series)
-    for (const auto& [x, y] : s.xy) lo = std::min(lo, y), hi = std::max(hi, y);
-  out << "<rect x=\"" << px << "\" y=\"" << py << "\" width=\"" << pw << "\" height=\"" << ph
-      << "\" fill=\"#fafafa\" stroke=\"#888\"/>\n";
-  if (!(lo <= hi)) {
-    out << "<text x=\"" << px + pw / 2 << "\" y=\"" << py + ph / 2 << "\" text-anchor=\"middle\" fill=\"#888\">"
-        << "no data yet</text>\n";
-    return;
-  }
-  if (hi - lo <= 1e-9 * std::fabs(hi)) {  // a flat line (a constant rate): half its value either side
-    const double pad = hi != 0 ? std::fabs(hi) * 0.5 : 1.0;
-    lo -= pad, hi += pad;
+    for (const auto& [x, y] : s.xy) *lo = std::min(*lo, y), *hi = std::max(*hi, y);
+  if (!(*lo <= *hi)) return false;
+  if (*hi - *lo <= 1e-9 * std::fabs(*hi)) {  // a flat line (a constant rate): half its value either side
+    const double pad = *hi != 0 ? std::fabs(*hi) * 0.5 : 1.0;
+    *lo -= pad, *hi += pad;
   } else {
-    const double pad = (hi - lo) * 0.05;
-    lo -= pad, hi += pad;
+    const double pad = (*hi - *lo) * 0.05;
+    *lo -= pad, *hi += pad;
   }
-  max_step = std::max(max_step, 1.0);
-  auto X = [&](double step) { return px + pw * step / max_step; };
-  auto Y = [&](double v) { return py + ph * (1 - (v - lo) / (hi - lo)); };
+  return true;
+}
+
+// The ticks, their labels and the axis titles of `plot` ("step" across,
+// `y_title` up, at x0 + 12). Never throws (beyond std::bad_alloc).
+void draw_axes(std::ostream& out, const Plot& plot, double x0, const std::string& y_title) {
+  const double px = plot.px, py = plot.py, pw = plot.pw, ph = plot.ph;
   out << "<g font-size=\"11\" fill=\"#333\">\n";
   double dy = 1, dx = 1;
-  const auto y_ticks = ticks(lo, hi, &dy);
+  const auto y_ticks = ticks(plot.lo, plot.hi, &dy);
   double largest = 0;
   for (double t : y_ticks) largest = std::max(largest, std::fabs(t));
   for (double t : y_ticks) {
-    out << "<line x1=\"" << px << "\" y1=\"" << Y(t) << "\" x2=\"" << px + pw << "\" y2=\"" << Y(t)
-        << "\" stroke=\"#e2e2e2\"/>\n<text x=\"" << px - 5 << "\" y=\"" << Y(t) + 4 << "\" text-anchor=\"end\">"
+    out << "<line x1=\"" << px << "\" y1=\"" << plot.Y(t) << "\" x2=\"" << px + pw << "\" y2=\"" << plot.Y(t)
+        << "\" stroke=\"#e2e2e2\"/>\n<text x=\"" << px - 5 << "\" y=\"" << plot.Y(t) + 4 << "\" text-anchor=\"end\">"
         << fmt_tick(t, dy, largest) << "</text>\n";
   }
-  for (double t : ticks(0, max_step, &dx)) {
-    out << "<line x1=\"" << X(t) << "\" y1=\"" << py + ph << "\" x2=\"" << X(t) << "\" y2=\"" << py + ph + 4
-        << "\" stroke=\"#888\"/>\n<text x=\"" << X(t) << "\" y=\"" << py + ph + 16 << "\" text-anchor=\"middle\">"
-        << fmt_tick(t, dx, max_step) << "</text>\n";
+  for (double t : ticks(0, plot.max_step, &dx)) {
+    out << "<line x1=\"" << plot.X(t) << "\" y1=\"" << py + ph << "\" x2=\"" << plot.X(t) << "\" y2=\"" << py + ph + 4
+        << "\" stroke=\"#888\"/>\n<text x=\"" << plot.X(t) << "\" y=\"" << py + ph + 16 << "\" text-anchor=\"middle\">"
+        << fmt_tick(t, dx, plot.max_step) << "</text>\n";
   }
   out << "</g>\n<text x=\"" << px + pw / 2 << "\" y=\"" << py + ph + 33
       << "\" text-anchor=\"middle\" font-size=\"12\">step</text>\n"
       << "<text x=\"" << x0 + 12 << "\" y=\"" << py + ph / 2 << "\" text-anchor=\"middle\" font-size=\"12\" "
       << "transform=\"rotate(-90 " << x0 + 12 << ' ' << py + ph / 2 << ")\">" << xml_escape(y_title) << "</text>\n";
+}
+
+// The epoch ends of `marks` in `plot` and, with `show_best`, its best
+// checkpoint. Never throws (beyond std::bad_alloc).
+void draw_marks(std::ostream& out, const Plot& plot, const Marks& marks, bool show_best) {
+  const double px = plot.px, py = plot.py, pw = plot.pw, ph = plot.ph;
   // Epoch ends: a dashed line each, numbered where there is room.
   double last_label = -1e9;
   for (const auto& [step, epoch] : marks.epoch_ends) {
-    const double x = X(step);
+    const double x = plot.X(step);
     out << "<line class=\"epoch-end\" x1=\"" << x << "\" y1=\"" << py << "\" x2=\"" << x << "\" y2=\"" << py + ph
         << "\" stroke=\"#aaa\" stroke-dasharray=\"3 3\"><title>end of epoch " << epoch << " (step " << step
         << ")</title></line>\n";
@@ -151,7 +166,7 @@ void panel(std::ostream& out, double x0, double y0, double w, double h, const st
     }
   }
   if (show_best && std::isfinite(marks.best_step)) {
-    const double x = X(marks.best_step);
+    const double x = plot.X(marks.best_step);
     const bool right_half = x > px + pw / 2;
     out << "<line class=\"best-checkpoint\" x1=\"" << x << "\" y1=\"" << py << "\" x2=\"" << x << "\" y2=\""
         << py + ph << "\" stroke=\"#b8860b\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"><title>best.ckpt: step "
@@ -160,21 +175,50 @@ void panel(std::ostream& out, double x0, double y0, double w, double h, const st
         << "\" text-anchor=\"" << (right_half ? "end" : "start") << "\" font-size=\"11\" fill=\"#8b6508\">best.ckpt (step "
         << marks.best_step << ")</text>\n";
   }
+}
+
+// Each series of `series` in `plot`: its line, and circles where it has
+// marks, is hollow or has one point. Never throws (beyond std::bad_alloc).
+void draw_series(std::ostream& out, const Plot& plot, const std::vector<Series>& series) {
   for (const auto& s : series) {
     if (s.xy.empty()) continue;
     if (!s.hollow && s.xy.size() > 1) {
       out << "<polyline";
       if (!s.css.empty()) out << " class=\"" << s.css << "\"";
       out << " fill=\"none\" stroke=\"" << s.colour << "\" stroke-width=\"1.8\" points=\"";
-      for (const auto& [x, y] : line_points(s)) out << X(x) << ',' << Y(y) << ' ';
+      for (const auto& [x, y] : line_points(s)) out << plot.X(x) << ',' << plot.Y(y) << ' ';
       out << "\"/>\n";
     }
     if (s.marks || s.hollow || s.xy.size() == 1)
       for (const auto& [x, y] : s.xy)
-        out << "<circle cx=\"" << X(x) << "\" cy=\"" << Y(y) << "\" r=\"" << (s.hollow ? 4.5 : 3) << "\" "
+        out << "<circle cx=\"" << plot.X(x) << "\" cy=\"" << plot.Y(y) << "\" r=\"" << (s.hollow ? 4.5 : 3) << "\" "
             << (s.hollow ? "fill=\"none\" stroke-width=\"1.8\" stroke=\"" : "fill=\"") << s.colour << "\"><title>"
             << xml_escape(s.label) << " at step " << x << ": " << y << "</title></circle>\n";
   }
+}
+
+// One panel at (x0, y0) of size w x h, axes included, with the epoch ends
+// of `marks` and, with `show_best`, its best checkpoint; "no data yet" when
+// no series has a point. Never throws (beyond std::bad_alloc).
+void panel(std::ostream& out, double x0, double y0, double w, double h, const std::string& title,
+           const std::vector<Series>& series, double max_step, const std::string& y_title, const Marks& marks,
+           bool show_best) {
+  const double left = 78, right = 14, top = 48, bottom = 40;
+  const double px = x0 + left, py = y0 + top, pw = w - left - right, ph = h - top - bottom;
+  draw_legend(out, x0 + left, y0, title, series);
+  double lo = 0, hi = 0;
+  const bool any = value_range(series, &lo, &hi);
+  out << "<rect x=\"" << px << "\" y=\"" << py << "\" width=\"" << pw << "\" height=\"" << ph
+      << "\" fill=\"#fafafa\" stroke=\"#888\"/>\n";
+  if (!any) {
+    out << "<text x=\"" << px + pw / 2 << "\" y=\"" << py + ph / 2 << "\" text-anchor=\"middle\" fill=\"#888\">"
+        << "no data yet</text>\n";
+    return;
+  }
+  const Plot plot{px, py, pw, ph, lo, hi, std::max(max_step, 1.0)};
+  draw_axes(out, plot, x0, y_title);
+  draw_marks(out, plot, marks, show_best);
+  draw_series(out, plot, series);
 }
 
 }  // namespace

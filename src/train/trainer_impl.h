@@ -1,5 +1,6 @@
-// The Trainer behind train(): private to trainer.cc (the loop) and
-// trainer_prepare.cc (everything before the first step).
+// The Trainer behind train(): private to trainer.cc (the loop),
+// trainer_prepare.cc (everything before the first step) and
+// trainer_checkpoints.cc (validation, checkpoints, the end of the run).
 #pragma once
 #include <atomic>
 #include <chrono>

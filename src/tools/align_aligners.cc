@@ -1,0 +1,115 @@
+// nmt-align's aligners, each aligning one pair at a time: ibm2 (trained on
+// every pair first) and a model's attention, forced or free, with or without
+// a reverse model.
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "base/error.h"
+#include "base/format.h"
+#include "model/device.h"
+#include "tools/align_pipeline.h"
+
+namespace nmt::align_detail {
+namespace {
+
+// The pieces of a vocabulary, its reserved ones (pad, unk, bos, eos) left out.
+std::set<std::string> vocabulary(const Tokenizer& tok) {
+  std::set<std::string> out;
+  for (int64_t id = kEosId + 1; id < tok.vocab_size(); ++id) out.insert(tok.piece(id));
+  return out;
+}
+
+// |a and b| / |a or b|: 1 for the same pieces, 0 for none in common.
+double shared_share(const std::set<std::string>& a, const std::set<std::string>& b) {
+  size_t both = 0;
+  for (const auto& p : a) both += b.count(p);
+  const size_t either = a.size() + b.size() - both;
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
+// Throws nmt::Error when the model of --reverse-model translates in the
+// direction of -m rather than back: its source vocabulary is nearer -m's
+// source vocabulary than -m's target one, and its target nearer -m's target.
+// (Two models trained apart have vocabularies of their own, so they are
+// compared by the pieces they share.) Models with one vocabulary for both
+// sides cannot tell the directions apart and pass.
+void check_reverse_direction(const AlignRunOptions& opt, const Translator& fwd, const Translator& rev) {
+  if (fwd.src_tokenizer().bytes() == fwd.tgt_tokenizer().bytes()) return;
+  const auto fs = vocabulary(fwd.src_tokenizer()), ft = vocabulary(fwd.tgt_tokenizer());
+  const auto rs = vocabulary(rev.src_tokenizer()), rt = vocabulary(rev.tgt_tokenizer());
+  const double src_same = shared_share(rs, fs), src_back = shared_share(rs, ft);
+  const double tgt_same = shared_share(rt, ft), tgt_back = shared_share(rt, fs);
+  if (!(src_same > src_back && tgt_same > tgt_back)) return;
+  const auto pct = [](double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; };
+  throw Error(located(opt.reverse_model, 0,
+                      "translates in the direction of -m " + excerpt(opt.model_path) + ", not back: its source "
+                      "vocabulary shares " + pct(src_same) + " of its pieces with -m's source vocabulary and " +
+                      pct(src_back) + " with -m's target one; --reverse-model takes the model trained from -m's "
+                      "target language to its source language"));
+}
+
+}  // namespace
+
+IbmPairAligner::IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
+  const Pairs all = ibm_training_pairs(opt, pairs);
+  spdlog::info("ibm2: learning from {}, {}", counted(static_cast<int64_t>(all.src.size()), "pair"),
+               counted(opt.ibm.iterations, "iteration"));
+  fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
+  if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
+}
+
+PairAlignment IbmPairAligner::align(const std::string& src, const std::string& tgt) {
+  PairAlignment a;
+  a.links = fwd_->align(src, tgt);
+  if (rev_) a.links = symmetrize(a.links, swap_links(rev_->align(tgt, src)), how_);
+  return a;
+}
+
+AttentionPairAligner::AttentionPairAligner(const AlignRunOptions& opt) : opt_(opt) {
+  const auto device = start_runtime(opt.runtime);
+  forward_ = std::make_unique<Translator>(load_checkpoint(opt.model_path, device));
+  if (!opt.reverse_model.empty()) {
+    reverse_ = std::make_unique<Translator>(load_checkpoint(opt.reverse_model, device));
+    check_reverse_direction(opt, *forward_, *reverse_);
+  }
+}
+
+PairAlignment AttentionPairAligner::align(const std::string& given_src, const std::string& given_tgt) {
+  PairAlignment a;
+  a.free = given_tgt.empty();
+  // Each side cut to whole words within --max-input-length pieces of every
+  // model that reads it, so that both models see the same words.
+  const int64_t max = opt_.max_input_length;
+  std::string src = given_src, tgt = given_tgt;
+  std::vector<const Tokenizer*> src_toks{&forward_->src_tokenizer()}, tgt_toks{&forward_->tgt_tokenizer()};
+  if (reverse_) {
+    src_toks.push_back(&reverse_->tgt_tokenizer());
+    tgt_toks.push_back(&reverse_->src_tokenizer());
+  }
+  const bool cut_src = crop_to_whole_words(&src, src_toks, max);
+  const bool cut_tgt = !a.free && crop_to_whole_words(&tgt, tgt_toks, max);
+  if (cut_src || cut_tgt) ++cropped_;
+  AttentionMatrix m = a.free ? free_attention(*forward_, src, opt_.search, &a.translation, max)
+                             : forced_attention(*forward_, src, tgt, max);
+  if (opt_.shift > 0) m = shift_rows(m, opt_.shift);
+  AttentionMatrix words = merge_to_words(m);
+  if (reverse_) {
+    // The reverse model reads the target as its source: its rows are our columns.
+    const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src, max), opt_.shift));
+    if (opt_.symmetrize == Symmetrization::kAverage) {
+      words = average_with_reverse(words, rev_words);
+      m = words;  // the averaged matrix is what gets shown
+      a.links = hard(words);
+    } else {
+      a.links = symmetrize(hard(words), swap_links(hard(rev_words)), opt_.symmetrize);
+    }
+  } else {
+    a.links = hard(words);
+  }
+  a.shown = opt_.level == AlignLevel::kWord ? std::move(words) : std::move(m);
+  a.has_matrix = true;
+  return a;
+}
+
+}  // namespace nmt::align_detail

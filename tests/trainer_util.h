@@ -1,0 +1,37 @@
+// Helpers of the trainer's tests (trainer_test.cc, trainer_schedule_test.cc):
+// the options of a short run on the toy corpus, and comparisons of its results.
+#pragma once
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <vector>
+
+#include "base/options.h"
+#include "test_util.h"
+
+namespace nmt::test {
+
+// Logging at warnings only while it lives (training runs log every step).
+struct Quiet {
+  Quiet() { spdlog::set_level(spdlog::level::warn); }
+  ~Quiet() { spdlog::set_level(spdlog::level::info); }
+};
+
+// The options of a run on the toy corpus `f` into `out`: the loss as the
+// stop metric, no early stopping, one CPU thread, seed 3.
+nmt::TrainOptions base_options(const ToyFiles& f, const std::string& out);
+
+// tiny_model() with dropout `dropout`.
+nmt::ModelOptions tiny_arch(double dropout);
+
+// The pre-trained toy tokenizer, so runs need not train SentencePiece.
+nmt::TokenizerOptions toy_tok();
+
+// The lines of the file `path` (none when it cannot be read).
+std::vector<std::string> read_all_lines(const std::string& path);
+
+// Fails the test for each parameter that is not equal in `a` and `b`
+// (`what` names the comparison).
+void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b, const std::string& what);
+
+}  // namespace nmt::test
