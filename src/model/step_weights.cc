@@ -33,13 +33,4 @@ DecoderMemory DecoderMemory::repeat(int64_t copies) const {
   return m;
 }
 
-DecoderMemory DecoderMemory::index_select(const torch::Tensor& rows) const {
-  DecoderMemory m = *this;
-  m.keys = keys.index_select(0, rows);
-  m.values = values.index_select(0, rows);
-  m.mask = mask.index_select(0, rows);
-  m.mask_bias = mask_bias.index_select(0, rows);
-  return m;
-}
-
 }  // namespace nmt

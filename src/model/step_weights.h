@@ -79,7 +79,8 @@ torch::Tensor step_linear(const torch::Tensor& x, const std::shared_ptr<const Pa
 
 // What the decoder reads of a batch's encoder output at every step, computed
 // once per batch by DecoderImpl::memory(). Row b belongs to sentence b; a
-// search that gives a sentence several rows repeats its memory (repeat()).
+// search that gives a sentence several rows repeats its memory (repeat()),
+// and its engine keeps the row tensors in a DecoderState from then on.
 struct DecoderMemory {
   torch::Tensor keys;       // [B, S, A] attention keys (AttentionImpl::keys)
   torch::Tensor values;     // [B, S, C + 3D] h_j, then h_j's projection into the gates of
@@ -100,9 +101,6 @@ struct DecoderMemory {
   torch::Tensor annotations() const { return values.narrow(2, 0, context_size); }
   // Each row `copies` times in a row: row b becomes rows b*copies .. b*copies+copies-1.
   DecoderMemory repeat(int64_t copies) const;
-  // Rows `rows` [R'] (int64 on this memory's device) in that order: what a
-  // search keeps when it drops finished sentences.
-  DecoderMemory index_select(const torch::Tensor& rows) const;
 };
 
 }  // namespace nmt
