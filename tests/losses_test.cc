@@ -19,15 +19,7 @@ using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::within;
 
-// Sentences of clearly different lengths, so a batch of them is padded.
-const std::vector<std::pair<std::string, std::string>> kPairs = {
-    {"red cat", "cato redo"},
-    {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
-    {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
-    {"blue", "blueo"},
-};
-
-std::vector<nmt::Example> examples() { return nmt::test::toy_examples(kPairs); }
+std::vector<nmt::Example> examples() { return nmt::test::padded_examples(); }
 
 std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
 

@@ -99,6 +99,15 @@ std::vector<Example> toy_examples(const std::vector<std::pair<std::string, std::
   return ex;
 }
 
+std::vector<Example> padded_examples() {
+  return toy_examples({
+      {"red cat", "cato redo"},
+      {"big dog sees small bird", "birdo smallo seeso dogo bigo"},
+      {"old fish eats new tree house green blue", "blueo greeno houseo treeo newo eatso fisho oldo"},
+      {"blue", "blueo"},
+  });
+}
+
 const Tokenizer& toy_tokenizer() {
   static const Tokenizer tok = [] {
     std::vector<std::string> s, t;

@@ -50,6 +50,9 @@ const Tokenizer& toy_tokenizer();
 // source ending in EOS, as the corpus reader makes them.
 std::vector<Example> toy_examples(const std::vector<std::pair<std::string, std::string>>& pairs);
 
+// Four toy pairs of clearly different lengths (toy_examples()), so a batch of them is padded.
+std::vector<Example> padded_examples();
+
 // Tiny model sizes for tests, with vocabularies from toy_tokenizer().
 ModelOptions tiny_model(AttentionType attention = AttentionType::kAdditive);
 
