@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""The Multi30k recipe (task 1): trains nmt, selects the model and the search
+settings on val, translates test_2016_flickr once, scores it, and writes
+bench/results/multi30k-PAIR-FORM-HOST-COMMIT.json (multi30k_result.py).
+
+  scripts/multi30k.py [DATA_DIR] [PAIR] [FORM]
+    DATA_DIR  default ../shared/data/multi30k
+    PAIR      en-de (default) or en-fr; the config is configs/multi30k-PAIR.toml
+    FORM      tok (default): the papers' lowercased, normalized, Moses-tokenized
+              text (train.lc.norm.tok.*); gives bleu_lc_tok, the published figure
+              raw: cased, untokenized text; gives cased bleu, bleu_lc and chrf
+
+Environment:
+  NMT_SEEDS=N       train N models with seeds 1..N (default 1); with N > 1 the
+                    ensemble of all N is compared with the best single one on val,
+                    and both are scored on test (the result's single_model)
+  NMT_TRAIN_FLAGS   extra nmt-train flags (e.g. "--max-epochs 12"), recorded in
+                    model-N.flags when model N starts
+  NMT_THREADS       threads for training and translation (default: all cores)
+  NMT_RUN           run folder (default runs/multi30k-PAIR-FORM)
+  NMT_BUILD_DIR     build folder (default build)
+  NMT_VAL_ONLY=1    stop after the selection on val (the test set is not read)
+  NMT_TRAIN_ONLY=K  train model K alone and stop before the selection, so seeds can
+                    train side by side; K > 1 needs model 1's SentencePiece models
+  NMT_DISTILL=K     sequence-level knowledge distillation (Kim & Rush 2016): the seeds
+                    are teachers; their ensemble translates the training source with
+                    beam 5 and its best length penalty on val, and K students
+                    (student-1..K, the next seeds) train on that translation. The
+                    students join the selection, alone and in the ensemble of all.
+  NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
+                    on the targets with each line's words reversed; the selected
+                    system's n-best list is rescored with
+                    ((1 - w) log P_l2r + w log P_r2l) / ((5 + words) / 6)^a, w and a
+                    chosen on val, and replaces the plain output only if it scores
+                    higher on val.
+
+A model folder that holds a finished run (its `trained` file) is not trained
+again: delete the folder to retrain. Test data is read only in the last step.
+Every step's command and output files stay in the run folder; a translation
+made earlier with the same models, and newer than its inputs, is reused."""
+import gzip
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import multi30k_result
+from multi30k_rerank import choose_rerank, evaluate, nbest_scores, rerank, train_r2l
+
+
+def die(message):
+    sys.exit(f"multi30k.py: {message}")
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    if not value.isdigit():
+        die(f"{name} must be a whole number, got '{value}'")
+    return int(value)
+
+
+class Recipe:
+    """One run of the recipe: its data, models, selection log and choices."""
+
+    def __init__(self, data, pair, form):
+        self.data, self.pair, self.form = data, pair, form
+        self.src, self.tgt = pair.split("-", 1)
+        self.config = f"configs/multi30k-{pair}.toml"
+        self.bin = os.environ.get("NMT_BUILD_DIR", "build")
+        self.run = os.environ.get("NMT_RUN", f"runs/multi30k-{pair}-{form}")
+        self.threads = str(env_int("NMT_THREADS", os.cpu_count() or 1))
+        self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
+        self.sel = f"{self.run}/select"
+        # The selecting metric: BLEU in the form's own terms (--tokenize none on
+        # the tokenized form, as multi-bleu; cased 13a on raw text).
+        self.key = "bleu_none" if form == "tok" else "bleu"
+        self.log_rows = []  # (candidate, beam, length penalty, score)
+        if not os.path.isfile(self.config):
+            die(f"no config for pair '{pair}' ({self.config})")
+        if form not in ("raw", "tok"):
+            die(f"FORM must be raw or tok, got '{form}'")
+        for tool in ("nmt-train", "nmt-translate"):
+            if not os.access(f"{self.bin}/{tool}", os.X_OK):
+                die("build nmt first: scripts/build.sh")
+
+    def path(self, name):
+        return f"{self.run}/data/{name}"
+
+    # --- data -----------------------------------------------------------------
+    def fetch(self, split, lang, out_name=None):
+        """Copies SPLIT.LANG of the form into the run's data folder (once)."""
+        out = self.path(out_name or f"{split}.{lang}")
+        if os.path.getsize(out) if os.path.exists(out) else 0:
+            return
+        if self.form == "raw":
+            source = f"{self.data}/{split}.{lang}.gz"
+        else:
+            source = f"{self.data}/{split}.lc.norm.tok.{lang}"
+            if os.path.exists(source + ".gz"):
+                source += ".gz"
+        opener = gzip.open if source.endswith(".gz") else open
+        with opener(source, "rb") as f, open(out + ".part", "wb") as g:
+            shutil.copyfileobj(f, g)
+        os.replace(out + ".part", out)
+
+    # --- training -------------------------------------------------------------
+    def train_model(self, seed, folder, target, valid, spm=()):
+        """Trains FOLDER on the training source and TARGET (validating on VALID),
+        unless it holds a finished run; resumes a stopped one."""
+        if os.path.exists(f"{folder}/trained"):
+            print(f"{folder}: trained earlier, kept")
+            return
+        resume = os.path.exists(f"{folder}/last.ckpt")
+        if not resume:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+            with open(f"{folder}.commit", "w") as f:
+                f.write(commit.stdout)
+            with open(f"{folder}.flags", "w") as f:
+                f.write(os.environ.get("NMT_TRAIN_FLAGS", "") + "\n")
+        cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
+               "--threads", self.threads, "--train-src", self.path(f"train.{self.src}"),
+               "--train-tgt", self.path(target), "--valid-src", self.path(f"val.{self.src}"),
+               "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + self.extra
+        t0 = time.time()
+        with open(f"{folder}.log", "a") as log:
+            proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+            for line in proc.stderr:  # to the terminal and the model's log
+                sys.stderr.write(line)
+                log.write(line)
+            if proc.wait() != 0:
+                die(f"nmt-train failed for {folder} (see {folder}.log)")
+        with open(f"{folder}/trained", "w") as f:
+            f.write(f"{time.time() - t0:.1f}\n")
+
+    def shared_spm(self, first="model-1"):
+        return ["--src-spm", f"{self.run}/{first}/src.spm.model", "--tgt-spm", f"{self.run}/{first}/tgt.spm.model"]
+
+    # --- translation and selection on val ------------------------------------
+    def nmt_translate(self, models, args, log):
+        cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
+        with open(log, "w") as f:
+            if subprocess.run(cmd + ["--threads", self.threads] + args, stderr=f).returncode != 0:
+                die(f"nmt-translate failed (see {log})")
+
+    def translate(self, name, beam, lp, models, split="val"):
+        """The val score of MODELS at BEAM and length penalty LP (reused when an
+        earlier run made it with the same models and nothing is newer)."""
+        out, made = f"{self.sel}/{name}", " ".join(models)
+        inputs = [self.path(f"{split}.{self.src}"), self.path(f"{split}.{self.tgt}"),
+                  f"{self.bin}/nmt-translate"] + list(models)
+        fresh = (os.path.exists(out + ".json") and os.path.exists(out + ".models")
+                 and open(out + ".models").read().strip() == made
+                 and all(os.path.getmtime(out + ".json") > os.path.getmtime(p) for p in inputs))
+        if not fresh:
+            self.nmt_translate(models, ["-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
+                                        "-o", out + ".out", "--reference", inputs[1],
+                                        "--scores-json", out + ".json"], out + ".log")
+            with open(out + ".models", "w") as f:
+                f.write(made + "\n")
+        return json.load(open(out + ".json"))[self.key]
+
+    def logged(self, name, beam, lp, score):
+        self.log_rows.append((name, beam, lp, score))
+        with open(f"{self.sel}/selection.tsv", "w") as f:
+            f.write(f"candidate\tbeam\tlength_penalty\tval_{self.key}\n")
+            for row in self.log_rows:
+                f.write("\t".join(str(x) for x in row) + "\n")
+        return score
+
+    def at_b5(self, name):
+        return next((s for n, b, lp, s in self.log_rows if n == name and b == 5 and lp == "1.0"), None)
+
+    def score_models(self, folders):
+        """Each model's best and average checkpoints at beam 5, lp 1.0; keeps the best single one."""
+        for folder in folders:
+            for ckpt in ("best", "average"):
+                path = f"{folder}/{ckpt}.ckpt"
+                if not os.path.exists(path):
+                    continue
+                name = f"{os.path.basename(folder)}-{ckpt}"
+                score = self.logged(name, 5, "1.0", self.translate(f"{name}-b5", 5, "1.0", [path]))
+                if score > self.single["score"]:
+                    self.single = {"name": name, "models": [path], "score": score, "beam": 5, "lp": "1.0"}
+
+    def members(self, folders):
+        """Each model's better checkpoint on val (best or average)."""
+        out = []
+        for folder in folders:
+            b = self.at_b5(f"{os.path.basename(folder)}-best")
+            a = self.at_b5(f"{os.path.basename(folder)}-average")
+            out.append(f"{folder}/average.ckpt" if a is not None and a > b else f"{folder}/best.ckpt")
+        return out
+
+    def tune(self, name, models):
+        """Beam 5 and 10 by length penalty 0.6, 1.0, 1.4 on val (beam 5, lp 1.0
+        logged already) -> the best {beam, lp, score} and the best lp at beam 5."""
+        best = {"beam": 5, "lp": "1.0", "score": self.at_b5(name)}
+        best5 = dict(best)
+        for beam, lp in itertools.product((5, 10), ("0.6", "1.0", "1.4")):
+            if (beam, lp) == (5, "1.0"):
+                continue
+            score = self.logged(name, beam, lp, self.translate(f"{name}-b{beam}-lp{lp}", beam, lp, models))
+            if score > best["score"]:
+                best = {"beam": beam, "lp": lp, "score": score}
+            if beam == 5 and score > best5["score"]:
+                best5 = {"beam": 5, "lp": lp, "score": score}
+        return best, best5["lp"]
+
+    def ensemble_b5(self, name, models):
+        self.logged(name, 5, "1.0", self.translate(f"{name}-b5", 5, "1.0", models))
+
+
+def main():
+    args = sys.argv[1:] + [None] * 3
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    r = Recipe(args[0] or "../shared/data/multi30k", args[1] or "en-de", args[2] or "tok")
+    seeds, only = env_int("NMT_SEEDS", 1), env_int("NMT_TRAIN_ONLY", 0)
+    distill, r2l = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0)
+    seeds = max(seeds, only)
+    os.makedirs(f"{r.run}/data", exist_ok=True)
+    for split in ("train", "val"):
+        r.fetch(split, r.src)
+        r.fetch(split, r.tgt)
+
+    # Training, one model per seed; every model after the first uses its SentencePiece models.
+    models = [f"{r.run}/model-{seed}" for seed in range(1, seeds + 1)]
+    for seed, folder in enumerate(models, 1):
+        if only and seed != only:
+            continue
+        fresh = not os.path.exists(f"{folder}/last.ckpt")
+        if seed > 1 and fresh and not os.path.exists(f"{r.run}/model-1/tgt.spm.model"):
+            die(f"{r.run}/model-1/tgt.spm.model: not there yet (model {seed} shares model 1's "
+                "SentencePiece models; start model 1 first)")
+        r.train_model(seed, folder, f"train.{r.tgt}", f"val.{r.tgt}", r.shared_spm() if seed > 1 else ())
+    if only:
+        return
+
+    os.makedirs(r.sel, exist_ok=True)
+    r.single = {"name": "", "models": [], "score": -1.0}
+    r.score_models(models)
+    info = {"distill": None, "rerank": None}
+    if distill:
+        models += train_students(r, models, seeds, distill, info)
+    best_single, _ = r.tune(r.single["name"], r.single["models"])
+    r.single.update(best_single)
+    best = dict(r.single)
+    if len(models) > 1:  # the ensemble of every model's better checkpoint
+        name, members = f"ensemble-{len(models)}", r.members(models)
+        r.ensemble_b5(name, members)
+        tuned, _ = r.tune(name, members)
+        if tuned["score"] > best["score"]:
+            best = {"name": name, "models": members, **tuned}
+    plain_score, r2l_models = best["score"], []
+    if r2l:
+        r2l_models = train_r2l(r, seeds + distill, r2l, distill > 0)
+        rerank = choose_rerank(r, best, r2l_models)
+        info["rerank"] = (r2l, rerank, plain_score)
+        if rerank:
+            best.update(name=best["name"] + "+r2l", score=rerank[2])
+    print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
+          f"({r.key} {best['score']})")
+    with open(f"{r.sel}/selected.tsv", "w") as f:
+        f.write(f"{best['name']}\t{best['beam']}\t{best['lp']}\t{best['score']}\n")
+    if os.environ.get("NMT_VAL_ONLY") == "1":
+        return
+    test_seconds, single_seconds = run_test(r, best, info["rerank"])
+    multi30k_result.write(r, models + r2l_models, best, test_seconds, single_seconds, info)
+
+
+def train_students(r, teachers_dirs, seeds, k, info):
+    """Distillation: the teachers' ensemble translates the training source once
+    (beam 5, its best length penalty at beam 5 on val); K students train on it."""
+    teachers, lp = r.members(teachers_dirs), "1.0"
+    if seeds > 1:
+        r.ensemble_b5(f"teachers-{seeds}", teachers)
+        _, lp = r.tune(f"teachers-{seeds}", teachers)
+    distilled = r.path(f"train.distilled.{r.tgt}")
+    if not os.path.exists(distilled) or os.path.getsize(distilled) == 0:
+        print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty {lp}")
+        r.nmt_translate(teachers, ["-b", "5", "--length-penalty", lp, "-i", r.path(f"train.{r.src}"),
+                                   "-o", distilled], f"{r.run}/distill.log")
+    students = [f"{r.run}/student-{i}" for i in range(1, k + 1)]
+    for i, folder in enumerate(students, 1):
+        r.train_model(seeds + i, folder, f"train.distilled.{r.tgt}", f"val.{r.tgt}", r.shared_spm())
+    r.score_models(students)
+    info["distill"] = (seeds, 5, lp, k)
+    return students
+
+
+def run_test(r, best, rerank_info):
+    """Translates and scores the test set once with the selected system (and
+    the best single model when that is another); returns both times in seconds."""
+    r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
+    r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
+    test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
+
+    def translate(out, system):
+        t0 = time.time()
+        r.nmt_translate(system["models"], ["-b", str(system["beam"]), "--length-penalty", system["lp"],
+                                           "-i", test_src, "-o", f"{r.run}/{out}.hyp", "--reference", test_ref,
+                                           "--scores-json", f"{r.run}/{out}.scores.json"], f"{r.run}/{out}.log")
+        return round(time.time() - t0, 1)
+
+    t0 = time.time()
+    chosen = rerank_info[1] if rerank_info else None
+    if chosen:
+        nbest_scores(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)],
+                     f"{r.run}/test-rerank", test_src)
+        rerank(f"{r.run}/test-rerank", chosen[0], chosen[1], f"{r.run}/test.hyp")
+        evaluate(r, f"{r.run}/test.hyp", test_ref, f"{r.run}/test.scores.json", f"{r.run}/test.log")
+        test_seconds = round(time.time() - t0, 1)
+    else:
+        test_seconds = translate("test", best)
+    print(open(f"{r.run}/test.log").read(), end="")
+    if best["name"] != r.single["name"]:
+        return test_seconds, translate("test-single", r.single)
+    shutil.copy(f"{r.run}/test.scores.json", f"{r.run}/test-single.scores.json")
+    return test_seconds, test_seconds
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The result file of the Multi30k recipe (scripts/multi30k.py):
+bench/results/multi30k-PAIR-FORM-HOST-COMMIT.json with the selection on val,
+the test figures, every model's training and the machine."""
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+
+def figures(scores, tok):
+    # Raw form: scored against the raw references. Tokenized form: the output is
+    # lowercased Moses-tokenized text, so only --tokenize none against the
+    # lc.norm.tok references is like-for-like (the papers' multi-bleu figure).
+    return {"bleu": None if tok else scores["bleu"],
+            "bleu_lc": None if tok else scores["bleu_lc"],
+            "bleu_lc_tok": scores["bleu_none"] if tok else None,
+            "chrf": scores["chrf"]}
+def metrics(d):
+    return [json.loads(l) for l in open(f"{d}/metrics.jsonl") if l.strip()]
+
+
+def write(r, models, best, test_seconds, single_seconds, info):
+    """Writes the result of recipe R (multi30k.Recipe): MODELS trained, the
+    selected system BEST, the test translation's seconds (the selected system's
+    and the single model's) and INFO (distillation and reranking, None when off)."""
+    run, form, pair, config, threads = r.run, r.form, r.pair, r.config, r.threads
+    name, beam, lp, val_score = best["name"], best["beam"], best["lp"], best["score"]
+    s_name, s_beam, s_lp, s_val, s_seconds = (r.single["name"], r.single["beam"], r.single["lp"],
+                                              r.single["score"], single_seconds)
+    extra = os.environ.get("NMT_TRAIN_FLAGS", "")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = commit or "unknown"
+    if subprocess.run(["git", "diff", "--quiet", "HEAD"]).returncode != 0:
+        commit += "-dirty"
+    os.makedirs("bench/results", exist_ok=True)
+    result = f"bench/results/multi30k-{pair}-{form}-{platform.node().split('.')[0]}-{commit}.json"
+    scores = json.load(open(f"{run}/test.scores.json"))
+    tok = form == "tok"
+    train = []
+    for d in models:
+        m = metrics(d)
+        valid = [x for x in m if x["type"] == "valid"]
+        best = max(valid, key=lambda x: x["bleu"]) if valid else {}
+        train.append({
+            "folder": d,
+            "steps": max((x.get("step", 0) for x in m), default=0),
+            "best_val_bleu_greedy": best.get("bleu"), "best_step": best.get("step"),
+            # the trainer's own clock: wall time of training and validation, over resumes
+            "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
+            "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
+            # the NMT_TRAIN_FLAGS this model was started with (None: not recorded)
+            "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,
+            # a student trains on the teachers' translation of the training source
+            "student": os.path.basename(d).startswith("student-"),
+            # a right-to-left model reranks the selected system's n-best list
+            "r2l": os.path.basename(d).startswith("r2l-"),
+            })
+        per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
+                     for l in open(f"{d}.log") if " batches per epoch" in l]
+        # the device of the last (re)start, as nmt-train logged it ("model: ..., device cuda:0, ..." or
+        # "device cpu (OpenBLAS ...)")
+        devices = [l.split(", device ", 1)[1].split()[0].rstrip(",") for l in open(f"{d}.log") if ", device " in l]
+        train[-1]["device"] = devices[-1] if devices else None
+        if per_epoch:
+            train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
+    # Sequence-level distillation: teachers, the beam and length penalty of their
+    # translation of the training source, and the number of students (None: off).
+    d_info = info["distill"]
+    distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
+                     "students": d_info[3]} if d_info else None)
+    # Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
+    # on val (None: the reranked output did not beat the plain one there), and the
+    # plain system's val score (None: off).
+    r_info = info["rerank"]
+    rerank = ({"r2l_models": r_info[0], "weight": r_info[1][0] if r_info[1] else None,
+               "length_exponent": r_info[1][1] if r_info[1] else None,
+               "val_bleu_without": float(r_info[2])} if r_info else None)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+    try:  # the GPU's name where there is one
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True).stdout.strip().splitlines()[0] if shutil.which("nvidia-smi") else ""
+    except (OSError, IndexError):
+        gpu = ""
+    version = subprocess.run([os.path.join(r.bin, "nmt-translate"), "--version"],
+                             capture_output=True, text=True).stdout.splitlines()
+    out = {
+        "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
+        "extra_train_flags": extra,
+        "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
+                             for l in list(open(f"{run}/select/selection.tsv"))[1:]],
+        "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
+                     "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
+        **figures(scores, tok),
+        # The best single checkpoint on val, with its own beam and length penalty
+        # (the selected system itself when that is a single model).
+        "single_model": {"models": s_name, "beam": int(s_beam), "length_penalty": float(s_lp),
+                         "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single.scores.json")), tok),
+                         "test_translate_seconds": float(s_seconds)},
+        "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
+        "test_scores": scores,
+        "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
+        "training": train,
+        "distillation": distillation,
+        "rerank": rerank,
+        # where the models trained ("cpu", "cuda:0"; several when they differ)
+        "device": ",".join(sorted({t["device"] for t in train if t.get("device")})) or None,
+        "gpu": gpu or None, "cpu": cpu, "threads": int(threads), "host": platform.node(),
+        # the vector units, which tell machines of one "model name" apart
+        "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
+                                for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
+        "commit": commit,
+        "nmt_version": version[0],
+        # the BLAS kernels the binaries ran (OPENBLAS_CORETYPE, when set, forces them)
+        "blas": next((l.split(": ", 1)[1] for l in version if l.startswith("BLAS: ")), None),
+    }
+    with open(result + ".part", "w") as f:
+        json.dump(out, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    os.replace(result + ".part", result)
+    print(f"wrote {result}")
