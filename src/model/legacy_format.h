@@ -52,6 +52,7 @@ inline bool add_ok(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_ad
 
 // --- the zip (legacy_zip.cc) ---
 
+// One entry of the zip's central directory, and where its bytes lie.
 struct ZipEntry {
   uint64_t header_at = 0;  // its local header
   uint64_t size = 0;       // bytes in the archive
@@ -107,6 +108,7 @@ struct Dict {
   std::map<std::string_view, Id> index;
 };
 
+// One value the pickle made: `kind` tells which fields hold it.
 struct Value {
   Kind kind = Kind::kInt;
   int64_t i = 0;                           // bool (0, 1), int; storage: element count
@@ -132,9 +134,11 @@ class Unpickler {
   // nmt::Error for anything nmt's checkpoints never hold.
   Id run();
 
+  // Value `id`, one that run() returned or that a value holds (not checked).
   const Value& operator[](Id id) const { return values_[id]; }
 
  private:
+  // Throws nmt::Error: "pickle `what`".
   [[noreturn]] void bad(const std::string& what) const { fail(origin_, "pickle " + what); }
 
   // The next `n` bytes of the pickle, checked to be there.
@@ -146,6 +150,7 @@ class Unpickler {
     at_ += n;
     return out;
   }
+  // The next `n` bytes as a little-endian number; throws as take().
   uint64_t take_le(int n) { return le(take(n), 0, n); }
 
   // One line of a GLOBAL (module or name), without its newline.
@@ -156,28 +161,34 @@ class Unpickler {
     return take(n + 1).substr(0, n);
   }
 
+  // Stores `v` in the arena; returns its id. Throws past kMaxValues values.
   Id make(Value v) {
     if (values_.size() >= kMaxValues) bad("creates more than " + std::to_string(kMaxValues) + " values");
     values_.push_back(std::move(v));
     return static_cast<Id>(values_.size() - 1);
   }
+  // Pushes `id`. Throws past kMaxStack values on the stack.
   void push(Id id) {
     if (stack_.size() >= kMaxStack) bad("holds more than " + std::to_string(kMaxStack) + " values on its stack");
     stack_.push_back(id);
   }
+  // make(`v`) and push it; throws as they do.
   void push_new(Value v) { push(make(std::move(v))); }
+  // Pops the top value. Throws if the stack (above the last MARK) is empty.
   Id pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() == marks_.back())) bad("pops an empty stack");
     const Id id = stack_.back();
     stack_.pop_back();
     return id;
   }
+  // The top value, left in place; throws as pop().
   Id top() {
     const Id id = pop();
     stack_.push_back(id);
     return id;
   }
-  // The values above the last MARK, removing them and the MARK.
+  // The values above the last MARK, removing them and the MARK. Throws
+  // if no MARK is open.
   std::vector<Id> pop_mark() {
     if (marks_.empty()) bad("ends a MARK it never began");
     std::vector<Id> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
@@ -185,13 +196,16 @@ class Unpickler {
     marks_.pop_back();
     return items;
   }
-  // Value `id`, required to be of `kind` in `what`.
+  // Value `id`, required to be of `kind` in `what`: throws nmt::Error if
+  // it is of another.
   Value& expect(Id id, Kind kind, const char* what) {
     Value& v = values_[id];
     if (v.kind != kind) bad("gives " + std::string(kind_name(v.kind)) + " where " + what + " takes " + kind_name(kind));
     return v;
   }
 
+  // The opcodes (legacy_pickle.cc; storages and tensors in
+  // legacy_pickle_tensors.cc), each commented where it is defined.
   void step(uint8_t op, size_t at);
   void op_global();
   void op_memo_put(uint64_t index);

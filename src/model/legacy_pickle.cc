@@ -21,7 +21,7 @@ namespace nmt::legacy {
 namespace {
 
 // The storage types nmt's files hold: weights and optimizer moments (float),
-// size counts (long), generator states (byte).
+// size counts (long), generator states (byte); nullopt for any other name.
 std::optional<torch::ScalarType> storage_dtype(std::string_view name) {
   if (name == "FloatStorage") return torch::kFloat;
   if (name == "LongStorage") return torch::kLong;
@@ -29,6 +29,8 @@ std::optional<torch::ScalarType> storage_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+// Whether GLOBAL `module`.`name` is a TorchScript module's class:
+// __torch__.Module or __torch__.___torch_mangle_<N>.Module. Never fails.
 bool is_module_class(std::string_view module, std::string_view name) {
   constexpr std::string_view kMangled = "__torch__.___torch_mangle_";
   if (name != "Module") return false;
@@ -98,6 +100,7 @@ void Unpickler::step(uint8_t op, size_t at) {
 }
 
 // GLOBAL: only the names nmt's files use; each becomes a marker value.
+// Throws nmt::Error for any other name.
 void Unpickler::op_global() {
   const std::string_view module = take_line(), name = take_line();
   Value v;
@@ -117,6 +120,8 @@ void Unpickler::op_global() {
   push_new(std::move(v));
 }
 
+// BINPUT, LONG_BINPUT: the top value into memo entry `index`, the next one
+// or one already set. Throws for any other index.
 void Unpickler::op_memo_put(uint64_t index) {
   if (index > memo_.size() || index >= kMaxValues)
     bad("stores memo entry " + std::to_string(index) + " out of order (" + std::to_string(memo_.size()) + " so far)");
@@ -124,17 +129,20 @@ void Unpickler::op_memo_put(uint64_t index) {
   else memo_[index] = top();
 }
 
+// BINGET, LONG_BINGET: pushes memo entry `index`. Throws if it is not set.
 void Unpickler::op_memo_get(uint64_t index) {
   if (index >= memo_.size())
     bad("reads memo entry " + std::to_string(index) + " of " + std::to_string(memo_.size()) + ": out of range");
   push(memo_[index]);
 }
 
+// MARK: opens a MARK at the stack's height. Throws past kMaxMarks open.
 void Unpickler::op_mark() {
   if (marks_.size() >= kMaxMarks) bad("nests MARKs deeper than " + std::to_string(kMaxMarks));
   marks_.push_back(stack_.size());
 }
 
+// The tuples: pushes one of `items`; throws only as push_new().
 void Unpickler::op_tuple(std::vector<Id> items) {
   Value v;
   v.kind = Kind::kTuple;
@@ -142,6 +150,8 @@ void Unpickler::op_tuple(std::vector<Id> items) {
   push_new(std::move(v));
 }
 
+// The integers, floats and booleans: pushes one of `kind` holding `i` or
+// `f`; throws only as push_new().
 void Unpickler::op_scalar(Kind kind, int64_t i, double f) {
   Value v;
   v.kind = kind;
@@ -150,6 +160,8 @@ void Unpickler::op_scalar(Kind kind, int64_t i, double f) {
   push_new(std::move(v));
 }
 
+// BINUNICODE: pushes the next `n` bytes as a string. Throws if the pickle
+// holds fewer.
 void Unpickler::op_string(uint64_t n) {
   Value v;
   v.kind = Kind::kString;

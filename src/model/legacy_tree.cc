@@ -25,11 +25,14 @@ class Tree {
     const auto it = d.index.find(key);
     return it == d.index.end() ? std::nullopt : std::optional<Id>(it->second);
   }
+  // Attribute `key` of `d` (at `path`); throws nmt::Error if it has none.
   Id get(const Dict& d, std::string_view key, const std::string& path) const {
     const auto id = find(d, key);
     if (!id) fail(origin_, path + " lacks '" + std::string(key) + "'");
     return *id;
   }
+  // Value `id` (at `path`), required to be of `kind`: throws nmt::Error
+  // if it is of another; so do str() ... tensor() below.
   const Value& typed(Id id, Kind kind, const std::string& path) const {
     const Value& v = u_[id];
     if (v.kind != kind) wrong(path, kind_name(kind), v);
@@ -73,6 +76,8 @@ void only(const Tree& t, const Dict& d, std::initializer_list<std::string_view> 
       fail(t.origin(), path + " holds " + in_quotes(key) + ", which nmt never writes");
 }
 
+// The model's weights into `c`, in the file's order. Throws nmt::Error
+// for an entry that is not a tensor.
 void read_weights(const Tree& t, const Dict& model, LegacyCheckpoint& c) {
   for (const auto& [key, id] : model.items) {
     std::string name(key);
@@ -81,6 +86,8 @@ void read_weights(const Tree& t, const Dict& model, LegacyCheckpoint& c) {
   }
 }
 
+// One parameter's optimizer state `d` (at `path`). Throws nmt::Error for
+// an unknown or mistyped entry.
 LegacyParamState read_param_state(const Tree& t, const Dict& d, const std::string& path) {
   only(t, d, {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"}, path);
   LegacyParamState s;
@@ -108,6 +115,8 @@ LegacyParamGroup read_group(const Tree& t, const Dict& g, const std::string& pat
   return group;
 }
 
+// The optimizer's parameter groups, `d`. Throws nmt::Error unless it holds
+// exactly its counted groups, each well formed.
 std::vector<LegacyParamGroup> read_groups(const Tree& t, const Dict& d) {
   const int64_t n = t.count(t.get(d, "param_groups/size", "optimizer.param_groups"), "optimizer.param_groups/size");
   if (n < 0 || static_cast<uint64_t>(n) + 1 != d.items.size()) fail(t.origin(), "optimizer.param_groups does not hold its " + std::to_string(n) + " groups");
@@ -145,6 +154,9 @@ std::string optimizer_kind(const Tree& t, const std::vector<LegacyParamGroup>& g
   return kind;
 }
 
+// The optimizer `d` into `c` (whose weights are read). Throws nmt::Error
+// for another format, an unknown kind, state for no parameter or of
+// another shape than its weight.
 void read_optimizer(const Tree& t, const Dict& d, LegacyCheckpoint& c) {
   only(t, d, {"pytorch_version", "state", "param_groups"}, "optimizer");
   if (t.str(t.get(d, "pytorch_version", "optimizer"), "optimizer.pytorch_version") != "1.5.0")
@@ -164,6 +176,8 @@ void read_optimizer(const Tree& t, const Dict& d, LegacyCheckpoint& c) {
   }
 }
 
+// The training state `d` into `s`. Throws nmt::Error for a missing,
+// mistyped or unknown entry.
 void read_state(const Tree& t, const Dict& d, LegacyTrainState& s) {
   only(t, d, {"step", "epoch", "batch_in_epoch", "learning_rate", "best_metric", "has_best", "bad_validations", "plateau",
               "seed", "elapsed_seconds", "rng_state", "device_rng_state"}, "the training state");

@@ -10,11 +10,13 @@
 namespace nmt::legacy {
 namespace {
 
+// Where the central directory lies in the archive.
 struct CentralDir {
   uint64_t at = 0, size = 0, count = 0;
   uint64_t end = 0;  // where the records after it begin: data must lie before
 };
 
+// Whether the 4-byte signature `sig` lies at `at` in `z`. Never fails.
 bool has_sig(std::string_view z, uint64_t at, const char* sig) {
   return at <= z.size() && z.size() - at >= 4 && z.compare(at, 4, sig, 4) == 0;
 }
@@ -51,6 +53,7 @@ CentralDir find_central_dir(std::string_view z, const std::string& origin) {
 
 // Applies an entry's zip64 extra field (id 1): the 8-byte sizes and offset
 // that replace the 32-bit ones set to 0xFFFFFFFF, in the order zip defines.
+// Throws nmt::Error for a field that runs past its end or lacks a value.
 void apply_zip64_extra(std::string_view extra, ZipEntry& e, const std::string& name, const std::string& origin) {
   while (extra.size() >= 4) {
     const uint64_t id = le(extra, 0, 2), len = le(extra, 2, 2);
@@ -82,7 +85,8 @@ void locate(std::string_view z, uint64_t end, const std::string& name, ZipEntry&
 }
 
 // Reads the central directory record at `at` (before `end`) into `e`;
-// returns its name and moves `at` past it.
+// returns its name and moves `at` past it. Throws nmt::Error for a damaged
+// record or one that runs past `end`.
 std::string read_dir_record(std::string_view z, uint64_t& at, uint64_t end, ZipEntry& e, const std::string& origin) {
   if (end - at < 46 || !has_sig(z, at, "PK\1\2")) fail(origin, "damaged zip central directory");
   const uint64_t name_len = le(z, at + 28, 2), extra_len = le(z, at + 30, 2);
