@@ -19,6 +19,7 @@ namespace nmt::legacy_test {
 
 using nmt::test::error_of;
 
+// One zip entry: its name, bytes and what the directory says of them.
 struct Entry {
   std::string name, data;
   uint16_t method = 0;
@@ -26,24 +27,29 @@ struct Entry {
   uint64_t raw_size = 0;
 };
 
+// The `n`-byte little-endian number at `at` of `b`; throws std::out_of_range past its end.
 inline uint64_t get_le(const std::string& b, size_t at, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b.at(at + i));
   return v;
 }
 
+// Appends `v` to `out` as `n` little-endian bytes.
 inline void put_le(std::string& out, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
+// Overwrites `n` bytes at `at` of `b` with `v`, little-endian; throws std::out_of_range past its end.
 inline void set_le(std::string& b, size_t at, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) b.at(at + i) = static_cast<char>((v >> (8 * i)) & 0xFF);
 }
 
+// The CRC-32 of `s` (zlib's).
 inline uint32_t crc_of(const std::string& s) {
   return static_cast<uint32_t>(::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), s.size()));
 }
 
+// The entries of zip `z`, trusting its directory (for real archives only).
 inline std::vector<Entry> unzip(const std::string& z) {
   const size_t eocd = z.rfind(std::string("PK\5\6", 4));
   size_t at = get_le(z, eocd + 16, 4);
@@ -109,12 +115,14 @@ inline std::string zip(const std::vector<Entry>& entries) {
   return z;
 }
 
+// Entry `name` of `entries`; throws std::runtime_error if there is none.
 inline Entry& entry(std::vector<Entry>& entries, const std::string& name) {
   for (auto& e : entries)
     if (e.name == name) return e;
   throw std::runtime_error("no zip entry " + name);
 }
 
+// The data.pkl of `archive`; throws std::runtime_error if it has none.
 inline std::string pickle_of(const std::string& archive) {
   auto entries = unzip(archive);
   return entry(entries, "archive/data.pkl").data;
@@ -130,12 +138,14 @@ inline std::string with_pickle(const std::string& archive, const std::string& pi
   return zip(entries);
 }
 
+// `s` with the first `from` replaced by `to`; throws std::runtime_error if `from` is absent.
 inline std::string replaced(std::string s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
   if (at == std::string::npos) throw std::runtime_error("pattern not found in the pickle");
   return s.replace(at, from.size(), to);
 }
 
+// A pickle LONG1 opcode of 8 bytes holding `v`.
 inline std::string long1(int64_t v) {
   std::string s("\x8a\x08", 2);
   put_le(s, static_cast<uint64_t>(v), 8);
@@ -148,8 +158,10 @@ struct FirstStorage {
   size_t count_at = 0, count_len = 0, offset_at = 0, offset_len = 0;
 };
 
+// The length of a BININT1/BININT2/BININT opcode with its operand; 0 for another opcode.
 inline size_t int_len(char op) { return op == 'K' ? 2 : op == 'M' ? 3 : op == 'J' ? 5 : 0; }
 
+// The places of FirstStorage in pickle `pk`; fails the test if it is not laid out as nmt writes it.
 inline FirstStorage first_storage(const std::string& pk) {
   FirstStorage f;
   size_t at = pk.find(std::string("X\x03\x00\x00\x00" "cpu", 8)) + 8;

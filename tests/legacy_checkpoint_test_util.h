@@ -21,8 +21,10 @@ namespace nmt::legacy_test {
 using nmt::test::read_bytes;
 using nmt::test::temp_dir;
 
+// The committed format 2 file (written by DISABLED_WriteFormat2Fixture).
 inline const std::string kFixture = std::string(NMT_SOURCE_DIR) + "/tests/data/format2-tiny.ckpt";
 
+// A batch of 8 toy sentence pairs. Never fails.
 inline nmt::Batch toy_batch() {
   const auto& tok = nmt::test::toy_tokenizer();
   std::vector<std::string> s, t;
@@ -38,6 +40,7 @@ inline nmt::Batch toy_batch() {
   return nmt::make_batch(ex, idx);
 }
 
+// `n` steps of `opt` on `m` over toy_batch(); throws as training does.
 inline void train_steps(nmt::Seq2Seq& m, torch::optim::Optimizer& opt, int n) {
   const auto b = toy_batch();
   m->train();
@@ -81,11 +84,14 @@ void save_trained(const std::string& path, const nmt::ModelOptions& opt, Make ma
   nmt::test::write_old_checkpoint(path, model, nmt::test::toy_tokenizer(), nmt::test::toy_tokenizer(), &optimizer, &st);
 }
 
+// The legacy checkpoint at `path`; throws nmt::Error as the reader does.
 inline nmt::LegacyCheckpoint read_file(const std::string& path) {
   const std::string bytes = read_bytes(path);
   return nmt::read_legacy_checkpoint(nmt::legacy_archive_bytes(bytes, path), path);
 }
 
+// The archive (the bytes after the nmt header) of the file at `path`;
+// throws nmt::Error for a file that is not format 1 or 2.
 inline std::string archive_of(const std::string& path) {
   return std::string(nmt::legacy_archive_bytes(read_bytes(path), path));
 }
@@ -96,6 +102,7 @@ inline std::string bits(const torch::Tensor& t) {
   return std::string(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
 }
 
+// Expects `got` to be a contiguous CPU tensor with `want`'s type, sizes and bits.
 inline void expect_bitwise(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
   ASSERT_TRUE(got.defined()) << what;
   ASSERT_TRUE(want.defined()) << what;
@@ -105,6 +112,7 @@ inline void expect_bitwise(const torch::Tensor& got, const torch::Tensor& want, 
   EXPECT_TRUE(bits(got) == bits(want)) << what;
 }
 
+// Expects every field of `got` to equal `want`'s, the CPU generator's state bit for bit.
 inline void expect_state(const nmt::LegacyTrainState& got, const nmt::TrainState& want) {
   EXPECT_EQ(got.step, want.step);
   EXPECT_EQ(got.epoch, want.epoch);

@@ -41,6 +41,7 @@ std::vector<std::string> train_argv(const std::string& dir, const std::string& o
           std::to_string(steps), "--max-epochs", std::to_string(steps)};
 }
 
+// `argv` after the program's name, each quoted, as one argument string for run().
 std::string joined(const std::vector<std::string>& argv) {
   std::string s;
   for (size_t i = 1; i < argv.size(); ++i) s += quote(argv[i]) + " ";

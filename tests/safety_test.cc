@@ -36,6 +36,7 @@ using nmt::safety_test::model;
 using nmt::safety_test::model_args;
 using nmt::safety_test::temporaries;
 
+// Whether `path` itself (not a link's target) is a character device.
 bool is_char_device(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
