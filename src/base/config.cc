@@ -10,8 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/config_shape.h"
 #include "base/format.h"
-#include "io/io.h"
+#include "base/read_file.h"
 
 namespace nmt {
 namespace {
@@ -112,136 +113,6 @@ std::string toml_value(const ConfigValue& value) {
       value);
 }
 
-// What check_shape() found: one chain of key parts ("a.b.c", a table
-// header's or a dotted key's) as it is scanned.
-struct KeyChain {
-  long line = 0;            // where it began
-  int64_t parts = 0;        // 0: no chain open
-  size_t longest = 0;       // bytes of its longest part
-  bool header = false;      // inside "[...]" or "[[...]]" at the start of a line
-  bool after_dot = false;   // its last part is followed by '.'
-};
-
-// Refuses TOML that toml++ would turn into very deep tables, before toml++
-// sees it: toml++ bounds the nesting of inline values (TOML_MAX_NESTED_VALUES)
-// but not the tables that the parts of a table header or dotted key create,
-// and frees them recursively, so "[a.a.a....]" with 100,000 parts overflows
-// the stack. Scans `text` once in constant memory: strings and comments are
-// skipped, runs of bare-key characters and quoted strings joined by '.' are
-// counted as one chain; a chain of more than kConfigMaxKeyParts parts, or a
-// key (a chain before '=' or inside a table header) with a part longer than
-// kConfigMaxKeyBytes, throws nmt::Error "PATH:LINE: ...". Floats and dates
-// make chains too ("1.5" has 2 parts) but never long ones; text that is not
-// TOML is left to toml++ to report.
-void check_shape(const std::string& text, const std::string& path) {
-  KeyChain chain;
-  bool line_start = true;       // only whitespace so far on this line
-  bool header_pending = false;  // "[" or "[[" opened this line; no part yet
-  long line = 1;
-  // Ends the chain; `next` is the character that ended it ('\0': none).
-  auto end_chain = [&](char next) {
-    if (chain.parts == 0) return;
-    if (chain.parts > kConfigMaxKeyParts)
-      throw Error(located(path, chain.line,
-                          std::string(chain.header ? "table header" : "dotted key") + " with " +
-                              std::to_string(chain.parts) + " dotted parts; nmt's config keys have at most " +
-                              std::to_string(kConfigMaxKeyParts) + " (its options need a [table] and a key)"));
-    const bool key = next == '=' || (chain.header && next == ']');
-    if (key && chain.longest > kConfigMaxKeyBytes)
-      throw Error(located(path, chain.line,
-                          "key of " + std::to_string(chain.longest) + " bytes; nmt's config keys have at most " +
-                              std::to_string(kConfigMaxKeyBytes) + " (its option names are far shorter)"));
-    chain = KeyChain{};
-  };
-  // A bare key, quoted key or value of `bytes` bytes was read.
-  auto part = [&](size_t bytes) {
-    if (chain.parts > 0 && chain.after_dot) {
-      ++chain.parts;
-      chain.after_dot = false;
-      chain.longest = std::max(chain.longest, bytes);
-      return;
-    }
-    end_chain('\0');
-    chain.line = line;
-    chain.parts = 1;
-    chain.longest = bytes;
-    chain.header = header_pending;
-    header_pending = false;
-  };
-  auto bare = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  };
-  const size_t n = text.size();
-  size_t i = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte order mark
-  while (i < n) {
-    const char c = text[i];
-    if (c == '\n') {
-      end_chain('\n');
-      ++line;
-      line_start = true;
-      header_pending = false;
-      ++i;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') {  // may stand around the dots of a key
-      ++i;
-      continue;
-    }
-    const bool was_line_start = line_start;
-    line_start = false;
-    if (c == '#') {  // a comment, to the end of the line
-      while (i < n && text[i] != '\n') ++i;
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      const bool triple = i + 2 < n && text[i + 1] == c && text[i + 2] == c;
-      if (triple) {  // a multi-line string: a value, never a key
-        end_chain(c);
-        i += 3;
-        while (i < n) {
-          if (text[i] == '\n') ++line;
-          if (c == '"' && text[i] == '\\' && i + 1 < n) {
-            if (text[i + 1] == '\n') ++line;
-            i += 2;
-            continue;
-          }
-          if (text[i] == c && i + 2 < n && text[i + 1] == c && text[i + 2] == c) {
-            i += 3;
-            for (int extra = 0; extra < 2 && i < n && text[i] == c; ++extra) ++i;  // """a"""" ends with a quote
-            break;
-          }
-          ++i;
-        }
-        continue;
-      }
-      const size_t begin = ++i;  // a one-line string: a quoted key or a value
-      while (i < n && text[i] != c && text[i] != '\n') i += (c == '"' && text[i] == '\\' && i + 1 < n && text[i + 1] != '\n') ? 2 : 1;
-      part(i - begin);
-      if (i < n && text[i] == c) ++i;
-      continue;
-    }
-    if (bare(c)) {
-      const size_t begin = i;
-      while (i < n && bare(text[i])) ++i;
-      part(i - begin);
-      continue;
-    }
-    if (c == '.' && chain.parts > 0 && !chain.after_dot) {
-      chain.after_dot = true;
-      ++i;
-      continue;
-    }
-    if (c == '[' && (was_line_start || (header_pending && i > 0 && text[i - 1] == '['))) {
-      end_chain(c);
-      header_pending = true;
-      ++i;
-      continue;
-    }
-    end_chain(c);  // '=', ']', ',', '{', '}', a stray '.', ...
-    ++i;
-  }
-  end_chain('\0');
-}
 
 }  // namespace
 

@@ -10,7 +10,8 @@
 //   of processes that are gone (remove_stale_temporaries).
 // - LineReader: lines from a file, FIFO or stdin ("-") with a byte cap per
 //   line, so no input can take unbounded memory.
-// - read_file_bounded: a whole file, refused past a size cap.
+// - read_file_bounded: a whole file, refused past a size cap (declared in
+//   base/read_file.h, below io/, for the config reader; included here).
 // - RunLock: an exclusive OS lock on a folder for the life of a process.
 // Everything here is torch-free and throws nmt::Error naming the path.
 #pragma once
@@ -19,6 +20,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+
+#include "base/read_file.h"  // read_file_bounded
 
 namespace nmt {
 
@@ -121,12 +124,6 @@ class LineReader {
   bool eof_ = false;
   int64_t line_ = 0;
 };
-
-// The whole content of `path` when it is at most `max_bytes` long; reads
-// at most max_bytes + 1 bytes whatever the file (a device, a FIFO). Throws
-// nmt::Error naming the path (and `what`, e.g. "SentencePiece model") when it
-// cannot be read or is larger.
-std::string read_file_bounded(const std::string& path, size_t max_bytes, const std::string& what);
 
 // An exclusive lock on a folder (flock on DIR/.nmt.lock), held until
 // destroyed or the process ends, however it ends. The lock file holds the

@@ -29,9 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/schedule_state.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
-#include "train/schedule.h"
 
 namespace nmt {
 

@@ -75,6 +75,52 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The entry `name` -> `v` of a tensor header, over `data` (the bytes after
+// the header): a dtype nmt reads, a shape within `limits` whose bytes fit
+// the data, and offsets [*begin, *end) inside the data holding exactly
+// those bytes. Throws nmt::Error naming `origin` and the tensor.
+TensorEntry parse_entry(const std::string& name, const nlohmann::json& v, std::string_view data,
+                        const std::string& origin, const TensorFileLimits& limits, uint64_t* begin_out,
+                        uint64_t* end_out) {
+  const std::string what = "tensor " + quoted(name);
+  if (!v.is_object() || v.size() != 3 || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+    fail(origin, what + ": not {dtype, shape, data_offsets}");
+  TensorEntry e;
+  e.name = name;
+  const auto& dt = v["dtype"];
+  const DtypeName* known = nullptr;
+  if (dt.is_string())
+    for (const auto& d : kDtypes)
+      if (dt.get<std::string>() == d.name) known = &d;
+  if (known == nullptr) fail(origin, what + ": dtype " + dt.dump().substr(0, 40) + " is not one nmt reads");
+  e.dtype = known->dtype;
+  const auto& shape = v["shape"];
+  if (!shape.is_array() || shape.size() > limits.max_rank)
+    fail(origin, what + ": shape is not an array of at most " + std::to_string(limits.max_rank) + " dimensions");
+  const uint64_t elem = c10::elementSize(e.dtype);
+  uint64_t numel = 1;
+  for (const auto& d : shape) {
+    const uint64_t x = unsigned_at_most(d, kMaxDim, origin, what + ": a dimension");
+    // numel x elem never exceeds the data: checked before it could overflow.
+    if (x != 0 && numel > data.size() / elem / x)
+      fail(origin, what + ": shape " + shape.dump() + " needs more bytes than the file's " +
+                       std::to_string(data.size()));
+    numel *= x;
+    e.shape.push_back(static_cast<int64_t>(x));
+  }
+  const auto& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2) fail(origin, what + ": data_offsets is not [begin, end]");
+  const uint64_t begin = unsigned_at_most(off[0], data.size(), origin, what + ": its begin offset");
+  const uint64_t end = unsigned_at_most(off[1], data.size(), origin, what + ": its end offset");
+  if (end < begin || end - begin != numel * elem)
+    fail(origin, what + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] do not hold " +
+                     std::to_string(numel) + " elements of " + std::to_string(elem) + " bytes");
+  e.bytes = data.substr(begin, end - begin);
+*begin_out = begin;
+  *end_out = end;
+  return e;
+}
+
 }  // namespace
 
 int64_t TensorEntry::numel() const {
@@ -144,40 +190,9 @@ TensorFile TensorFile::parse(std::string_view bytes, const std::string& origin, 
       }
       continue;
     }
+    uint64_t begin = 0, end = 0;
+    TensorEntry e = parse_entry(name, v, data, origin, limits, &begin, &end);
     const std::string what = "tensor " + quoted(name);
-    if (!v.is_object() || v.size() != 3 || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-      fail(origin, what + ": not {dtype, shape, data_offsets}");
-    TensorEntry e;
-    e.name = name;
-    const auto& dt = v["dtype"];
-    const DtypeName* known = nullptr;
-    if (dt.is_string())
-      for (const auto& d : kDtypes)
-        if (dt.get<std::string>() == d.name) known = &d;
-    if (known == nullptr) fail(origin, what + ": dtype " + dt.dump().substr(0, 40) + " is not one nmt reads");
-    e.dtype = known->dtype;
-    const auto& shape = v["shape"];
-    if (!shape.is_array() || shape.size() > limits.max_rank)
-      fail(origin, what + ": shape is not an array of at most " + std::to_string(limits.max_rank) + " dimensions");
-    const uint64_t elem = c10::elementSize(e.dtype);
-    uint64_t numel = 1;
-    for (const auto& d : shape) {
-      const uint64_t x = unsigned_at_most(d, kMaxDim, origin, what + ": a dimension");
-      // numel x elem never exceeds the data: checked before it could overflow.
-      if (x != 0 && numel > data.size() / elem / x)
-        fail(origin, what + ": shape " + shape.dump() + " needs more bytes than the file's " +
-                         std::to_string(data.size()));
-      numel *= x;
-      e.shape.push_back(static_cast<int64_t>(x));
-    }
-    const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2) fail(origin, what + ": data_offsets is not [begin, end]");
-    const uint64_t begin = unsigned_at_most(off[0], data.size(), origin, what + ": its begin offset");
-    const uint64_t end = unsigned_at_most(off[1], data.size(), origin, what + ": its end offset");
-    if (end < begin || end - begin != numel * elem)
-      fail(origin, what + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] do not hold " +
-                       std::to_string(numel) + " elements of " + std::to_string(elem) + " bytes");
-    e.bytes = data.substr(begin, end - begin);
     auto [it, fresh] = f.entries_.emplace(name, std::move(e));
     if (!fresh) fail(origin, what + " appears twice");
     ranges.push_back({begin, end, &it->first});
