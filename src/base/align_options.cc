@@ -1,29 +1,21 @@
-// The checks of nmt-align's options (align_options.h).
+// The checks of nmt-align's options (align_options.h) that are not plain
+// ranges: the ranges come from the field lists, through check_ranges().
 #include "base/align_options.h"
 
-#include "base/validate.h"
+#include "base/check_ranges.h"
 #include "base/error.h"
 
 namespace nmt {
 
-void WordAlignerOptions::validate() const {
-  check::in_range("--ibm-iterations", iterations, 1, 1000);
-  check::in_range("--ibm-null-prob", null_prob, 0.0, 1.0, check::End::kOpen, check::End::kOpen);
-  check::in_range("--ibm-tension", diagonal_tension, 0.0, 1000.0);
-  check::in_range("--ibm-alpha", alpha, 0.0, check::kNoLimit);
-}
+void WordAlignerOptions::validate() const { check_ranges(*this); }
 
 void AlignRunOptions::validate() const {
-  check::in_range("--threshold", threshold, 0.0, 1.0);
-  check::in_range("--shift", shift, 0, 4);
-  check::in_range("--max-pairs", max_pairs, 0);
-  check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
+  check_ranges(*this);  // ibm's, runtime's and --beam-size included (the rest of search: search.validate())
   runtime.validate();
   ibm.validate();
   search.validate();
   if (format == AlignFormat::kSvg && output_dir.empty() && heatmap_dir.empty())
     throw UsageError("--format svg writes one file per pair: give --output-dir");
-  check::in_range("--lex-best", lex_best, 1, 1 << 20);
   const bool ibm2 = aligner == Aligner::kIbm2;
   if (format == AlignFormat::kLex) {
     if (!ibm2) throw UsageError("--format lex is ibm2's lexical table: add --aligner ibm2");

@@ -1,4 +1,4 @@
-// The options of nmt-align with their field lists (fields.h): the
+// The options of nmt-align with their field lists (fields.h) and ranges: the
 // statistical aligner (WordAlignerOptions) and the run (AlignRunOptions).
 #pragma once
 #include <cstdint>
@@ -23,11 +23,12 @@ struct WordAlignerOptions {
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "ibm2 aligner";
-    v(Field{"ibm-iterations", "EM iterations", g}, s.iterations);
-    v(Field{"ibm-tension", "Preference for links near the diagonal", g}, s.diagonal_tension);
-    v(Field{"ibm-null-prob", "Prior probability that a target word links to no source word", g},
+    v(Field{"ibm-iterations", "EM iterations", g}.within(1, 1000), s.iterations);
+    v(Field{"ibm-tension", "Preference for links near the diagonal", g}.within(0.0, 1000.0), s.diagonal_tension);
+    v(Field{"ibm-null-prob", "Prior probability that a target word links to no source word", g}
+          .within(0.0, 1.0, End::kOpen, End::kOpen),
       s.null_prob);
-    v(Field{"ibm-alpha", "Dirichlet prior on t(f|e) (variational Bayes; 0: maximum likelihood)", g},
+    v(Field{"ibm-alpha", "Dirichlet prior on t(f|e) (variational Bayes; 0: maximum likelihood)", g}.at_least(0.0),
       s.alpha);
   }
 };
@@ -82,11 +83,11 @@ void AlignRunOptions::fields(S& s, V&& v) {
   v(Field{"pairs", "Pairs as fast_align's 'source ||| target' lines ('-': stdin, read when no other input is given)",
           in},
     s.pairs);
-  v(Field{"max-pairs", "Align at most N pairs (0: all)", in, "-n"}, s.max_pairs);
+  v(Field{"max-pairs", "Align at most N pairs (0: all)", in, "-n"}.at_least(0), s.max_pairs);
   v(Field{"max-input-length", "Crop each side of a pair to this many pieces, after its last whole word that fits "
-                              "(0: never); the attention aligner only", in},
+                              "(0: never); the attention aligner only", in}.within(0, 1 << 20),
     s.max_input_length);
-  v(Field{"beam-size", "Free mode: beam size (1: greedy)", in, "-b"}, s.search.beam_size);
+  v(Field{"beam-size", "Free mode: beam size (1: greedy)", in, "-b"}, s.search.beam_size);  // range: SearchOptions
 
   v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", in},
     s.reverse_model);
@@ -102,7 +103,7 @@ void AlignRunOptions::fields(S& s, V&& v) {
           "for ibm2",
           out, "-f"},
     s.format);
-  v(Field{"lex-best", "--format lex: the N most probable translations of each source piece", out},
+  v(Field{"lex-best", "--format lex: the N most probable translations of each source piece", out}.within(1, 1 << 20),
     s.lex_best);
   v(Field{"level", "Matrices over subword pieces or words (pieces merged: sum over source, mean over target)", out},
     s.level);
@@ -110,9 +111,10 @@ void AlignRunOptions::fields(S& s, V&& v) {
   v(Field{"heatmap", "Also write an NNNN.svg heatmap per pair into this folder", out}, s.heatmap_dir);
   const char* links = "Links";
   v(Field{"method", "Hard links: argmax (most attended source word per target word) or threshold", links}, s.method);
-  v(Field{"threshold", "Weight at or above which a word pair links (--method threshold)", links},
+  v(Field{"threshold", "Weight at or above which a word pair links (--method threshold)", links}.within(0.0, 1.0),
     s.threshold);
-  v(Field{"shift", "Target token t takes the attention row of step t+N (the model reads y_t two steps later)", links},
+  v(Field{"shift", "Target token t takes the attention row of step t+N (the model reads y_t two steps later)", links}
+        .within(0, 4),
     s.shift);
   v(Field{"symmetrize", "Combine with --reverse-model: intersection, union, grow-diag, grow-diag-final, "
                         "grow-diag-final-and, or average (mean of both matrices)", links},

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "base/validate.h"
+#include "base/check_ranges.h"
 #include "base/error.h"
 #include "base/format.h"
 #include "base/utf8.h"
@@ -13,18 +13,8 @@
 namespace nmt {
 
 void ModelOptions::validate() const {
-  // Field names as stored in checkpoints; the flags spell them with '-' (--emb-dim).
-  constexpr int64_t kMaxDim = 1 << 16, kMaxVocab = 1 << 22;
-  check::in_range("model option src_vocab", src_vocab, 1, kMaxVocab);
-  check::in_range("model option tgt_vocab", tgt_vocab, 1, kMaxVocab);
-  check::in_range("model option emb_dim", emb_dim, 1, kMaxDim);
-  check::in_range("model option enc_hidden", enc_hidden, 1, kMaxDim);
-  check::in_range("model option enc_layers", enc_layers, 1, 64);
-  check::in_range("model option dec_hidden", dec_hidden, 1, kMaxDim);
-  check::in_range("model option attn_dim", attn_dim, 1, kMaxDim);
-  check::in_range("model option dropout", dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
-  check::in_range("model option word_dropout", word_dropout, 0.0, 1.0, check::End::kClosed, check::End::kOpen);
-  check::in_range("model option alignment_head", alignment_head, 0, kMaxDim);
+  // Named as stored in checkpoints ("model option emb_dim"); the flags spell them with '-' (--emb-dim).
+  check_ranges(*this, OptionNaming::kModelKey);
   if (attention == AttentionType::kDot && dec_hidden != 2 * enc_hidden)
     throw UsageError("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
                 " and " + std::to_string(enc_hidden) + "); use general or additive");

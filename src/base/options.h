@@ -7,8 +7,8 @@
 //   align_options.h      nmt-align: the ibm2 aligner and the run
 // Each struct names its fields once, in fields() (see fields.h): that list
 // gives the command-line flags and their help (apps/cli.h), the text form
-// stored in checkpoints and lookup by name. The layers read typed fields,
-// never string-keyed bags.
+// stored in checkpoints, lookup by name and each numeric field's range
+// (check_ranges.h). The layers read typed fields, never string-keyed bags.
 // Torch-free: validate() only checks ranges and combinations.
 #pragma once
 

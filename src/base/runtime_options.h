@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "base/validate.h"
+#include "base/check_ranges.h"
 #include "base/error.h"
 #include "base/fields.h"
 
@@ -21,12 +21,12 @@ struct RuntimeOptions {
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(Field{"device", "cpu, cuda, cuda:N or auto", "Hardware"}, s.device);
-    v(Field{"threads", "CPU threads (0: NMT_THREADS or all cores)", "Hardware"}, s.threads);
+    v(Field{"threads", "CPU threads (0: NMT_THREADS or all cores)", "Hardware"}.within(0, kMaxThreads), s.threads);
   }
 };
 
 inline void RuntimeOptions::validate() const {
-  check::in_range("--threads", threads, 0, kMaxThreads);
+  check_ranges(*this);
   if (device.empty()) throw UsageError("--device must be cpu, cuda, cuda:N or auto");
 }
 

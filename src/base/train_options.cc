@@ -1,9 +1,10 @@
-// The checks of nmt-train's options (train_options.h).
+// The checks of nmt-train's options (train_options.h) that are not plain
+// ranges: the ranges come from the field lists, through check_ranges().
 #include "base/train_options.h"
 
 #include <utility>
 
-#include "base/validate.h"
+#include "base/check_ranges.h"
 #include "base/error.h"
 
 namespace nmt {
@@ -38,22 +39,16 @@ void require_pair_files(const std::string& what, const char* noun, const std::st
 void TokenizerOptions::validate() const {
   if (model_type != "unigram" && model_type != "bpe")
     throw UsageError("--spm-type must be unigram or bpe, got '" + excerpt(model_type) + "'");
-  check::in_range("--vocab-size", vocab_size, 8, 1 << 22);
-  check::in_range("--character-coverage", character_coverage, 0.0, 1.0, check::End::kOpen);
-  check::in_range("--spm-sentences", input_sentence_size, 1);
+  check_ranges(*this);
   if (!tgt_model.empty() && src_model.empty())
     throw UsageError("--tgt-spm needs --src-spm too (or give neither and the tokenizers are trained)");
 }
 
 void DistributedOptions::validate() const {
-  check::in_range("--world-size", world_size, 1, 1 << 16);
+  check_ranges(*this);
   if (rank < 0 || rank >= world_size)
     throw UsageError("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size - 1) +
                 " (--rank must be below --world-size " + std::to_string(world_size) + ")");
-  check::in_range("--local-rank", local_rank, 0, 1 << 16);
-  check::in_range("--master-port", master_port, 1, 65535);
-  check::in_range("--dist-timeout", timeout_minutes, 0.0, 7 * 24 * 60.0, check::End::kOpen);
-  check::in_range("--bucket-mb", bucket_mb, 1, 1 << 14);
 }
 
 void ReleaseOptions::validate() const {
@@ -66,44 +61,12 @@ void ReleaseOptions::validate() const {
 }
 
 void TrainOptions::validate() const {
-  using check::End;
-  using check::in_range;
-  using check::kNoLimit;
-  in_range("--max-src-tokens", max_src_tokens, 1);
-  in_range("--max-tgt-tokens", max_tgt_tokens, 1);
-  in_range("--guided-alignment-weight", guided_alignment_weight, 0.0, kNoLimit);
-  in_range("--spm-alpha", spm_alpha, 0.0, 100.0);
-  in_range("--spm-nbest", spm_nbest, 2, 1000);
+  check_ranges(*this);  // runtime's and dist's fields included
   if (spm_alpha > 0 && !guided_alignment.empty())
     throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
-  in_range("--batch-tokens", batch_tokens, 1);
-  in_range("--max-batch-sentences", max_batch_sentences, 1);
-  in_range("--batch-parts", batch_parts, 0, kMaxThreads);
-  in_range("--learning-rate", learning_rate, 0.0, kNoLimit, End::kOpen);
-  in_range("--adam-beta1", adam_beta1, 0.0, 1.0, End::kClosed, End::kOpen);
-  in_range("--adam-beta2", adam_beta2, 0.0, 1.0, End::kClosed, End::kOpen);
-  in_range("--weight-decay", weight_decay, 0.0, kNoLimit);
-  in_range("--clip-norm", clip_norm, 0.0, kNoLimit);
-  in_range("--label-smoothing", label_smoothing, 0.0, 1.0, End::kClosed, End::kOpen);
-  in_range("--lr-decay", lr_decay, 0.0, 1.0, End::kOpen);
-  in_range("--lr-patience", lr_patience, 1);
-  in_range("--lr-decay-start", lr_decay_start, 0);
-  in_range("--min-lr", min_lr, 0.0, kNoLimit);
-  in_range("--max-epochs", max_epochs, 1);
-  in_range("--max-steps", max_steps, 0);
-  in_range("--max-minutes", max_minutes, 0.0, kNoLimit);
-  in_range("--early-stopping", early_stopping, 0);
-  in_range("--max-bad-steps", max_bad_steps, 1);
-  in_range("--seed", seed, 0);
-  in_range("--log-every", log_every, 0);
-  in_range("--valid-every", valid_every, 0);
-  in_range("--keep-checkpoints", keep_checkpoints, 0);
-  in_range("--average", average, 0, 1000);
   if (average > keep_checkpoints)
     throw UsageError("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
                 std::to_string(average) + " (it is " + std::to_string(keep_checkpoints) + ")");
-  in_range("--valid-max-sentences", valid_max_sentences, 0);
-  in_range("--valid-batch-size", valid_batch_sentences, 1);
   runtime.validate();
   if (output_dir.empty()) throw UsageError("--output must name a folder");
   dist.validate();

@@ -1,4 +1,4 @@
-// The options of nmt-train with their field lists (fields.h): the
+// The options of nmt-train with their field lists (fields.h) and ranges: the
 // tokenizer (TokenizerOptions), data-parallel training (DistributedOptions),
 // the run itself (TrainOptions) and --release/--convert (ReleaseOptions).
 // The model's architecture is in model_options.h.
@@ -30,11 +30,11 @@ struct TokenizerOptions {
   static void fields(S& s, V&& v) {
     const char* g = "Tokenizer";
     v(Field{"spm-type", "SentencePiece model type: unigram or bpe", g}, s.model_type);
-    v(Field{"vocab-size", "Pieces per vocabulary (a soft limit on tiny corpora)", g}, s.vocab_size);
-    v(Field{"character-coverage", "Share of characters the vocabulary covers", g},
+    v(Field{"vocab-size", "Pieces per vocabulary (a soft limit on tiny corpora)", g}.within(8, 1 << 22), s.vocab_size);
+    v(Field{"character-coverage", "Share of characters the vocabulary covers", g}.within(0.0, 1.0, End::kOpen),
       s.character_coverage);
     v(Field{"shared-vocab", "One vocabulary for source and target", g}, s.shared);
-    v(Field{"spm-sentences", "Sentences sampled to train SentencePiece", g}, s.input_sentence_size);
+    v(Field{"spm-sentences", "Sentences sampled to train SentencePiece", g}.at_least(1), s.input_sentence_size);
     v(Field{"src-spm", "Use this SentencePiece .model for the source instead of training one", g, nullptr, kPath},
       s.src_model);
     v(Field{"tgt-spm", "Use this SentencePiece .model for the target", g, nullptr, kPath}, s.tgt_model);
@@ -60,13 +60,14 @@ struct DistributedOptions {
   static void fields(S& s, V&& v) {
     const char* g = "Distributed (data-parallel; scripts/train-distributed.sh)";
     v(Field{"rank", "This process's rank (RANK); rank 0 logs, validates and saves", g}, s.rank);  // below --world-size
-    v(Field{"world-size", "Number of processes (WORLD_SIZE); 1: not distributed", g}, s.world_size);
-    v(Field{"local-rank", "Rank on this machine: uses cuda:N (LOCAL_RANK)", g}, s.local_rank);
+    v(Field{"world-size", "Number of processes (WORLD_SIZE); 1: not distributed", g}.within(1, 1 << 16), s.world_size);
+    v(Field{"local-rank", "Rank on this machine: uses cuda:N (LOCAL_RANK)", g}.within(0, 1 << 16), s.local_rank);
     v(Field{"master-addr", "Host of rank 0, which serves the rendezvous (MASTER_ADDR)", g}, s.master_addr);
-    v(Field{"master-port", "Rendezvous port on rank 0's host (MASTER_PORT)", g}, s.master_port);
-    v(Field{"dist-timeout", "Minutes a rank waits for the others (rank 0 validating counts)", g},
+    v(Field{"master-port", "Rendezvous port on rank 0's host (MASTER_PORT)", g}.within(1, 65535), s.master_port);
+    v(Field{"dist-timeout", "Minutes a rank waits for the others (rank 0 validating counts)", g}
+          .within(0.0, 7 * 24 * 60.0, End::kOpen),
       s.timeout_minutes);
-    v(Field{"bucket-mb", "Gradients are all-reduced in flat buckets of about this many MB", g},
+    v(Field{"bucket-mb", "Gradients are all-reduced in flat buckets of about this many MB", g}.within(1, 1 << 14),
       s.bucket_mb);
   }
 };
@@ -193,62 +194,66 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"guided-alignment", "Word links (Pharaoh i-j, one line per training pair) that attention is trained towards",
           data, nullptr, kPath},
     s.guided_alignment);
-  v(Field{"guided-alignment-weight", "Weight of the guided-alignment cross-entropy", data},
+  v(Field{"guided-alignment-weight", "Weight of the guided-alignment cross-entropy", data}.at_least(0.0),
     s.guided_alignment_weight);
-  v(Field{"max-src-tokens", "Skip training pairs with a longer source (pieces)", data}, s.max_src_tokens);
-  v(Field{"max-tgt-tokens", "Skip training pairs with a longer target (pieces)", data}, s.max_tgt_tokens);
+  v(Field{"max-src-tokens", "Skip training pairs with a longer source (pieces)", data}.at_least(1), s.max_src_tokens);
+  v(Field{"max-tgt-tokens", "Skip training pairs with a longer target (pieces)", data}.at_least(1), s.max_tgt_tokens);
   const char* tok = "Tokenizer";
   v(Field{"spm-alpha", "Subword regularization: sample each epoch's training segmentations with this alpha "
-                       "(0: off; unigram only)", tok},
+                       "(0: off; unigram only)", tok}.within(0.0, 100.0),
     s.spm_alpha);
-  v(Field{"spm-nbest", "With --spm-alpha: sample among this many best segmentations", tok},
+  v(Field{"spm-nbest", "With --spm-alpha: sample among this many best segmentations", tok}.within(2, 1000),
     s.spm_nbest);
 
   const char* tr = "Training";
-  v(Field{"batch-tokens", "Token budget per batch (padded, the longer side)", tr}, s.batch_tokens);
-  v(Field{"max-batch-sentences", "Sentences per batch at most", tr}, s.max_batch_sentences);
+  v(Field{"batch-tokens", "Token budget per batch (padded, the longer side)", tr}.at_least(1), s.batch_tokens);
+  v(Field{"max-batch-sentences", "Sentences per batch at most", tr}.at_least(1), s.max_batch_sentences);
   v(Field{"optimizer", "adam, or sgd (plain gradient descent)", tr}, s.optimizer);
-  v(Field{"learning-rate", "Learning rate", tr}, s.learning_rate);
-  v(Field{"adam-beta1", "Adam's beta1", tr}, s.adam_beta1);
-  v(Field{"adam-beta2", "Adam's beta2", tr}, s.adam_beta2);
-  v(Field{"weight-decay", "Weight decay (L2, both optimizers)", tr}, s.weight_decay);
-  v(Field{"clip-norm", "Gradient-norm clipping (0: off)", tr}, s.clip_norm);
-  v(Field{"label-smoothing", "Label smoothing", tr}, s.label_smoothing);
-  v(Field{"lr-decay", "Learning-rate factor on a validation plateau", tr}, s.lr_decay);
-  v(Field{"lr-patience", "Validations without improvement before decaying", tr}, s.lr_patience);
-  v(Field{"lr-decay-start", "Also decay by --lr-decay at the end of this epoch and of every later one (0: off)", tr},
+  v(Field{"learning-rate", "Learning rate", tr}.above(0.0), s.learning_rate);
+  v(Field{"adam-beta1", "Adam's beta1", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.adam_beta1);
+  v(Field{"adam-beta2", "Adam's beta2", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.adam_beta2);
+  v(Field{"weight-decay", "Weight decay (L2, both optimizers)", tr}.at_least(0.0), s.weight_decay);
+  v(Field{"clip-norm", "Gradient-norm clipping (0: off)", tr}.at_least(0.0), s.clip_norm);
+  v(Field{"label-smoothing", "Label smoothing", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.label_smoothing);
+  v(Field{"lr-decay", "Learning-rate factor on a validation plateau", tr}.within(0.0, 1.0, End::kOpen), s.lr_decay);
+  v(Field{"lr-patience", "Validations without improvement before decaying", tr}.at_least(1), s.lr_patience);
+  v(Field{"lr-decay-start", "Also decay by --lr-decay at the end of this epoch and of every later one (0: off)", tr}
+        .at_least(0),
     s.lr_decay_start);
-  v(Field{"min-lr", "Lowest learning rate", tr}, s.min_lr);
-  v(Field{"max-epochs", "Epochs at most", tr}, s.max_epochs);
-  v(Field{"max-steps", "Steps at most (0: no limit)", tr}, s.max_steps);
-  v(Field{"max-minutes", "Wall-clock minutes at most (0: no limit)", tr}, s.max_minutes);
-  v(Field{"early-stopping", "Stop after N validations without improvement (0: off)", tr}, s.early_stopping);
-  v(Field{"max-bad-steps", "Stop after N batches in a row with a NaN/Inf loss or gradient", tr},
+  v(Field{"min-lr", "Lowest learning rate", tr}.at_least(0.0), s.min_lr);
+  v(Field{"max-epochs", "Epochs at most", tr}.at_least(1), s.max_epochs);
+  v(Field{"max-steps", "Steps at most (0: no limit)", tr}.at_least(0), s.max_steps);
+  v(Field{"max-minutes", "Wall-clock minutes at most (0: no limit)", tr}.at_least(0.0), s.max_minutes);
+  v(Field{"early-stopping", "Stop after N validations without improvement (0: off)", tr}.at_least(0), s.early_stopping);
+  v(Field{"max-bad-steps", "Stop after N batches in a row with a NaN/Inf loss or gradient", tr}.at_least(1),
     s.max_bad_steps);
   v(Field{"stop-metric", "Validation figure for best model and early stopping", tr}, s.stop_metric);
-  v(Field{"seed", "Seed for weights, dropout and data order", tr}, s.seed);
+  v(Field{"seed", "Seed for weights, dropout and data order", tr}.at_least(0), s.seed);
   v(Field{"resume", "Continue the run in --output from last.ckpt (when it is missing, from the newest step-N.ckpt)", tr},
     s.resume);
   v(Field{"fixed-threads", "On the CPU, keep --threads even while other processes keep cores busy "
                            "(by default training then runs on the cores they leave free)", "Hardware"},
     s.fixed_threads);
   v(Field{"batch-parts", "On the CPU, train each batch as N parts side by side, one thread each, gradients summed "
-                         "(0: one part per thread for batches large enough to gain from it, else whole; 1: always the whole batch over all threads)", "Hardware"},
+                         "(0: one part per thread for batches large enough to gain from it, else whole; 1: always the whole batch over all threads)", "Hardware"}
+        .within(0, kMaxThreads),
     s.batch_parts);
   v(Field{"bf16", "On the CPU, matrix products in bfloat16 (weights, optimizer and loss stay float): faster with "
                  "AVX512-BF16 or AMX units, emulated and slower without", "Hardware"},
     s.bf16);
 
   const char* bk = "Logging and checkpoints";
-  v(Field{"log-every", "Progress line every N steps", bk}, s.log_every);
-  v(Field{"valid-every", "Validate and checkpoint every N steps and at each epoch end (0: epoch ends only)", bk},
+  v(Field{"log-every", "Progress line every N steps", bk}.at_least(0), s.log_every);
+  v(Field{"valid-every", "Validate and checkpoint every N steps and at each epoch end (0: epoch ends only)", bk}
+        .at_least(0),
     s.valid_every);
-  v(Field{"keep-checkpoints", "step-N.ckpt files kept besides last/best", bk}, s.keep_checkpoints);
-  v(Field{"average", "At the end, write average.ckpt: the mean of the newest N step-N.ckpt (0: off)", bk},
+  v(Field{"keep-checkpoints", "step-N.ckpt files kept besides last/best", bk}.at_least(0), s.keep_checkpoints);
+  v(Field{"average", "At the end, write average.ckpt: the mean of the newest N step-N.ckpt (0: off)", bk}
+        .within(0, 1000),
     s.average);
-  v(Field{"valid-max-sentences", "Translate at most N validation sentences (0: all)", bk},
+  v(Field{"valid-max-sentences", "Translate at most N validation sentences (0: all)", bk}.at_least(0),
     s.valid_max_sentences);
-  v(Field{"valid-batch-size", "Sentences per batch when translating the validation set", bk},
+  v(Field{"valid-batch-size", "Sentences per batch when translating the validation set", bk}.at_least(1),
     s.valid_batch_sentences);
 
   RuntimeOptions::fields(s.runtime, v);

@@ -1,41 +1,32 @@
-// The checks of nmt-translate's options (translate_options.h).
+// The checks of nmt-translate's options (translate_options.h) that are not
+// plain ranges: the ranges come from the field lists, through check_ranges().
 #include "base/translate_options.h"
 
 #include <string>
 
-#include "base/validate.h"
+#include "base/check_ranges.h"
 #include "base/error.h"
 
 namespace nmt {
 
 void SearchOptions::validate() const {
-  check::in_range("--beam-size", beam_size, 1, kMaxBeamSize);
-  check::in_range("--length-penalty", length_penalty, 0.0, 10.0);
-  check::in_range("--max-length-ratio", max_length_ratio, 0.0, 1000.0, check::End::kOpen);
-  check::in_range("--max-length", max_length, 1, 1 << 20);
+  check_ranges(*this);
   if (n_best < 1 || n_best > beam_size)
     throw UsageError("--n-best must be between 1 and the beam size (" + std::to_string(beam_size) + "), got " +
                 std::to_string(n_best));
 }
 
-void ShortlistOptions::validate() const {
-  check::in_range("--shortlist-best", best, 1, 1 << 20);
-  check::in_range("--shortlist-frequent", frequent, 0, 1 << 30);
-}
+void ShortlistOptions::validate() const { check_ranges(*this); }
 
 void TranslateOptions::validate() const {
-  check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
-  check::in_range("--batch-tokens", batch_tokens, 0);
-  check::in_range("--max-input-length", max_input_length, 0, 1 << 20);
-  check::in_range("--parallel-batches", parallel_batches, 0, 1024);
+  check_ranges(*this);  // search's and shortlist's fields included
   if (int8 && bf16) throw UsageError("--int8 and --bf16 exclude each other: pick one precision for the decoder's products");
   search.validate();
   shortlist.validate();
 }
 
 void StreamOptions::validate() const {
-  check::in_range("--window", window, 1, 1 << 20);
-  check::in_range("--max-line-bytes", max_line_bytes, 1, int64_t{1} << 30);
+  check_ranges(*this);  // translate's and runtime's fields included
   runtime.validate();
   translate.validate();
   const bool reference = !references.empty();

@@ -1,4 +1,4 @@
-// The options of nmt-translate with their field lists (fields.h):
+// The options of nmt-translate with their field lists (fields.h) and ranges:
 // the search (SearchOptions), a lexical shortlist (ShortlistOptions),
 // batching and precision (TranslateOptions) and what the tool does with its
 // input and output (StreamOptions).
@@ -29,11 +29,11 @@ struct SearchOptions {
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "Search";
-    v(Field{"beam-size", "Beam size (1: greedy)", g, "-b"}, s.beam_size);
-    v(Field{"length-penalty", "GNMT length penalty alpha", g}, s.length_penalty);
-    v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g},
+    v(Field{"beam-size", "Beam size (1: greedy)", g, "-b"}.within(1, kMaxBeamSize), s.beam_size);
+    v(Field{"length-penalty", "GNMT length penalty alpha", g}.within(0.0, 10.0), s.length_penalty);
+    v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g}.within(0.0, 1000.0, End::kOpen),
       s.max_length_ratio);
-    v(Field{"max-length", "Output length cap in pieces", g}, s.max_length);
+    v(Field{"max-length", "Output length cap in pieces", g}.within(1, 1 << 20), s.max_length);
     v(Field{"n-best", "Print the N best hypotheses in Moses' form 'i ||| hyp ||| features ||| score' (without -b: beam N)",
             g},
       s.n_best);
@@ -57,8 +57,8 @@ struct ShortlistOptions {
     v(Field{"shortlist", "Lexical table (nmt-align --aligner ibm2 --format lex): search only the target pieces it "
                          "lists for the batch's source pieces, and the most frequent ones; faster, translations "
                          "may change slightly (check BLEU on a dev set)", g}, s.path);
-    v(Field{"shortlist-best", "Translations per source piece taken from the table", g}, s.best);
-    v(Field{"shortlist-frequent", "The vocabulary's first N pieces are always candidates", g},
+    v(Field{"shortlist-best", "Translations per source piece taken from the table", g}.within(1, 1 << 20), s.best);
+    v(Field{"shortlist-frequent", "The vocabulary's first N pieces are always candidates", g}.within(0, 1 << 30),
       s.frequent);
   }
 };
@@ -83,12 +83,12 @@ struct TranslateOptions {
   static void fields(S& s, V&& v) {
     SearchOptions::fields(s.search, v);
     const char* g = "Batching";
-    v(Field{"batch-size", "Sentences per batch", g}, s.batch_sentences);
-    v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}, s.batch_tokens);
-    v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g},
+    v(Field{"batch-size", "Sentences per batch", g}.within(1, 1 << 20), s.batch_sentences);
+    v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}.at_least(0), s.batch_tokens);
+    v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}.within(0, 1 << 20),
       s.max_input_length);
     v(Field{"parallel-batches", "CPU: translate this many batches at once, one thread each (0: one per thread; "
-                                "1: a batch at a time over all threads)", g}, s.parallel_batches);
+                                "1: a batch at a time over all threads)", g}.within(0, 1024), s.parallel_batches);
     v(Field{"int8", "CPU: the decoder step's matrix products in int8 (dynamic quantization): faster, translations may change "
                     "slightly (check BLEU on a dev set)", "Search"}, s.int8);
     v(Field{"bf16", "CPU: the decoder step's matrix products in bfloat16 (fast with AVX512-BF16): faster, translations may "
@@ -137,8 +137,9 @@ void StreamOptions::fields(S& s, V&& v) {
     s.info);
   v(Field{"input", "Input file (default: stdin)", io, "-i"}, s.input);
   v(Field{"output", "Output file (default: stdout)", io, "-o"}, s.output);
-  v(Field{"window", "Lines read and sorted together (fewer when the input pauses)", io}, s.window);
-  v(Field{"max-line-bytes", "Crop longer input lines to this many bytes (score mode: an error)", io},
+  v(Field{"window", "Lines read and sorted together (fewer when the input pauses)", io}.within(1, 1 << 20), s.window);
+  v(Field{"max-line-bytes", "Crop longer input lines to this many bytes (score mode: an error)", io}
+        .within(1, int64_t{1} << 30),
     s.max_line_bytes);
   v(Field{"with-scores", "Append ' ||| score' (length-normalized log-probability) to each translation", io,
           nullptr, 0, "scores"},
