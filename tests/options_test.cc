@@ -244,6 +244,33 @@ TEST(OptionsTest, AlignmentOptionsOutOfRange) {
   expect_refused<A>(lex, [](A& o) { o.lex_best = 0; }, "--lex-best");
 }
 
+// The ranges declared in the field lists give the messages validate() gave
+// when it spelt each range out: the flag (ModelOptions: the stored key), the
+// range with its open or closed ends, and the value.
+TEST(OptionsTest, DeclaredRangesNameTheOptionAndTheRange) {
+  nmt::TrainOptions t = train_options();
+  t.runtime.threads = -3;
+  EXPECT_EQ(error_of([&] { t.validate(); }), "--threads must be between 0 and 1024, got -3");
+  t = train_options();
+  t.batch_tokens = 0;
+  EXPECT_EQ(error_of([&] { t.validate(); }), "--batch-tokens must be at least 1, got 0");
+  t = train_options();
+  t.learning_rate = 0;
+  EXPECT_EQ(error_of([&] { t.validate(); }), "--learning-rate must be a finite number > 0, got 0");
+  t = train_options();
+  t.adam_beta1 = 1;
+  EXPECT_EQ(error_of([&] { t.validate(); }), "--adam-beta1 must be a finite number in [0, 1), got 1");
+  nmt::ModelOptions m = nmt::test::tiny_model();
+  m.emb_dim = 0;
+  EXPECT_EQ(error_of([&] { m.validate(); }), "model option emb_dim must be between 1 and 65536, got 0");
+  m = nmt::test::tiny_model();
+  m.word_dropout = kNan;
+  EXPECT_EQ(error_of([&] { m.validate(); }), "model option word_dropout must be a finite number in [0, 1), got nan");
+  nmt::WordAlignerOptions w;
+  w.null_prob = 1;
+  EXPECT_EQ(error_of([&] { w.validate(); }), "--ibm-null-prob must be a finite number in (0, 1), got 1");
+}
+
 }  // namespace
 
 namespace {

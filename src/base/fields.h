@@ -4,15 +4,19 @@
 // --help lists them. That one list drives the command-line flags (apps/cli.h),
 // the key=value text stored in checkpoints (ModelOptions), lookup by name and
 // config files, so a new option is declared, documented and read in one
-// place. Enum options list their names once, in an EnumNames specialization.
+// place; a numeric field declares its allowed range there too
+// (Field{...}.at_least(1), checked by check_ranges() in check_ranges.h).
+// Enum options list their names once, in an EnumNames specialization.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "base/validate.h"
 
 namespace nmt {
 
@@ -24,6 +28,9 @@ enum FieldFlag : unsigned {
   kPath = 8,             // a file or folder: a run's config.toml stores it absolute (make_paths_absolute)
 };
 
+// Whether an end of a field's range belongs to it (Field::within).
+using End = check::End;
+
 // One field as users see it.
 struct Field {
   const char* name;                  // long option "--NAME"; stored with '_' for '-' (checkpoints)
@@ -32,7 +39,27 @@ struct Field {
   const char* short_name = nullptr;  // e.g. "-o"
   unsigned flags = 0;                // FieldFlag bits
   const char* old_name = nullptr;    // a former spelling, still accepted on the command line with a warning
+  // A numeric field's allowed values, checked by check_ranges() (none: any,
+  // or a rule of validate() between several options).
+  std::optional<check::Range> range = std::nullopt;
   bool has(FieldFlag f) const { return (flags & f) != 0; }
+
+  // This field allowing lo or more (a floating-point one: finite numbers >= lo).
+  Field at_least(double lo) const { return ranged({lo}); }
+  // This floating-point field allowing finite numbers > lo.
+  Field above(double lo) const { return ranged({lo, check::kNoLimit, End::kOpen}); }
+  // This field allowing lo to hi, each end closed unless said open (floating-point fields only).
+  Field within(double lo, double hi, End lo_end = End::kClosed, End hi_end = End::kClosed) const {
+    return ranged({lo, hi, lo_end, hi_end});
+  }
+
+ private:
+  // A copy of this field that allows `r`.
+  Field ranged(const check::Range& r) const {
+    Field f = *this;
+    f.range = r;
+    return f;
+  }
 };
 
 // NAME with '_' for each '-' ("emb-dim" -> "emb_dim"), the form stored in checkpoints.

@@ -18,6 +18,18 @@ namespace nmt::check {
 // Whether the ends of a range of doubles belong to it.
 enum class End { kClosed, kOpen };
 
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
+// The values a numeric option allows: lo to hi, each end closed or open (open
+// ends apply to floating-point options only; an infinite hi: no upper bound).
+// Integer options take whole bounds, exact in a double (below 2^53).
+struct Range {
+  double lo = 0;
+  double hi = kNoLimit;
+  End lo_end = End::kClosed;
+  End hi_end = End::kClosed;
+};
+
 inline std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -52,6 +64,18 @@ inline void in_range(const char* option, double v, double lo, double hi, End lo_
   throw UsageError(std::string(option) + " must be a finite number " + range + ", got " + number(v));
 }
 
-constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+// An integer or floating-point option in `range`; throws nmt::UsageError as
+// the two functions above do.
+template <typename T>
+void in_range(const char* option, T value, const Range& range) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "a range needs a numeric option");
+  if constexpr (std::is_floating_point_v<T>) {
+    in_range(option, static_cast<double>(value), range.lo, range.hi, range.lo_end, range.hi_end);
+  } else {
+    const int64_t hi =
+        std::isinf(range.hi) ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(range.hi);
+    in_range(option, value, static_cast<int64_t>(range.lo), hi);
+  }
+}
 
 }  // namespace nmt::check

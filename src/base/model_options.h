@@ -1,0 +1,73 @@
+// The architecture of a model (ModelOptions): its fields with their ranges,
+// and the "key=value" text form that travels inside every checkpoint.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "base/fields.h"
+#include "base/option_enums.h"
+
+namespace nmt {
+
+// Architecture. Travels inside every checkpoint as serialize()'s text.
+struct ModelOptions {
+  int64_t src_vocab = 0;
+  int64_t tgt_vocab = 0;
+  int64_t emb_dim = 256;
+  int64_t enc_hidden = 512;
+  int64_t enc_layers = 1;
+  int64_t dec_hidden = 512;
+  int64_t attn_dim = 512;
+  AttentionType attention = AttentionType::kAdditive;
+  DecoderType decoder = DecoderType::kBahdanau;
+  double dropout = 0.2;
+  double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
+  bool tie_embeddings = false;
+  int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
+
+  // Largest layer size and vocabulary the fields accept.
+  static constexpr int64_t kMaxDim = 1 << 16, kMaxVocab = 1 << 22;
+
+  // Throws nmt::UsageError naming the first field out of its range ("model
+  // option emb_dim", as checkpoints store it) or inconsistent with another.
+  void validate() const;
+  // Serializes as "key=value" lines (keys are the field names with '_');
+  // parse() rejects unknown keys with a hint and lacking ones by name.
+  std::string serialize() const;
+  static ModelOptions parse(const std::string& text, const std::string& origin);
+  // The value of `field` (a key of serialize()) as text; throws nmt::Error for an unknown field.
+  std::string field(const std::string& field) const;
+
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    const char* g = "Model";
+    v(Field{"src-vocab", "Source vocabulary size, from the tokenizer", g, nullptr, kInternal}.within(1, kMaxVocab),
+      s.src_vocab);
+    v(Field{"tgt-vocab", "Target vocabulary size, from the tokenizer", g, nullptr, kInternal}.within(1, kMaxVocab),
+      s.tgt_vocab);
+    v(Field{"emb-dim", "Embedding size (also the deep-output size)", g}.within(1, kMaxDim), s.emb_dim);
+    v(Field{"enc-hidden", "Encoder GRU size per direction", g}.within(1, kMaxDim), s.enc_hidden);
+    v(Field{"enc-layers", "Bidirectional encoder layers", g}.within(1, 64), s.enc_layers);
+    v(Field{"dec-hidden", "Decoder GRU size", g}.within(1, kMaxDim), s.dec_hidden);
+    v(Field{"attn-dim", "Additive/concat attention size", g}.within(1, kMaxDim), s.attn_dim);
+    v(Field{"attention", "Score function", g}, s.attention);
+    v(Field{"decoder", "Recurrence: bahdanau, or cgru (conditional GRU, as Nematus)", g, nullptr, kMayBeAbsent},
+      s.decoder);
+    v(Field{"dropout", "Dropout on embeddings, annotations and the deep output", g}.within(0.0, 1.0, End::kClosed,
+                                                                                         End::kOpen),
+      s.dropout);
+    v(Field{"word-dropout", "Dropout of whole words: each source and target input embedding zeroed with this probability",
+            g, nullptr, kMayBeAbsent}
+          .within(0.0, 1.0, End::kClosed, End::kOpen),
+      s.word_dropout);
+    v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
+    v(Field{"alignment-head",
+            "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "
+            "trained only by --guided-alignment and read by nmt-align's forced mode",
+            g, nullptr, kMayBeAbsent}
+          .within(0, kMaxDim),
+      s.alignment_head);
+  }
+};
+
+}  // namespace nmt

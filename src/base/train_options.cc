@@ -1,0 +1,77 @@
+// The checks of nmt-train's options (train_options.h) that are not plain
+// ranges: the ranges come from the field lists, through check_ranges().
+#include "base/train_options.h"
+
+#include <utility>
+
+#include "base/check_ranges.h"
+#include "base/error.h"
+
+namespace nmt {
+
+namespace {
+
+// The `noun` data ("training", "validation") comes as --WHAT-src with
+// --WHAT-tgt, or as --WHAT-tsv: throws nmt::UsageError naming the option
+// that is missing (when the data is `required`, or half given) or the two
+// that exclude each other.
+void require_pair_files(const std::string& what, const char* noun, const std::string& src, const std::string& tgt,
+                        const std::string& tsv, bool required) {
+  const std::string o = "--" + what;
+  if (!tsv.empty()) {
+    if (!src.empty() || !tgt.empty())
+      throw UsageError(o + "-tsv excludes " + o + "-src and " + o + "-tgt: give the " + noun +
+                       " data as two files or as one TSV");
+    return;
+  }
+  if (src.empty() && tgt.empty()) {
+    if (required)
+      throw UsageError("option " + o + "-src is required (with " + o + "-tgt), or give " + o + "-tsv: the " + noun +
+                       " data");
+    return;
+  }
+  if (src.empty()) throw UsageError("option " + o + "-src is required with " + o + "-tgt");
+  if (tgt.empty()) throw UsageError("option " + o + "-tgt is required with " + o + "-src");
+}
+
+}  // namespace
+
+void TokenizerOptions::validate() const {
+  if (model_type != "unigram" && model_type != "bpe")
+    throw UsageError("--spm-type must be unigram or bpe, got '" + excerpt(model_type) + "'");
+  check_ranges(*this);
+  if (!tgt_model.empty() && src_model.empty())
+    throw UsageError("--tgt-spm needs --src-spm too (or give neither and the tokenizers are trained)");
+}
+
+void DistributedOptions::validate() const {
+  check_ranges(*this);
+  if (rank < 0 || rank >= world_size)
+    throw UsageError("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size - 1) +
+                " (--rank must be below --world-size " + std::to_string(world_size) + ")");
+}
+
+void ReleaseOptions::validate() const {
+  for (const auto& [name, p] : {std::pair<const char*, const std::vector<std::string>&>{"--release", paths},
+                                {"--convert", convert}})
+    if (!p.empty() && (p.size() != 2 || p[0].empty() || p[1].empty()))
+      throw UsageError(std::string(name) + " takes two paths: the checkpoint to read and the one to write (" + name +
+                       " IN.ckpt OUT.ckpt)");
+  if (!paths.empty() && !convert.empty()) throw UsageError("--release and --convert exclude each other: one at a time");
+}
+
+void TrainOptions::validate() const {
+  check_ranges(*this);  // runtime's and dist's fields included
+  if (spm_alpha > 0 && !guided_alignment.empty())
+    throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
+  if (average > keep_checkpoints)
+    throw UsageError("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
+                std::to_string(average) + " (it is " + std::to_string(keep_checkpoints) + ")");
+  runtime.validate();
+  if (output_dir.empty()) throw UsageError("--output must name a folder");
+  dist.validate();
+  require_pair_files("train", "training", train_src, train_tgt, train_tsv, /*required=*/true);
+  require_pair_files("valid", "validation", valid_src, valid_tgt, valid_tsv, /*required=*/false);
+}
+
+}  // namespace nmt

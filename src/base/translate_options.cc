@@ -1,0 +1,66 @@
+// The checks of nmt-translate's options (translate_options.h) that are not
+// plain ranges: the ranges come from the field lists, through check_ranges().
+#include "base/translate_options.h"
+
+#include <string>
+
+#include "base/check_ranges.h"
+#include "base/error.h"
+
+namespace nmt {
+
+void SearchOptions::validate() const {
+  check_ranges(*this);
+  if (n_best < 1 || n_best > beam_size)
+    throw UsageError("--n-best must be between 1 and the beam size (" + std::to_string(beam_size) + "), got " +
+                std::to_string(n_best));
+}
+
+void ShortlistOptions::validate() const { check_ranges(*this); }
+
+void TranslateOptions::validate() const {
+  check_ranges(*this);  // search's and shortlist's fields included
+  if (int8 && bf16) throw UsageError("--int8 and --bf16 exclude each other: pick one precision for the decoder's products");
+  search.validate();
+  shortlist.validate();
+}
+
+void StreamOptions::validate() const {
+  check_ranges(*this);  // translate's and runtime's fields included
+  runtime.validate();
+  translate.validate();
+  const bool reference = !references.empty();
+  for (const auto& r : references)
+    if (r.empty()) throw UsageError("--reference must name a file");
+  if (!scores_json.empty() && !reference) throw UsageError("--scores-json needs --reference");
+  if (!reference && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
+    throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
+  if (score_format != ScoreFormat::kText && !evaluate)
+    throw UsageError("--score-format chooses how --evaluate prints its scores; while translating, the output holds "
+                     "the translations and the scores go to stderr (and --scores-json)");
+  if (info && (score_mode || reference || !input.empty()))
+    throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
+  if (evaluate) {  // scores the input as it is: nothing to translate with
+    if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
+    if (!model_paths.empty() || score_mode || info)
+      throw UsageError("--evaluate scores given translations: drop -m, --score-pairs and --info");
+  } else if (model_paths.empty()) {
+    throw UsageError("option --model (-m) is required: the checkpoint to translate with (repeat it for an ensemble)");
+  }
+  if (score_mode) {  // options that would do nothing there
+    if (translate.search.beam_size != 1)
+      throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");
+    if (translate.search.n_best != 1) throw UsageError("--n-best does nothing with --score-pairs (it scores given pairs)");
+    if (scores || replace_unk) throw UsageError("--with-scores and --replace-unk do nothing with --score-pairs");
+    if (reference) throw UsageError("--reference does nothing with --score-pairs");
+    if (src.empty() != tgt.empty())
+      throw UsageError(std::string("option ") + (src.empty() ? "--src" : "--tgt") + " is required with " +
+                       (src.empty() ? "--tgt" : "--src") + " (--score-pairs reads both, or one TSV input)");
+    if (!src.empty() && !input.empty())
+      throw UsageError("--score-pairs reads --src and --tgt, or a TSV input (-i), not both");
+  } else if (!src.empty() || !tgt.empty()) {
+    throw UsageError("--src and --tgt are the pairs of --score-pairs; to translate, give -i (or stdin)");
+  }
+}
+
+}  // namespace nmt
