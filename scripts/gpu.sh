@@ -60,16 +60,19 @@ for step in "$@"; do
     bench) bench_step "$build" "$out" "$device" "$data" "$left" ;;
     multi30k) multi30k_step "$build" "$out" "$device" "$data" "$((left > 300 ? left - 150 : left))" ;;  # bench keeps 150 s
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
-    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench, hansards)" >&2; exit 2 ;;
+    headers) headers_step "$out" ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench, hansards, headers)" >&2; exit 2 ;;
   esac
 done
 }
 
-# Everything under $1 into $1/gpu-results.tgz, steps.log kept beside it.
+# Everything under $1 into $1/gpu-results.tgz, steps.log and the headers' parts
+# (headers_step) kept beside it.
 pack() {
   local out=$1 tgz
   tgz=$(mktemp -d)/gpu-results.tgz
-  tar czf "$tgz" -C "$out" . && find "$out" -mindepth 1 ! -name steps.log -delete && mv "$tgz" "$out/"
+  tar czf "$tgz" -C "$out" --exclude='./cuda-headers.tar.xz.*' . &&
+    find "$out" -mindepth 1 ! -name steps.log ! -name 'cuda-headers.tar.xz.*' -delete && mv "$tgz" "$out/"
 }
 
 # Ignored folders that travel to the GPU host with `carry`.
@@ -87,7 +90,7 @@ deps_env() {
 
 prepare() {
   exclude .gpu-deps
-  NMT_EXTRA_DEBS="libexpat1-dev libexpat1 zlib1g-dev" ../shared/gpu/make-prefix.sh .gpu-deps
+  NMT_EXTRA_DEBS="libexpat1-dev libexpat1 zlib1g-dev nlohmann-json3-dev" ../shared/gpu/make-prefix.sh .gpu-deps
   local src=../shared/data/multi30k dst=.gpu-data/multi30k tiny=.gpu-data/multi30k-tiny
   mkdir -p "$dst" "$tiny"
   exclude .gpu-data
@@ -98,7 +101,7 @@ prepare() {
     head -n 40 "$src/val.lc.norm.tok.$l" >"$tiny/val.lc.norm.tok.$l"
     head -n 40 "$src/test_2016_flickr.lc.norm.tok.$l" >"$tiny/test_2016_flickr.lc.norm.tok.$l"
   done
-  prepare_hansards
+  [[ ${NMT_GPU_HANSARDS_PAIRS:-500000} == 0 ]] || prepare_hansards  # 0: no Hansards step planned
   du -sh .gpu-deps .gpu-data
 }
 
@@ -121,6 +124,30 @@ prepare_hansards() {
     gzip -f "$d/train.en" "$d/train.fr" "$d/train.gdfa"
     cp "$src/trial.en" "$src/trial.fr" "$src/trial.talp" "$d/"
   done
+}
+
+# The GPU host's LibTorch and CUDA headers, for scripts/cuda-compile-check.sh on a
+# machine without them: $1/cuda-headers.tar.xz.00, .01, ... (parts of 15 MiB, as the
+# device tool brings back files of at most 16 MiB) holding torch/include and the
+# CUDA toolkit's include folders (every one that has cuda_runtime_api.h).
+headers_step() {
+  local out=$1 t0=$SECONDS tmp torch_inc d
+  tmp=$(mktemp -d)
+  torch_inc=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))')
+  mkdir -p "$tmp/cuda-headers/cuda"
+  cp -a "$torch_inc" "$tmp/cuda-headers/torch"
+  python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' >"$tmp/cuda-headers/VERSION"
+  # every toolkit include folder the host has (nvcc's, the pip wheels'), merged
+  for d in "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/../include" \
+    $(timeout 60 find /usr/local /opt /usr/lib/python3* /usr/include -name cuda_runtime_api.h -path '*include*' -printf '%h\n' 2>/dev/null | sort -u); do
+    if [[ -f $d/cuda_runtime_api.h ]]; then
+      cp -an "$d/." "$tmp/cuda-headers/cuda/" && echo "$d" >>"$tmp/cuda-headers/SOURCES"
+    fi
+  done
+  tar cf - -C "$tmp" cuda-headers | xz -T0 -6 | split -b 15M -d - "$out/cuda-headers.tar.xz."
+  rm -rf "$tmp"
+  echo "headers: $(cat "$out"/cuda-headers.tar.xz.* | wc -c) bytes in $(ls "$out"/cuda-headers.tar.xz.* | wc -l) parts," \
+    "$((SECONDS - t0)) s" | tee -a "$out/steps.log"
 }
 
 build_step() {
