@@ -33,7 +33,7 @@ using nmt::legacy_test::expect_state;
 using nmt::legacy_test::kFixture;
 using nmt::legacy_test::read_file;
 using nmt::legacy_test::save_trained;
-using nmt::legacy_test::state_key;
+using nmt::ckpt::optimizer_state_key;
 
 // Adam's moments (with and without amsgrad), weights, tokenizers, config and
 // training state: exactly what LibTorch's loader gives.
@@ -55,7 +55,7 @@ TEST(LegacyCheckpointTest, ReadsWhatLoadCheckpointAndLoadTrainStateRead) {
     for (const auto& p : loaded.model->named_parameters()) {
       names.push_back(p.key());
       expect_bitwise(c.weights.at(p.key()), p.value(), p.key());
-      const auto& want = static_cast<const torch::optim::AdamParamState&>(*adam.state().at(state_key(p.value())));
+      const auto& want = static_cast<const torch::optim::AdamParamState&>(*adam.state().at(optimizer_state_key(adam.state(), p.value())));
       const auto& got = c.optimizer.state.at(p.key());
       EXPECT_TRUE(got.has_step);
       EXPECT_EQ(got.step, want.step()) << p.key();
@@ -89,7 +89,7 @@ TEST(LegacyCheckpointTest, ReadsSgdMomentum) {
   EXPECT_EQ(c.optimizer.kind, "sgd");
   EXPECT_EQ(c.optimizer.groups.at(0).options.at("momentum"), 0.9);
   for (const auto& p : loaded.model->named_parameters()) {
-    const auto& want = static_cast<const torch::optim::SGDParamState&>(*sgd.state().at(state_key(p.value())));
+    const auto& want = static_cast<const torch::optim::SGDParamState&>(*sgd.state().at(optimizer_state_key(sgd.state(), p.value())));
     expect_bitwise(c.optimizer.state.at(p.key()).momentum_buffer, want.momentum_buffer(), p.key());
     EXPECT_FALSE(c.optimizer.state.at(p.key()).has_step);
   }

@@ -13,6 +13,7 @@
 
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "model/checkpoint_format.h"
 #include "model/legacy_checkpoint.h"
 #include "test_util.h"
 #include "train/losses.h"
@@ -128,9 +129,6 @@ inline void expect_state(const nmt::LegacyTrainState& got, const nmt::TrainState
   expect_bitwise(got.rng_state, want.rng_state, "rng_state");
   EXPECT_FALSE(got.device_rng_state.defined());
 }
-
-// The key LibTorch's optimizers give a parameter's state.
-inline std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 // A training checkpoint of the tiny model, written once per process.
 inline const std::string& adam_checkpoint() {

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "model/checkpoint.h"
 #include "model/tensor_file.h"
@@ -24,6 +26,20 @@ inline constexpr char kSrcTokenizer[] = "tokenizer.src";   // SentencePiece mode
 inline constexpr char kTgtTokenizer[] = "tokenizer.tgt";
 inline constexpr char kCpuRng[] = "state.rng";              // the CPU generator's state (U8)
 inline constexpr char kDeviceRng[] = "state.device_rng";    // the training device's generator's state (U8)
+
+// The key of parameter `p` in a LibTorch optimizer's `state()` map: in
+// LibTorch 1.x a string of its TensorImpl's address (as c10::guts::to_string,
+// which 2.x dropped, wrote it), in 2.x the address itself.
+template <class StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream s;
+    s << p.unsafeGetTensorImpl();
+    return s.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 // --- the file's header (checkpoint_file.cc) ---
 

@@ -4,7 +4,6 @@
 // restored into one, each field checked against the run's own optimizer.
 #include <cmath>
 #include <memory>
-#include <type_traits>
 
 #include "base/error.h"
 #include "base/format.h"
@@ -12,17 +11,6 @@
 
 namespace nmt::ckpt {
 namespace {
-
-// The key of parameter `p` in `optimizer.state()`: a string of its address
-// in LibTorch 1.x, the address itself in 2.x.
-template <class Map>
-typename Map::key_type state_key(const Map&, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
 
 // The options of one parameter group, by the names the file stores.
 nlohmann::json group_options(torch::optim::OptimizerOptions& o) {
@@ -108,12 +96,12 @@ void restore_param_state(const TensorFile& f, const nlohmann::json& sj, const to
       throw Error(located(path, 0, "'" + prefix + "exp_avg_sq' holds negative values"));
     auto mx = moment("max_exp_avg_sq", false);
     if (mx.defined()) st->max_exp_avg_sq(mx);
-    state[state_key(state, p)] = std::move(st);
+    state[optimizer_state_key(state, p)] = std::move(st);
   } else {
     auto st = std::make_unique<torch::optim::SGDParamState>();
     auto buf = moment("momentum_buffer", false);
     if (buf.defined()) st->momentum_buffer(buf);
-    state[state_key(state, p)] = std::move(st);
+    state[optimizer_state_key(state, p)] = std::move(st);
   }
 }
 
@@ -128,7 +116,7 @@ void add_optimizer(TensorFileWriter& w, torch::optim::Optimizer& optimizer) {
     nlohmann::json steps = nlohmann::json::array();
     for (size_t i = 0; i < group.params().size(); ++i) {
       const std::string prefix = "optimizer." + std::to_string(g) + "." + std::to_string(i) + ".";
-      auto it = state.find(state_key(state, group.params()[i]));
+      auto it = state.find(optimizer_state_key(state, group.params()[i]));
       int64_t step = -1;
       if (it != state.end()) {
         if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(it->second.get())) {
