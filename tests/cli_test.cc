@@ -112,7 +112,7 @@ TEST(CliTest, ClosedStandardStreamsReceiveNothingOfTheTools) {
   for (const std::string closed : {"2>&-", "<&- >&- 2>&-"}) {
     SCOPED_TRACE(closed);
     const std::string out = dir + "/run";
-    fs::remove_all(out);
+    nmt::test::remove_tree(out);
     const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/nmt-train") + " " + train_args(f, out) +
                             " --max-steps 2 --valid-every 2 " + closed;
     const int status = std::system(cmd.c_str());

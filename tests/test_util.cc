@@ -17,12 +17,14 @@
 #include <cmath>
 #include <map>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,19 +37,28 @@ namespace {
 struct TempDirs {
   std::vector<fs::path> dirs;
   ~TempDirs() {
-    std::error_code ec;
     if (!std::getenv("NMT_KEEP_TEST_FILES"))
-      for (auto& d : dirs) fs::remove_all(d, ec);
+      for (auto& d : dirs) remove_tree(d.string());
   }
 };
 TempDirs g_temp_dirs;
 }  // namespace
 
+bool remove_tree(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  // children before their folder (FTW_DEPTH), links not followed (FTW_PHYS)
+  const int rc = ::nftw(
+      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 1; },
+      16, FTW_DEPTH | FTW_PHYS);
+  return rc == 0;
+}
+
 std::string temp_dir(const std::string& tag) {
   static int counter = 0;
   auto dir = fs::temp_directory_path() /
              ("nmt_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  fs::remove_all(dir);
+  remove_tree(dir.string());
   fs::create_directories(dir);
   g_temp_dirs.dirs.push_back(dir);
   return dir.string();

@@ -34,6 +34,13 @@ namespace nmt::test {
 // A fresh empty folder under the system temp dir, removed at exit.
 std::string temp_dir(const std::string& tag);
 
+// Removes `path` and everything under it (symbolic links themselves, never
+// what they point to); a path that does not exist is no error. Walks the tree
+// with POSIX nftw rather than std::filesystem::remove_all: a PyTorch install's
+// libtorch exports its own copy of remove_all, which the tests' calls bound
+// to on a GPU host and which crashed. Returns false if anything stayed.
+bool remove_tree(const std::string& path);
+
 // Writes `lines` (each followed by '\n') to `path`.
 void write_lines(const std::string& path, const std::vector<std::string>& lines);
 void write_bytes(const std::string& path, const std::string& bytes);
