@@ -81,9 +81,11 @@ local text_rows=1
 # Both sides run the same BLAS kernels: the family nmt runs here (OpenBLAS's
 # own choice, or the widest one when OpenBLAS picked narrower; see
 # src/base/blas_kernels.h) is set for the mirror too, and both are recorded.
-local nmt_blas pyenv=()
+# (A build whose --version names no kernel family, as against a PyTorch install's
+# LibTorch, sets none: `env` alone.)
+local nmt_blas pyenv=(env)
 nmt_blas=$("$bin/nmt-train" --version | sed -nE 's/^BLAS: .*, ([A-Za-z0-9_]+) kernels, .*/\1/p')
-[[ -n $nmt_blas ]] && pyenv=(env OPENBLAS_CORETYPE="$nmt_blas")
+[[ -n $nmt_blas ]] && pyenv+=(OPENBLAS_CORETYPE="$nmt_blas")
 mkdir -p "$work"
 local tsv=$work/measurements.tsv
 printf 'round\tside\trow\tvalue\n' >"$tsv"
