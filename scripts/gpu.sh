@@ -11,8 +11,9 @@
 #                              # and .gpu-data (Multi30k's tokenized form, 500,000 Hansards pairs
 #                              # with their ibm2 guide, tiny subsets)
 # On the GPU host, from the project root, carrying .gpu-deps and .gpu-data:
-#   scripts/gpu.sh             # = build test cuda multi30k bench; on an H200 (16 cores)
-#                              # about 70 + 60 + 25 + 190 + 120 s
+#   NMT_GPU_COMMIT=$(git rev-parse --short HEAD) scripts/gpu.sh
+#                              # = build bench cuda test multi30k; on an H100 (16 cores)
+#                              # about 135 + 120 + 35 + 100 s, multi30k what is left
 #   scripts/gpu.sh build hansards   # guided alignment on Hansards (a command of its own)
 # Rehearsal here, on the CPU, with the existing build/ and a tiny corpus:
 #   NMT_GPU_DEVICE=cpu NMT_GPU_BUILD=build NMT_GPU_TINY=1 scripts/gpu.sh test cuda bench multi30k hansards
@@ -45,8 +46,14 @@ local data=.gpu-data/multi30k
 mkdir -p "$out"
 # shellcheck disable=SC2064  # $out expands now: the trap runs after main's locals are gone
 [[ -n ${OUT:-} ]] && trap "pack $(printf %q "$out")" EXIT
-(($#)) || set -- build test cuda multi30k bench
+(($#)) || set -- build bench cuda test multi30k
+# The device host's copy of .git can be older than the tree that travels, so
+# its binaries' --version may name another commit: the caller says which.
+echo "== gpu.sh at commit ${NMT_GPU_COMMIT:-unknown (NMT_GPU_COMMIT unset)}: $*" | tee -a "$out/steps.log"
+local later
 for step in "$@"; do
+  shift
+  later=" $* "
   local left=$((deadline - SECONDS))
   echo "== gpu.sh $step ($(date -u +%H:%M:%S), $left s left)" | tee -a "$out/steps.log"
   if [[ $step != prepare && $step != build ]] && ((left < 20)); then
@@ -57,8 +64,12 @@ for step in "$@"; do
     build) build_step "$build" "$out" ;;
     test) test_step "$build" "$out" "$((left > 240 ? 240 : left))" ;;
     cuda) cuda_step "$build" "$out" "$device" "$((left > 120 ? 120 : left))" ;;
-    bench) bench_step "$build" "$out" "$device" "$data" "$left" ;;
-    multi30k) multi30k_step "$build" "$out" "$device" "$data" "$((left > 300 ? left - 150 : left))" ;;  # bench keeps 150 s
+    bench)  # at most 240 s when steps follow it
+      [[ -n ${later// /} ]] && ((left > 240)) && left=240
+      bench_step "$build" "$out" "$device" "$data" "$left" ;;
+    multi30k)  # a bench step after it keeps 150 s
+      [[ $later == *" bench "* ]] && ((left > 300)) && left=$((left - 150))
+      multi30k_step "$build" "$out" "$device" "$data" "$left" ;;
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
     headers) headers_step "$out" ;;
     *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench, hansards, headers)" >&2; exit 2 ;;
@@ -195,6 +206,43 @@ test_step() {
   echo "test: exit $rc, $((SECONDS - t0)) s; $(grep -E 'tests passed' "$out/test.log" || echo 'no summary')" |
     tee -a "$out/steps.log"
   grep -E '^[[:space:]]+[0-9]+ - ' "$out/test.log" | head -n 40 | tee -a "$out/steps.log" || true
+  local crashed
+  crashed=$(grep -m1 -oE '[0-9]+ - [A-Za-z0-9_./]+ \((SEGFAULT|Child aborted)\)' "$out/test.log" | awk '{print $3}' || true)
+  [[ -n ${NMT_GPU_DIAGNOSE_TEST:-} ]] && crashed=$NMT_GPU_DIAGNOSE_TEST
+  [[ -z $crashed ]] || diagnose_crash "$build" "$out" "$crashed"
+}
+
+# What a crashing test binds to and where it dies, into $2/crash-diagnosis.txt
+# (about 30 s): the binary's NEEDED and RUNPATH, the libraries it loads, the
+# dynamic linker's bindings of std::filesystem symbols, a backtrace (cuda-gdb
+# debugs host code too), and the test once more with the compiler's own
+# libstdc++ preloaded.
+diagnose_crash() {
+  local build=$1 out=$2 test=$3 bin=$1/tests/nmt_tests gdb f
+  f=$out/crash-diagnosis.txt
+  {
+    echo "== $test"
+    readelf -d "$bin" | grep -E 'NEEDED|RUNPATH|RPATH'
+    echo "== ldd"; ldd "$bin"
+    echo "== g++ -print-file-name=libstdc++.so.6: $(g++ -print-file-name=libstdc++.so.6)"
+    echo "== std::filesystem symbols bound anywhere but libstdc++ (LD_DEBUG=bindings)"
+    LD_DEBUG=bindings LD_DEBUG_OUTPUT=$out/ld-debug timeout 60 "$bin" --gtest_filter="$test" >/dev/null 2>&1 &&
+      echo "exit 0" || echo "exit $?"
+    cat "$out"/ld-debug.* 2>/dev/null | grep -E '10filesystem' | grep -vE ' to [^ ]*libstdc\+\+[^ ]* ' |
+      sed -E 's/^ *[0-9]+: *//' | sort | uniq -c | head -n 40 || true
+    rm -f "$out"/ld-debug.*
+    gdb=$(command -v cuda-gdb || command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true)
+    if [[ -n $gdb ]]; then
+      echo "== backtrace ($gdb)"
+      timeout 120 "$gdb" -batch -ex run -ex bt --args "$bin" --gtest_filter="$test" 2>&1 |
+        grep -vE '^\[(New|Thread|Detaching)' | tail -n 40 || true
+    fi
+    echo "== with the compiler's libstdc++ preloaded"
+    LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6) timeout 60 "$bin" --gtest_filter="$test" >/dev/null 2>&1 &&
+      echo "exit 0" || echo "exit $?"
+  } >"$f" 2>&1
+  echo "test: $test diagnosed in crash-diagnosis.txt; with libstdc++ preloaded: $(grep -A1 'preloaded' "$f" | tail -n1)" |
+    tee -a "$out/steps.log"
 }
 
 cuda_step() {

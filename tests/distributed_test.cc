@@ -162,10 +162,7 @@ std::vector<Result> run_each(const std::vector<std::string>& envs, int port, con
   for (size_t r = 0; r < envs.size(); ++r) {
     const std::string f = dir + "/proc" + std::to_string(r);
     out[r].exit_code = std::stoi("0" + read_bytes(f + ".rc"));
-    out[r].err = read_bytes(f + ".err");
-    std::istringstream lines(out[r].err);
-    for (std::string l; std::getline(lines, l);)
-      if (!l.empty()) out[r].err_lines.push_back(l);
+    nmt::test::set_err(out[r], read_bytes(f + ".err"));
     if (seconds != nullptr) (*seconds)[r] = std::stod("0" + read_bytes(f + ".ns")) / 1e9;
   }
   return out;

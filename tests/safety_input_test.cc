@@ -169,10 +169,7 @@ Result run_limited(const std::string& cmd, long kb, const std::string& dir) {
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_bytes(out);
-  r.err = read_bytes(err);
-  std::istringstream in(r.err);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) r.err_lines.push_back(l);
+  set_err(r, read_bytes(err));
   return r;
 }
 

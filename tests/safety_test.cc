@@ -190,10 +190,7 @@ Result run_on_a_full_disk(const std::string& exe, const std::string& args, const
   const int status = std::system(("bash -c " + quote(cmd)).c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_bytes(err);
-  std::istringstream in(r.err);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) r.err_lines.push_back(l);
+  set_err(r, read_bytes(err));
   return r;
 }
 

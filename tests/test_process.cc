@@ -66,16 +66,20 @@ Result run_command(const std::string& cwd, const std::string& env, const std::st
   r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = read_bytes(out);
-  r.err = read_bytes(err);
+  set_err(r, read_bytes(err));
   expect_no_sanitizer_report(r.err);
   EXPECT_NE(r.exit_code, kSanitizerExitCode) << "a sanitizer report:\n" << r.err;
-  std::istringstream in(r.err);
-  std::string l;
-  while (std::getline(in, l))
-    if (!l.empty()) r.err_lines.push_back(l);
   return r;
 }
 }  // namespace
+
+void set_err(Result& r, std::string err) {
+  r.err = std::move(err);
+  r.err_lines.clear();
+  std::istringstream in(r.err);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) r.err_lines.push_back(l);
+}
 
 Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
   return run_command("", "", exe, args, dir, stdin_file);

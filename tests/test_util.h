@@ -113,6 +113,9 @@ struct Result {
   double peak_rss_mib = 0;             // the executable's peak resident memory
 };
 
+// Stores `err` as `r`'s stderr and its non-empty lines as r.err_lines.
+void set_err(Result& r, std::string err);
+
 // Temporary files ("*.tmp.PID") anywhere under `dir`, as paths relative to
 // it; none when `dir` does not exist.
 std::vector<std::string> temporary_files(const std::string& dir);
