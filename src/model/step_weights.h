@@ -60,7 +60,7 @@ struct StepWeights {
   // Below this many rows the int8 products were slower than float on 2 AVX2
   // cores (the input's quantization does not pay): greedy search over 64
   // sentences lost 16%, beam 5 over the same gained 19%
-  // (bench/results/vs-pytorch-vm-42059aa.json). bfloat16 paid from 4 rows
+  // (bench/results/vs-pytorch-vm-42059aa.json, in git at c997cff). bfloat16 paid from 4 rows
   // on (bench/results/bf16-*.txt), so it runs on any.
   static constexpr int64_t kInt8MinRows = 128;
   static int64_t min_rows(Precision p) { return p == Precision::kInt8 ? kInt8MinRows : 1; }
