@@ -152,6 +152,7 @@ class Tool {
         (cfg.apply(options), ...);
         cfg.check_all_used();
         from_config_ = cfg.applied();
+        config_deprecations_ = cfg.deprecations();
       }
     } catch (const Error& e) {
       std::fprintf(stderr, "%s: error: %s\n", name_, e.what());
@@ -173,6 +174,7 @@ class Tool {
       return kExitUsage;
     }
     for (const auto& line : binder_.deprecations()) std::fprintf(stderr, "%s: warning: %s\n", name_, line.c_str());
+    for (const auto& line : config_deprecations_) std::fprintf(stderr, "%s: warning: %s\n", name_, line.c_str());
     if (dump_) {
       ConfigWriter w;
       (w.add(options), ...);
@@ -216,6 +218,7 @@ class Tool {
   std::string config_;
   bool dump_ = false;
   std::set<std::string> from_config_;
+  std::vector<std::string> config_deprecations_;  // former spellings of keys in the config file
 };
 
 }  // namespace nmt::cli

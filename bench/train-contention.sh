@@ -16,7 +16,7 @@ W=${NMT_BENCH_WORK:-runs/vs-pytorch}
 [[ -s $W/train.en && -s $W/model/src.spm.model ]] ||
   { echo "train-contention.sh: $W has no prepared data: run bench/vs-pytorch.sh first" >&2; exit 2; }
 common=(--config configs/multi30k-en-de.toml --threads 2 --device cpu --train-src "$W/train.en" --train-tgt "$W/train.de"
-        --decoder bahdanau --batch-tokens 4096 --max-batch-sentences 128 --lr-decay-start 0 --average 0
+        --decoder bahdanau --batch-tokens 4096 --batch-sentences 128 --lr-decay-start 0 --average 0
         --log-every 100000 --keep-checkpoints 0 --max-epochs 1 --src-spm "$W/model/src.spm.model"
         --tgt-spm "$W/model/tgt.spm.model")
 out=$(mktemp -d)

@@ -23,7 +23,7 @@ for ((r = 0; r < rounds; r++)); do
   for beam in 1 5; do
     # The tool's own summary line gives wall time including model loading.
     line=$("$bin/nmt-translate" -m "$model" --device "$device" --threads "$threads" -b "$beam" \
-             --batch-size 64 -i "$src" -o "$work/out.txt" 2>&1 | grep "sentences/s")
+             --batch-sentences 64 -i "$src" -o "$work/out.txt" 2>&1 | grep "sentences/s")
     echo "$beam $(sed -n 's/.*: \([0-9.]*\) sentences\/s.*/\1/p' <<<"$line")" >> "$tmp"
   done
 done

@@ -107,7 +107,7 @@ head -n "$nvalid" "$data/val.lc.norm.tok.en" >"$work/val.en"
 local config=configs/multi30k-en-de.toml
 # The mirror's model and batches (nmt_ref.py's defaults), whatever the config's quality recipe says.
 local common=(--config "$config" --threads "$threads" --device "$dev" --train-src "$work/train.en" --train-tgt "$work/train.de"
-              --decoder bahdanau --batch-tokens 4096 --max-batch-sentences 128 --lr-decay-start 0 --average 0
+              --decoder bahdanau --batch-tokens 4096 --batch-sentences 128 --lr-decay-start 0 --average 0
               --log-every 100000 --keep-checkpoints 0)
 if [[ ! -f $work/model/last.ckpt ]]; then
   rm -rf "$work/model"

@@ -319,7 +319,7 @@ hansards_step() {
   [[ ${NMT_GPU_TINY:-0} == 1 ]] && data=.gpu-data/hansards-tiny
   local steps=${NMT_GPU_HANSARDS_STEPS:-5000} t0=$SECONDS f
   [[ ${NMT_GPU_TINY:-0} == 1 ]] && steps=${NMT_GPU_HANSARDS_STEPS:-60}
-  local flags=(--device "$device" --max-steps "$steps" --max-epochs 20 --batch-tokens 6000 --max-batch-sentences 256)
+  local flags=(--device "$device" --max-steps "$steps" --max-epochs 20 --batch-tokens 6000 --batch-sentences 256)
   if [[ ${NMT_GPU_TINY:-0} == 1 ]]; then
     flags+=(--emb-dim 16 --enc-hidden 16 --dec-hidden 32 --attn-dim 32 --vocab-size 500 --valid-every 20 --log-every 10)
   else

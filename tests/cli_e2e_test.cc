@@ -79,7 +79,7 @@ void expect_translations_in_order(const std::string& dir, const std::string& ckp
                                           "green", "", "small dog runs"};
   const auto in_file = dir + "/input.txt";
   write_lines(in_file, input);
-  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --device cpu --threads 1 --batch-size 2", dir, in_file);
+  auto r = run("nmt-translate", "-m " + quote(ckpt) + " --device cpu --threads 1 --batch-sentences 2", dir, in_file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> out;
   {

@@ -138,6 +138,15 @@ TEST(CliTest, TranslateWarnsOnFormerSpellingsAndTabInput) {
   EXPECT_NE(old.err.find("--score is deprecated: use --score-pairs"), std::string::npos) << old.err;
   EXPECT_EQ(now.err.find("deprecated"), std::string::npos) << now.err;
   EXPECT_EQ(now.err.find("TAB"), std::string::npos) << now.err;
+  // --batch-size, the former name of --batch-sentences, batches as it does.
+  nmt::test::write_bytes(dir + "/in.txt", "red cat\nold fish\nblue\n");
+  auto size = run("nmt-translate", "-m " + quote(ckpt) + " --batch-size 2", dir, dir + "/in.txt");
+  auto sentences = run("nmt-translate", "-m " + quote(ckpt) + " --batch-sentences 2", dir, dir + "/in.txt");
+  ASSERT_EQ(size.exit_code, 0) << size.err;
+  EXPECT_EQ(size.out, sentences.out);
+  EXPECT_NE(size.err.find("--batch-size is deprecated: use --batch-sentences"), std::string::npos) << size.err;
+  auto both = run("nmt-translate", "-m " + quote(ckpt) + " --batch-size 2 --batch-sentences 2", dir, dir + "/in.txt");
+  expect_one_line_error(both, {"--batch-size and --batch-sentences are one option"}, nmt::test::kExitUsage);
 }
 
 TEST(CliTest, TranslateRejectsBadSearchOptions) {
@@ -212,7 +221,7 @@ TEST(CliTest, TranslateStreamsManyWindowsInOrder) {
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   // Windows of 3 (8 windows, the last one short) sort and batch each window
   // on its own; lines must still come out one per input line, in order.
-  auto windows = run("nmt-translate", m + " --window 3 --batch-size 2", dir, dir + "/in.txt");
+  auto windows = run("nmt-translate", m + " --window 3 --batch-sentences 2", dir, dir + "/in.txt");
   ASSERT_EQ(windows.exit_code, 0) << windows.err;
   const auto got = lines_of(windows.out), want = lines_of(whole.out);
   ASSERT_EQ(got.size(), src.size());

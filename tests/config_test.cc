@@ -57,6 +57,28 @@ TEST(ConfigTest, ReadsTablesBothSpellingsAndEveryType) {
   EXPECT_EQ(cfg.applied().count("batch-tokens"), 0u);
 }
 
+// A run folder's config.toml written before a rename still reads: the former
+// key (Field::old_name) sets the field, counts as given under the new name,
+// and is reported as deprecated; the two spellings together are an error.
+TEST(ConfigTest, FormerKeySpellingsReadAsTheirNewNameAndAreReported) {
+  const auto path = write_config("old.toml", {"[training]", "max-batch-sentences = 7", "valid_batch_size = 9"});
+  nmt::TrainOptions train;
+  auto cfg = nmt::ConfigFile::read(path);
+  cfg.apply(train);
+  EXPECT_NO_THROW(cfg.check_all_used());
+  EXPECT_EQ(train.batch_sentences, 7);
+  EXPECT_EQ(train.valid_batch_sentences, 9);
+  EXPECT_EQ(cfg.applied(), (std::set<std::string>{"batch-sentences", "valid-batch-sentences"}));
+  EXPECT_EQ(cfg.deprecations(),
+            (std::vector<std::string>{path + ":2: 'max-batch-sentences' is deprecated: use 'batch-sentences'",
+                                      path + ":3: 'valid-batch-size' is deprecated: use 'valid-batch-sentences'"}));
+
+  const auto both = write_config("both.toml", {"batch-sentences = 7", "max-batch-sentences = 8"});
+  auto twice = nmt::ConfigFile::read(both);
+  EXPECT_EQ(error_of([&] { twice.apply(train); }),
+            both + ":2:1: max-batch-sentences: the former spelling of 'batch-sentences', which the file also gives: give it once");
+}
+
 TEST(ConfigTest, MisspeltKeyIsNamedWithItsPlaceAndASuggestion) {
   const auto path = write_config("typo.toml", {"max-epochs = 3", "", "  batch-tokenz = 2048"});
   nmt::TrainOptions train;

@@ -95,16 +95,16 @@ TEST(DistributedTest, TwoRanksStepEqualsOneProcessOnTheJoinedBatches) {
   // lr * sign(g), and would hide such a bug.)
   const std::string sgd = " --optimizer sgd --max-steps 3";
   // 8 pairs: 2 batches of 4 on two ranks (one step covers both) against 1 batch of 8.
-  auto ranks = run_ranks(2, tiny_args(f, dir + "/two") + sgd + " --learning-rate 1 --max-batch-sentences 4", dir);
+  auto ranks = run_ranks(2, tiny_args(f, dir + "/two") + sgd + " --learning-rate 1 --batch-sentences 4", dir);
   for (const auto& r : ranks) ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(ranks[0].err.find("2 ranks"), std::string::npos) << ranks[0].err;
   EXPECT_NE(ranks[0].err.find("training finished (max_steps): 3 steps"), std::string::npos) << ranks[0].err;
   EXPECT_EQ(ranks[1].err.find("[info]"), std::string::npos) << "only rank 0 logs:\n" << ranks[1].err;
 
-  auto one = nmt::test::run("nmt-train", tiny_args(f, dir + "/one") + sgd + " --learning-rate 1 --max-batch-sentences 8", dir);
+  auto one = nmt::test::run("nmt-train", tiny_args(f, dir + "/one") + sgd + " --learning-rate 1 --batch-sentences 8", dir);
   ASSERT_EQ(one.exit_code, 0) << one.err;
   // What a gradient off by a factor of 2 would give: the same steps at half the rate.
-  auto half = nmt::test::run("nmt-train", tiny_args(f, dir + "/half") + sgd + " --learning-rate 0.5 --max-batch-sentences 8", dir);
+  auto half = nmt::test::run("nmt-train", tiny_args(f, dir + "/half") + sgd + " --learning-rate 0.5 --batch-sentences 8", dir);
   ASSERT_EQ(half.exit_code, 0) << half.err;
 
   const double joined = max_weight_difference(dir + "/two/last.ckpt", dir + "/one/last.ckpt");
@@ -129,7 +129,7 @@ TEST(DistributedTest, ResumesWithAnotherWorldSize) {
   const auto dir = nmt::test::temp_dir("dist_resume");
   const auto f = nmt::test::write_toy_corpus(dir, 40, 2);
   if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
-  const std::string args = tiny_args(f, dir + "/run") + " --max-batch-sentences 4";
+  const std::string args = tiny_args(f, dir + "/run") + " --batch-sentences 4";
   auto first = nmt::test::run("nmt-train", args + " --max-steps 2", dir);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto ranks = run_ranks(2, args + " --max-steps 4 --resume", dir);

@@ -146,7 +146,7 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   expect_refused<T>(good, [](T& o) { o.learning_rate = 0; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.learning_rate = kInf; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.batch_tokens = -5; }, "--batch-tokens");
-  expect_refused<T>(good, [](T& o) { o.max_batch_sentences = 0; }, "--max-batch-sentences");
+  expect_refused<T>(good, [](T& o) { o.batch_sentences = 0; }, "--batch-sentences");
   expect_refused<T>(good, [](T& o) { o.runtime.threads = -3; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.runtime.threads = 100000; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.label_smoothing = 1.5; }, "--label-smoothing");
@@ -205,7 +205,7 @@ TEST(OptionsTest, SearchAndTranslationOptionsOutOfRange) {
   expect_refused<R>(stream, [](R& o) { o.window = 0; }, "--window");
   expect_refused<R>(stream, [](R& o) { o.max_line_bytes = 0; }, "--max-line-bytes");
   expect_refused<R>(stream, [](R& o) { o.runtime.threads = -3; }, "--threads");
-  expect_refused<R>(stream, [](R& o) { o.translate.batch_sentences = 0; }, "--batch-size");
+  expect_refused<R>(stream, [](R& o) { o.translate.batch_sentences = 0; }, "--batch-sentences");
   expect_refused<R>(stream, [](R& o) { o.translate.batch_tokens = -1; }, "--batch-tokens");
   expect_refused<R>(stream, [](R& o) { o.translate.max_input_length = -1; }, "--max-input-length");
   expect_refused<R>(stream, [](R& o) { o.translate.search.length_penalty = kNan; }, "--length-penalty");

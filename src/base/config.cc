@@ -193,7 +193,13 @@ ConfigFile ConfigFile::parse(const std::string& text, const std::string& path) {
 
 ConfigFile::Entry* ConfigFile::find(const Field& f) {
   auto it = entries_.find(f.name);
-  return it == entries_.end() ? nullptr : &it->second;
+  auto old = f.old_name != nullptr ? entries_.find(f.old_name) : entries_.end();
+  if (old == entries_.end()) return it == entries_.end() ? nullptr : &it->second;
+  if (it != entries_.end())
+    fail(old->second, f.old_name,
+         std::string("the former spelling of '") + f.name + "', which the file also gives: give it once");
+  old->second.used_as = f.name;
+  return &old->second;
 }
 
 void ConfigFile::fail(const Entry& e, const std::string& key, const std::string& message) const {
@@ -215,7 +221,15 @@ void ConfigFile::check_all_used() const {
 std::set<std::string> ConfigFile::applied() const {
   std::set<std::string> out;
   for (const auto& [name, e] : entries_)
-    if (e.used) out.insert(name);
+    if (e.used) out.insert(e.used_as.empty() ? name : e.used_as);
+  return out;
+}
+
+std::vector<std::string> ConfigFile::deprecations() const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : entries_)
+    if (e.used && !e.used_as.empty())
+      out.push_back(path_ + ":" + std::to_string(e.line) + ": '" + name + "' is deprecated: use '" + e.used_as + "'");
   return out;
 }
 

@@ -54,8 +54,12 @@ class ConfigFile {
   // from the fields seen by apply().
   void check_all_used() const;
 
-  // The long option names of the keys apply() used.
+  // The long option names of the keys apply() used (a former spelling,
+  // Field::old_name, as the name it stands for).
   std::set<std::string> applied() const;
+  // One line for each key apply() took under its former spelling:
+  // "PATH:LINE: 'OLD' is deprecated: use 'NEW'". Never throws (beyond std::bad_alloc).
+  std::vector<std::string> deprecations() const;
   const std::string& path() const { return path_; }
 
  private:
@@ -63,9 +67,13 @@ class ConfigFile {
     ConfigValue value;
     int line = 0, column = 0;
     bool used = false;
+    std::string used_as;  // the field name apply() read it for ("" : its own key)
   };
   template <class T>
   void apply_field(const Field& f, T& value);
+  // The entry for `f`, under its name or its former spelling (marked used
+  // as `f.name`); nullptr when the file has neither. Throws nmt::Error
+  // "PATH:LINE:COL: OLD: ..." when the file gives both.
   Entry* find(const Field& f);
   [[noreturn]] void fail(const Entry& e, const std::string& key, const std::string& message) const;
 

@@ -93,7 +93,7 @@ struct TrainOptions {
   int64_t spm_nbest = 64;
 
   int64_t batch_tokens = 4096;
-  int64_t max_batch_sentences = 256;
+  int64_t batch_sentences = 256;
 
   OptimizerType optimizer = OptimizerType::kAdam;
   double learning_rate = 1e-3;
@@ -207,7 +207,7 @@ void TrainOptions::fields(S& s, V&& v) {
 
   const char* tr = "Training";
   v(Field{"batch-tokens", "Token budget per batch (padded, the longer side)", tr}.at_least(1), s.batch_tokens);
-  v(Field{"max-batch-sentences", "Sentences per batch at most", tr}.at_least(1), s.max_batch_sentences);
+  v(Field{"batch-sentences", "Sentences per batch at most", tr, nullptr, 0, "max-batch-sentences"}.at_least(1), s.batch_sentences);
   v(Field{"optimizer", "adam, or sgd (plain gradient descent)", tr}, s.optimizer);
   v(Field{"learning-rate", "Learning rate", tr}.above(0.0), s.learning_rate);
   v(Field{"adam-beta1", "Adam's beta1", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.adam_beta1);
@@ -253,7 +253,8 @@ void TrainOptions::fields(S& s, V&& v) {
     s.average);
   v(Field{"valid-max-sentences", "Translate at most N validation sentences (0: all)", bk}.at_least(0),
     s.valid_max_sentences);
-  v(Field{"valid-batch-size", "Sentences per batch when translating the validation set", bk}.at_least(1),
+  v(Field{"valid-batch-sentences", "Sentences per batch when translating the validation set", bk, nullptr, 0,
+          "valid-batch-size"}.at_least(1),
     s.valid_batch_sentences);
 
   RuntimeOptions::fields(s.runtime, v);

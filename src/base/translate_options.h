@@ -83,7 +83,7 @@ struct TranslateOptions {
   static void fields(S& s, V&& v) {
     SearchOptions::fields(s.search, v);
     const char* g = "Batching";
-    v(Field{"batch-size", "Sentences per batch", g}.within(1, 1 << 20), s.batch_sentences);
+    v(Field{"batch-sentences", "Sentences per batch at most", g, nullptr, 0, "batch-size"}.within(1, 1 << 20), s.batch_sentences);
     v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}.at_least(0), s.batch_tokens);
     v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}.within(0, 1 << 20),
       s.max_input_length);

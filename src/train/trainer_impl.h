@@ -92,7 +92,7 @@ class Trainer {
   // a resumed run draws what an uninterrupted one would have.
   void capture_rng();
   void restore_rng();
-  BatchPlanOptions plan_options() const { return {opt_.batch_tokens, opt_.max_batch_sentences}; }
+  BatchPlanOptions plan_options() const { return {opt_.batch_tokens, opt_.batch_sentences}; }
   double elapsed() const { return elapsed0_ + seconds_since(t0_); }
   // The epoch of the newest step: at an epoch's end state_.epoch already names the next one.
   int64_t step_epoch() const { return state_.batch_in_epoch == 0 && state_.epoch > 1 ? state_.epoch - 1 : state_.epoch; }

@@ -149,7 +149,7 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
                                       int64_t batch_sentences, int64_t* target_pieces) {
   if (src.size() != tgt.size())
     throw Error(std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) + " targets to score");
-  check::in_range("--batch-size", batch_sentences, 1, 1 << 20);
+  check::in_range("--batch-sentences", batch_sentences, 1, 1 << 20);
   InferenceScope scope(models_);
   const auto members = engines(Precision::kFloat32);
   Scorer scorer(members);
