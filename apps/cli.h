@@ -63,13 +63,14 @@ class Binder {
     return "";
   }
 
-  // Whether --NAME (or its former spelling) was given, on the command line or in a config file.
-  bool given(const std::string& name) const {
-    auto it = options_.find(name);
-    if (it != options_.end() && it->second->count() > 0) return true;
+  // The long names of every option given on the command line (under either spelling).
+  GivenOptions given() const {
+    GivenOptions out;
+    for (const auto& [name, option] : options_)
+      if (option->count() > 0) out.insert(name);
     for (const auto& o : old_names_)
-      if (o.name == name && o.option->count() > 0) return true;
-    return false;
+      if (o.option->count() > 0) out.insert(o.name);
+    return out;
   }
 
   // One line for each former spelling used on the command line:
@@ -184,8 +185,13 @@ class Tool {
     return -1;
   }
 
-  // Whether --NAME was set, on the command line or in the config file.
-  bool given(const std::string& name) const { return binder_.given(name) || from_config_.count(name) > 0; }
+  // The long names of the options set on the command line or in the config
+  // file (what the core's flag-dependent defaults read: GivenOptions).
+  GivenOptions given() const {
+    GivenOptions out = binder_.given();
+    out.insert(from_config_.begin(), from_config_.end());
+    return out;
+  }
 
   bool verbose = false;
 

@@ -20,8 +20,7 @@ int main(int argc, char** argv) {
       "  nmt-align -m run/best.ckpt --src a.en --tgt a.de -f pharaoh --eval-gold a.align\n"
       "  nmt-align --aligner ibm2 --src a.en --tgt a.de --symmetrize grow-diag-final-and > links.txt");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
-  // ibm2 gives links only: without a --format of the user's, write links.
-  if (opt.aligner == nmt::Aligner::kIbm2 && !tool.given("format")) opt.format = nmt::AlignFormat::kPharaoh;
+  opt.given = tool.given();
   nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-align");
   return nmt::run_guarded([&] {

@@ -71,15 +71,9 @@ int main(int argc, char** argv) {
       return nmt::kExitOk;
     });
   }
+  opt.given = tool.given();
   nmt::setup_logging(tool.verbose, /*warnings_only=*/opt.dist.world_size > 1 && opt.dist.rank > 0);
   return nmt::run_guarded([&] {
-    // Model and tokenizer options given on the command line or in the config must agree with a resumed checkpoint.
-    nmt::ModelOptions::fields(model, [&](const nmt::Field& f, const auto&) {
-      if (tool.given(f.name)) opt.explicit_model_fields.push_back(nmt::underscored(f.name));
-    });
-    nmt::TokenizerOptions::fields(tok, [&](const nmt::Field& f, const auto&) {
-      if (tool.given(f.name)) opt.explicit_tokenizer_fields.emplace_back(f.name);
-    });
     nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
     nmt::train(opt, tok, model, &g_stop);  // an interrupted run has saved last.ckpt: still a success
     return nmt::kExitOk;

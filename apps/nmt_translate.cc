@@ -20,9 +20,7 @@ int main(int argc, char** argv) {
       "  nmt-translate -m run/best.ckpt --score-pairs --src in.txt --tgt out.txt\n"
       "  nmt-translate --evaluate --reference ref.txt --tokenize none -i out.txt");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
-  // --n-best N without -b: a beam of N gives the N hypotheses.
-  auto& search = opt.translate.search;
-  if (!tool.given("beam-size") && !opt.score_mode && search.n_best > search.beam_size) search.beam_size = search.n_best;
+  opt.given = tool.given();
   nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-translate");
   return nmt::run_guarded([&] {

@@ -303,6 +303,34 @@ void expect_well_formed(const std::vector<std::string>& names) {
   }
 }
 
+// The defaults that depend on which options were given live in the core
+// (resolved()), read from GivenOptions: the apps only say what was given.
+TEST(OptionsTest, DefaultsThatDependOnGivenOptions) {
+  nmt::StreamOptions s;
+  s.model_paths = {"m.ckpt"};
+  s.translate.search.n_best = 5;  // without --beam-size: a beam of 5 gives the 5 hypotheses
+  EXPECT_EQ(s.resolved().translate.search.beam_size, 5);
+  EXPECT_NO_THROW(s.resolved().validate());
+  s.given = {"beam-size", "n-best"};  // -b 1 --n-best 5: the user's beam stays, and is refused
+  EXPECT_EQ(s.resolved().translate.search.beam_size, 1);
+  EXPECT_TRUE(contains(error_of([&] { s.resolved().validate(); }), "--n-best"));
+  s.given.clear();
+  s.translate.search.n_best = 1;
+  s.translate.search.beam_size = 4;  // an n-best below the beam is left as it is
+  EXPECT_EQ(s.resolved().translate.search.beam_size, 4);
+
+  nmt::AlignRunOptions a;
+  a.aligner = nmt::Aligner::kIbm2;  // links only: Pharaoh lines unless --format was given
+  EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kPharaoh);
+  a.format = nmt::AlignFormat::kLex;
+  a.given = {"format"};
+  EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kLex);
+  a.aligner = nmt::Aligner::kAttention;
+  a.format = nmt::AlignFormat::kCsv;
+  a.given.clear();
+  EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kCsv);
+}
+
 TEST(OptionsFieldsTest, EachToolListsEveryOptionOnce) {
   auto train = field_names<nmt::TrainOptions>();
   for (const auto& n : field_names<nmt::TokenizerOptions>()) train.push_back(n);

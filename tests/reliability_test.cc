@@ -249,7 +249,7 @@ TEST(ReliabilityTest, ResumeRefusesContradictingModelOptions) {
   auto opt = resume_options(out, 8);
   auto arch = nmt::test::tiny_model();
   arch.emb_dim = 99;
-  opt.explicit_model_fields = {"emb_dim"};
+  opt.given = {"emb-dim"};
   try {
     nmt::train(opt, {}, arch);
     FAIL() << "no error";
@@ -260,7 +260,7 @@ TEST(ReliabilityTest, ResumeRefusesContradictingModelOptions) {
     EXPECT_NE(msg.find("new --output"), std::string::npos) << msg;
   }
   // The same option at the checkpoint's value, or not given at all, resumes.
-  opt.explicit_model_fields.clear();
+  opt.given.clear();
   EXPECT_EQ(nmt::train(opt, {}, arch).steps, 8);
 }
 

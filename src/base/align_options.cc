@@ -9,6 +9,12 @@ namespace nmt {
 
 void WordAlignerOptions::validate() const { check_ranges(*this); }
 
+AlignRunOptions AlignRunOptions::resolved() const {
+  AlignRunOptions r = *this;
+  if (aligner == Aligner::kIbm2 && given.count("format") == 0) r.format = AlignFormat::kPharaoh;
+  return r;
+}
+
 void AlignRunOptions::validate() const {
   check_ranges(*this);  // ibm's, runtime's and --beam-size included (the rest of search: search.validate())
   runtime.validate();

@@ -61,7 +61,12 @@ struct AlignRunOptions {
   // attention matrices grow with the product of the two sides' lengths.
   int64_t max_input_length = 1000;
   RuntimeOptions runtime;
+  GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
 
+  // These options with the defaults that depend on which were given filled
+  // in: the ibm2 aligner, which gives links only, writes them as Pharaoh
+  // lines unless --format was given. Never throws.
+  AlignRunOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range, in
   // conflict with another, or required and missing (-m for the attention
   // aligner, --tgt where the mode needs the target).

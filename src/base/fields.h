@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,12 @@ enum FieldFlag : unsigned {
   kMultiple = 4,         // may be repeated (a list)
   kPath = 8,             // a file or folder: a run's config.toml stores it absolute (make_paths_absolute)
 };
+
+// The long names (Field::name) of the options a user set, on the command
+// line or in a config file. The few defaults that depend on whether another
+// option was set read it (StreamOptions::resolved(), AlignRunOptions::resolved(),
+// the trainer's resume checks); empty through the library: nothing was given.
+using GivenOptions = std::set<std::string>;
 
 // Whether an end of a field's range belongs to it (Field::within).
 using End = check::End;

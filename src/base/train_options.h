@@ -133,13 +133,12 @@ struct TrainOptions {
   int64_t average = 0;
   int64_t valid_max_sentences = 0;
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
-  // Model fields the user set explicitly (e.g. "emb_dim"); on resume each
-  // must match the checkpoint's architecture, or training stops with a hint.
-  std::vector<std::string> explicit_model_fields;
-  // Tokenizer options the user set explicitly (e.g. "vocab-size"); on resume
-  // --vocab-size, --spm-type and --shared-vocab must match the checkpoint's
-  // vocabularies, or training stops with a hint.
-  std::vector<std::string> explicit_tokenizer_fields;
+  // The options the user set (the app fills it). On resume each model
+  // option among them (e.g. "emb-dim") must match the checkpoint's
+  // architecture, and --vocab-size, --spm-type and --shared-vocab its
+  // vocabularies, or training stops with a hint; options not given take the
+  // checkpoint's values.
+  GivenOptions given;
   // The command line that started the run, quoted for a shell (the app
   // fills it; "" through the library): recorded in the run folder's
   // config.toml and train.log, and in each checkpoint.
@@ -206,7 +205,7 @@ void TrainOptions::fields(S& s, V&& v) {
     s.spm_nbest);
 
   const char* tr = "Training";
-  v(Field{"batch-tokens", "Token budget per batch (padded, the longer side)", tr}.at_least(1), s.batch_tokens);
+  v(Field{"batch-tokens", "Padded tokens per batch: sentences x the longer side's longest line", tr}.at_least(1), s.batch_tokens);
   v(Field{"batch-sentences", "Sentences per batch at most", tr, nullptr, 0, "max-batch-sentences"}.at_least(1), s.batch_sentences);
   v(Field{"optimizer", "adam, or sgd (plain gradient descent)", tr}, s.optimizer);
   v(Field{"learning-rate", "Learning rate", tr}.above(0.0), s.learning_rate);

@@ -25,6 +25,13 @@ void TranslateOptions::validate() const {
   shortlist.validate();
 }
 
+StreamOptions StreamOptions::resolved() const {
+  StreamOptions r = *this;
+  auto& search = r.translate.search;
+  if (given.count("beam-size") == 0 && !score_mode && search.n_best > search.beam_size) search.beam_size = search.n_best;
+  return r;
+}
+
 void StreamOptions::validate() const {
   check_ranges(*this);  // translate's and runtime's fields included
   runtime.validate();

@@ -84,7 +84,8 @@ struct TranslateOptions {
     SearchOptions::fields(s.search, v);
     const char* g = "Batching";
     v(Field{"batch-sentences", "Sentences per batch at most", g, nullptr, 0, "batch-size"}.within(1, 1 << 20), s.batch_sentences);
-    v(Field{"batch-tokens", "Source tokens per batch (0: no budget)", g}.at_least(0), s.batch_tokens);
+    v(Field{"batch-tokens", "Padded tokens per batch, sentences x the longest source, as nmt-train counts them "
+                            "(the target is not known yet) (0: no budget)", g}.at_least(0), s.batch_tokens);
     v(Field{"max-input-length", "Crop longer inputs to this many pieces (0: never)", g}.within(0, 1 << 20),
       s.max_input_length);
     v(Field{"parallel-batches", "CPU: translate this many batches at once, one thread each (0: one per thread; "
@@ -117,7 +118,12 @@ struct StreamOptions {
   bool bleu_lowercase = false;        // --lowercase: the main BLEU lowercases first (sacreBLEU -lc)
   BleuTokenizer bleu_tokenize = BleuTokenizer::k13a;  // --tokenize: the main BLEU's tokenizer
   RuntimeOptions runtime;
+  GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
 
+  // These options with the defaults that depend on which were given filled
+  // in: --n-best N without --beam-size searches with a beam of N (a smaller
+  // N-best than beam is the user's). Never throws.
+  StreamOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range
   // (translate options included), in conflict with another, or required
   // and missing (-m, except with --evaluate).

@@ -1,6 +1,7 @@
-// Batching: groups tokenized pairs into batches under a token budget, with
-// length bucketing (similar lengths together, little padding) and a seeded
-// shuffle of batch order per epoch; and turns a batch into padded tensors.
+// A planned batch as padded tensors: text/batching.h decides which pairs go
+// together (the one rule by which training, validation, translation and
+// scoring cut batches); make_batch() pads them into the tensors the model
+// reads. train/training_data.h reads and encodes the corpus it plans from.
 #pragma once
 #include <torch/types.h>
 

@@ -23,7 +23,8 @@ using align_detail::Pairs;
 using align_detail::read_all_pairs;
 using align_detail::write_lexical_table;
 
-AerScore run_alignment(const AlignRunOptions& opt) {
+AerScore run_alignment(const AlignRunOptions& options) {
+  const AlignRunOptions opt = options.resolved();
   opt.validate();  // -m, and the target where the mode needs one, are there
   const bool ibm = opt.aligner == Aligner::kIbm2;
   std::unique_ptr<AttentionPairAligner> attention;

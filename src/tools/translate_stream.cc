@@ -319,7 +319,8 @@ void log_summary(const StreamOptions& opt, const Translator& tr, const StreamSum
 
 }  // namespace
 
-StreamSummary translate_stream(const StreamOptions& opt) {
+StreamSummary translate_stream(const StreamOptions& options) {
+  const StreamOptions opt = options.resolved();
   opt.validate();
   if (opt.evaluate) return evaluate_lines(opt);
   const auto load_start = std::chrono::steady_clock::now();

@@ -149,11 +149,14 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
   if (is_main() && resuming) {
     resume_path_ = folder_.resume_checkpoint();  // last.ckpt, or the newest checkpoint when it is missing
     auto loaded = load_checkpoint(resume_path_, device_);
-    for (const auto& f : opt_.explicit_model_fields)
+    ModelOptions::fields(model_opt_, [&](const Field& field, const auto&) {
+      if (opt_.given.count(field.name) == 0) return;
+      const std::string f = underscored(field.name);  // as checkpoints store it
       if (model_opt_.field(f) != loaded.options.field(f))
         throw Error(located(resume_path_, 0, "was trained with " + f + "=" + loaded.options.field(f) +
                                                  " but the options say " + f + "=" + model_opt_.field(f) +
                                                  "; drop that option to resume, or train into a new --output"));
+    });
     check_tokenizer_options(loaded);
     model_opt_ = loaded.options;
     if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
@@ -186,10 +189,7 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
 // sides (identical text on both sides gives that too), come from the run's
 // config.toml, which each start writes with the run's values.
 void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
-  const auto given = [&](const char* name) {
-    return std::find(opt_.explicit_tokenizer_fields.begin(), opt_.explicit_tokenizer_fields.end(), name) !=
-           opt_.explicit_tokenizer_fields.end();
-  };
+  const auto given = [&](const char* name) { return opt_.given.count(name) > 0; };
   const auto refuse = [&](const std::string& was, const std::string& now) {
     throw Error(located(resume_path_, 0, "was trained with " + was + " but the options say " + now +
                                              "; a resumed run keeps its vocabularies: drop that option (or set it as "
