@@ -29,8 +29,8 @@ Environment:
                     students join the selection, alone and in the ensemble of all.
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
                     on the targets with each line's words reversed; the selected
-                    system's n-best list is rescored with
-                    ((1 - w) log P_l2r + w log P_r2l) / ((5 + words) / 6)^a, w and a
+                    system's beam is rescored (nmt-translate --r2l-model) with
+                    ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a, w and a
                     chosen on val, and replaces the plain output only if it scores
                     higher on val.
 
@@ -48,7 +48,7 @@ import sys
 import time
 
 import multi30k_result
-from multi30k_rerank import choose_rerank, evaluate, nbest_scores, rerank, train_r2l
+from multi30k_rerank import choose_rerank, evaluate, rerank, train_r2l
 
 
 def die(message):
@@ -309,9 +309,8 @@ def run_test(r, best, rerank_info):
     t0 = time.time()
     chosen = rerank_info[1] if rerank_info else None
     if chosen:
-        nbest_scores(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)],
-                     f"{r.run}/test-rerank", test_src)
-        rerank(f"{r.run}/test-rerank", chosen[0], chosen[1], f"{r.run}/test.hyp")
+        rerank(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)], chosen[0], chosen[1],
+               test_src, f"{r.run}/test.hyp", f"{r.run}/test-rerank.log")
         evaluate(r, f"{r.run}/test.hyp", test_ref, f"{r.run}/test.scores.json", f"{r.run}/test.log")
         test_seconds = round(time.time() - t0, 1)
     else:

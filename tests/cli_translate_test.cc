@@ -45,6 +45,7 @@ using nmt::test::Result;
 using nmt::test::run;
 using nmt::test::lines_of;
 using nmt::test::split_bars;
+using nmt::test::contains;
 
 const std::string kBin = NMT_BINARY_DIR;
 
@@ -173,6 +174,34 @@ TEST(CliTest, AReferenceOfTheWrongLengthNeverCostsTheTranslations) {
           dir, dir + "/in.txt");
   expect_one_line_error(r, {"one.txt", "1 reference lines for 3 input lines"});
   EXPECT_EQ(lines_of(nmt::test::read_bytes(dir + "/out.txt")).size(), 3u);
+}
+
+// --r2l-model rescores the beam's whole list and keeps --n-best of it, in
+// the order of the mix; its weights without it, or with a mode that does not
+// translate, are refused.
+TEST(CliTest, TranslateRescoresWithRightToLeftModels) {
+  const auto dir = temp_dir("cli_r2l");
+  const auto m = quote(nmt::test::trained_toy_checkpoint());
+  write_lines(dir + "/in.txt", {"red cat sees big dog", "", "old fish eats"});
+  auto r = run("nmt-translate", "-m " + m + " --r2l-model " + m + " -b 4 --n-best 2", dir, dir + "/in.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = lines_of(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out;  // two per line, the empty line's one empty translation
+  EXPECT_TRUE(contains(r.err, "rescoring the beam's 4 hypotheses")) << r.err;
+  for (size_t k = 0; k + 1 < out.size(); ++k)
+    if (out[k].substr(0, 2) == out[k + 1].substr(0, 2)) {  // one line's list: best first
+      EXPECT_GE(std::stod(out[k].substr(out[k].rfind("||| ") + 4)),
+                std::stod(out[k + 1].substr(out[k + 1].rfind("||| ") + 4))) << r.out;
+    }
+  auto plain = run("nmt-translate", "-m " + m + " --r2l-model " + m + " -b 4", dir, dir + "/in.txt");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(lines_of(plain.out).size(), 3u) << plain.out;
+  r = run("nmt-translate", "-m " + m + " --r2l-weight 0.3", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--r2l-model"}, nmt::test::kExitUsage);
+  r = run("nmt-translate", "-m " + m + " --r2l-model " + m + " --score-pairs", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--r2l-model", "--score-pairs"}, nmt::test::kExitUsage);
+  r = run("nmt-translate", "-m " + m + " --r2l-model " + m + " --r2l-weight 2", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--r2l-weight"}, nmt::test::kExitUsage);
 }
 
 TEST(CliTest, TranslateNBestWithoutBeamSizeWidensTheBeam) {

@@ -98,12 +98,41 @@ struct TranslateOptions {
   }
 };
 
+// Right-to-left rescoring of the beam's hypotheses (translate/rescorer.h):
+// models trained on targets with each line's words reversed score every
+// hypothesis read backwards, and the mix of both directions picks the
+// translation. Off without r2l_models.
+struct RescoreOptions {
+  std::vector<std::string> r2l_models;  // checkpoints of right-to-left models (several: an ensemble)
+  double r2l_weight = 0.5;              // w: the mix is (1 - w) * log P_l2r + w * log P_r2l
+  double length_exponent = 1.0;         // a: the mix is divided by ((5 + words + 1) / 6)^a
+
+  bool enabled() const { return !r2l_models.empty(); }
+  // Throws nmt::UsageError naming the first option out of its range.
+  void validate() const;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    const char* g = "Rescoring";
+    v(Field{"r2l-model", "Right-to-left model (trained on targets with each line's words reversed; repeat for an "
+                         "ensemble): rescores the beam's hypotheses, read backwards, and picks each translation by "
+                         "the mix of both directions", g, nullptr, kMultiple},
+      s.r2l_models);
+    v(Field{"r2l-weight", "With --r2l-model: weight w of the right-to-left log-probability; the mix is "
+                          "(1 - w) log P(left-to-right) + w log P(right-to-left)", g}.within(0.0, 1.0),
+      s.r2l_weight);
+    v(Field{"r2l-length-exponent", "With --r2l-model: the mix is divided by ((5 + words + 1) / 6)^a, a this "
+                                   "exponent (0: not normalized)", g}.within(0.0, 10.0),
+      s.length_exponent);
+  }
+};
+
 // What nmt-translate does: streaming translation, or scoring given pairs.
 struct StreamOptions {
   std::vector<std::string> model_paths;  // several: an ensemble (log-probabilities averaged per step)
   std::string input;          // "" or "-": stdin. In score mode: TSV source<TAB>target
   std::string output;         // "" or "-": stdout; a file is replaced whole at the end (io.h: OutputFile)
   TranslateOptions translate;
+  RescoreOptions rescore;
   int64_t window = 1000;
   int64_t max_line_bytes = 1 << 16;
   bool scores = false;
@@ -152,6 +181,7 @@ void StreamOptions::fields(S& s, V&& v) {
     s.scores);
   v(Field{"replace-unk", "Replace generated <unk> by the most attended source piece", io}, s.replace_unk);
   TranslateOptions::fields(s.translate, v);
+  RescoreOptions::fields(s.rescore, v);
   const char* sc = "Scoring";
   v(Field{"score-pairs", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
           sc, nullptr, 0, "score"},

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 
 #include "base/error.h"
@@ -19,6 +20,7 @@
 #include "model/device.h"
 #include "text/corpus.h"
 #include "text/metrics.h"
+#include "translate/rescorer.h"
 
 namespace nmt {
 namespace {
@@ -266,7 +268,7 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
 // (before translating when the input is a regular file; else after the
 // output is committed, which keeps the translations), or an output that
 // cannot be written.
-StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, OutputFile& out) {
+StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer* rescorer, OutputFile& out) {
   StreamSummary sum;
   const bool scoring = !opt.references.empty();
   std::vector<std::vector<std::string>> refs;
@@ -275,6 +277,8 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, OutputFi
     refs = read_references(opt);
     if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
   }
+  TranslateOptions search_options = opt.translate;  // a rescorer reorders the beam's whole list
+  if (rescorer != nullptr) search_options.search.n_best = search_options.search.beam_size;
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   InputNotes notes;
   std::vector<std::string> window;
@@ -282,7 +286,10 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, OutputFi
     more = read_window(in, opt, &window, &notes);
     if (window.empty()) continue;
     const auto w0 = std::chrono::steady_clock::now();
-    const auto hyps = tr.translate(window, opt.translate, /*with_attention=*/opt.replace_unk);
+    auto hyps = tr.translate(window, search_options, /*with_attention=*/opt.replace_unk);
+    if (rescorer != nullptr)  // the beam's whole list, reordered; --n-best of it kept
+      rescorer->rescore(tr, window, &hyps, opt.replace_unk, opt.translate.batch_sentences,
+                        static_cast<size_t>(opt.translate.search.n_best));
     write_window(opt, tr, window, hyps, out, &sum, scoring ? &outputs : nullptr);
     out.flush();
     sum.sentences += static_cast<int64_t>(window.size());
@@ -343,7 +350,16 @@ StreamSummary translate_stream(const StreamOptions& options) {
     sum = score_pairs(opt, tr, out);
     out.commit();
   } else {
-    sum = translate_lines(opt, tr, out);
+    std::unique_ptr<Rescorer> rescorer;
+    if (opt.rescore.enabled()) {
+      std::vector<LoadedModel> r2l;
+      for (const auto& path : opt.rescore.r2l_models) r2l.push_back(load_checkpoint(path, device));
+      rescorer = std::make_unique<Rescorer>(Translator(r2l, opt.rescore.r2l_models), opt.rescore);
+      spdlog::info("rescoring the beam's {} with right-to-left {} (weight {}, length exponent {})",
+                   counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), fmt::join(opt.rescore.r2l_models, ", "),
+                   opt.rescore.r2l_weight, opt.rescore.length_exponent);
+    }
+    sum = translate_lines(opt, tr, rescorer.get(), out);
   }
   log_summary(opt, tr, sum, t0);
   return sum;

@@ -1,0 +1,63 @@
+// Right-to-left rescoring (rescorer.h): forced decoding of each hypothesis in
+// both directions, the mix, and the reordering.
+#include "translate/rescorer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace nmt {
+
+std::string reverse_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(std::move(w));
+  std::string out;
+  for (auto it = words.rbegin(); it != words.rend(); ++it) out += (out.empty() ? "" : " ") + *it;
+  return out;
+}
+
+int64_t count_words(const std::string& text) {
+  std::istringstream in(text);
+  int64_t n = 0;
+  for (std::string w; in >> w;) ++n;
+  return n;
+}
+
+Rescorer::Rescorer(Translator r2l, const RescoreOptions& opt) : r2l_(std::move(r2l)), opt_(opt) { opt_.validate(); }
+
+void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
+                       std::vector<std::vector<Hypothesis>>* hyps, bool replace_unk, int64_t batch_sentences,
+                       size_t keep) {
+  // Every hypothesis of every line as one list of pairs: src, text, text read backwards.
+  std::vector<std::string> src, text, reversed;
+  for (size_t i = 0; i < hyps->size(); ++i)
+    for (const auto& h : (*hyps)[i]) {
+      src.push_back(sources[i]);
+      text.push_back(l2r.detokenize(h, sources[i], replace_unk));
+      reversed.push_back(reverse_words(text.back()));
+    }
+  const std::vector<double> forward = l2r.score(src, text, batch_sentences);
+  const std::vector<double> backward = r2l_.score(src, reversed, batch_sentences);
+  const double w = opt_.r2l_weight, a = opt_.length_exponent;
+  size_t k = 0;
+  for (auto& list : *hyps) {
+    std::vector<double> mix(list.size());
+    for (size_t r = 0; r < list.size(); ++r, ++k) {
+      const double words = static_cast<double>(count_words(text[k]));
+      mix[r] = ((1 - w) * forward[k] + w * backward[k]) / std::pow((5.0 + words + 1.0) / 6.0, a);
+    }
+    std::vector<size_t> order(list.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return mix[x] > mix[y]; });
+    std::vector<Hypothesis> sorted;
+    for (size_t r = 0; r < std::min(keep, order.size()); ++r) {
+      sorted.push_back(std::move(list[order[r]]));
+      sorted.back().norm_score = mix[order[r]];
+    }
+    list = std::move(sorted);
+  }
+}
+
+}  // namespace nmt

@@ -1,0 +1,51 @@
+// Right-to-left rescoring of the beam's hypotheses (Liu et al. 2016,
+// "Agreement on target-bidirectional neural machine translation"; Sennrich
+// et al.'s WMT16 systems): models trained on targets with each line's words
+// reversed score every hypothesis read backwards, and the mix of both
+// directions orders them. For a hypothesis of `words` words,
+//   score = ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a
+// where log P_l2r is forced decoding of its text by the left-to-right models
+// (the ones that searched), log P_r2l of its words in reverse order by the
+// right-to-left ones, w = --r2l-weight and a = --r2l-length-exponent
+// (RescoreOptions).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "base/translate_options.h"
+#include "search/search.h"
+#include "translate/translator.h"
+
+namespace nmt {
+
+// `text`'s whitespace-separated words in reverse order, joined by one space:
+// what a right-to-left model reads and writes ("a b  c" -> "c b a").
+std::string reverse_words(const std::string& text);
+
+// The number of whitespace-separated words of `text`.
+int64_t count_words(const std::string& text);
+
+class Rescorer {
+ public:
+  // `r2l` holds the right-to-left models (with their own tokenizers).
+  // Throws nmt::UsageError when `opt` is out of range.
+  Rescorer(Translator r2l, const RescoreOptions& opt);
+
+  // Reorders each line's hypotheses (`hyps[i]`, the search's list for
+  // `sources[i]`, best first) by the mix above, best first (ties keep the
+  // search's order), sets each one's norm_score to its mix, and keeps the
+  // first `keep`. `l2r` is the translator that searched: it detokenizes
+  // (with `replace_unk` as the output will) and scores the texts as written.
+  // `batch_sentences`: forced decoding's batch size. Throws nmt::Error as
+  // Translator::score does.
+  void rescore(Translator& l2r, const std::vector<std::string>& sources, std::vector<std::vector<Hypothesis>>* hyps,
+               bool replace_unk, int64_t batch_sentences, size_t keep);
+
+  size_t models() const { return r2l_.ensemble_size(); }
+
+ private:
+  Translator r2l_;
+  RescoreOptions opt_;
+};
+
+}  // namespace nmt
