@@ -15,6 +15,7 @@ packages=(
   g++ cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-openmp
   libsentencepiece-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
+  libcpp-httplib-dev chromium python3
 )
 
 if [[ ${1:-} == --bench ]]; then

@@ -63,6 +63,15 @@ TEST(OptionsTest, DefaultsAreValid) {
   EXPECT_NO_THROW(align_options().validate());
   EXPECT_NO_THROW(nmt::WordAlignerOptions().validate());
   EXPECT_NO_THROW(nmt::test::tiny_model().validate());
+  nmt::ServeOptions serve;
+  serve.model_paths = {"m.ckpt"};
+  EXPECT_NO_THROW(serve.validate());
+  EXPECT_TRUE(contains(error_of([] { nmt::ServeOptions().validate(); }), "--model"));
+  serve.translate.search.beam_size = 32;  // a default no request could ask for
+  EXPECT_TRUE(contains(error_of([&] { serve.validate(); }), "--max-beam-size"));
+  serve.translate.search.beam_size = 1;
+  serve.port = 70000;
+  EXPECT_TRUE(contains(error_of([&] { serve.validate(); }), "--port"));
 }
 
 // An option a run cannot do without is a usage error naming that option,
@@ -338,6 +347,7 @@ TEST(OptionsFieldsTest, EachToolListsEveryOptionOnce) {
   expect_well_formed(train);
   expect_well_formed(field_names<nmt::StreamOptions>());
   expect_well_formed(field_names<nmt::AlignRunOptions>());
+  expect_well_formed(field_names<nmt::ServeOptions>());
   EXPECT_EQ(field_names<nmt::ModelOptions>().size(), 13u);  // one per member of ModelOptions
 }
 

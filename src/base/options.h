@@ -5,6 +5,7 @@
 //   train_options.h      nmt-train: tokenizer, distributed, the run, --release
 //   translate_options.h  nmt-translate: search, shortlist, batching, the stream
 //   align_options.h      nmt-align: the ibm2 aligner and the run
+//   serve_options.h      nmt-serve: where it listens, its limits, its batching
 // Each struct names its fields once, in fields() (see fields.h): that list
 // gives the command-line flags and their help (apps/cli.h), the text form
 // stored in checkpoints, lookup by name and each numeric field's range
@@ -17,5 +18,6 @@
 #include "base/model_options.h"
 #include "base/option_enums.h"
 #include "base/runtime_options.h"
+#include "base/serve_options.h"
 #include "base/train_options.h"
 #include "base/translate_options.h"

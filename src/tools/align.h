@@ -29,6 +29,16 @@ AttentionMatrix forced_attention(Translator& tr, const std::string& src, const s
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search = {},
                                std::string* translation = nullptr, int64_t max_pieces = 0);
 
+// The attention of hypothesis `hyp`, which `tr` made translating `src` with
+// attention (Translator::translate(..., with_attention = true)), over the
+// source's first `max_pieces` pieces (0: all; as the translation was cropped)
+// and the hypothesis' pieces, "</s>" on each side; for a model with an
+// alignment head, the head's weights over that translation. What
+// free_attention() gives for its translation. Never throws for a hypothesis
+// of `tr` (beyond LibTorch's errors).
+AttentionMatrix hypothesis_attention(Translator& tr, const std::string& src, const Hypothesis& hyp,
+                                     int64_t max_pieces = 0);
+
 // Cuts `text` after its last whole word whose pieces all lie within the
 // first `max_pieces` pieces of every tokenizer of `tokenizers` (a word as
 // merge_to_words() counts them, separated by whitespace in the text), so

@@ -83,6 +83,11 @@ AttentionMatrix free_attention(Translator& tr, const std::string& src, const Sea
   opt.max_input_length = max_pieces;  // the translator crops the source as encode_cropped() does
   auto hyp = tr.translate({src}, opt, /*with_attention=*/true)[0][0];
   if (translation != nullptr) *translation = tr.detokenize(hyp, src, /*replace_unk=*/false);
+  return hypothesis_attention(tr, src, hyp, max_pieces);
+}
+
+AttentionMatrix hypothesis_attention(Translator& tr, const std::string& src, const Hypothesis& hyp,
+                                     int64_t max_pieces) {
   std::vector<int64_t> src_ids;
   std::vector<std::string> src_pieces;
   encode_cropped(tr.src_tokenizer(), src, max_pieces, &src_ids, &src_pieces);
