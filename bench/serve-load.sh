@@ -5,7 +5,8 @@
 # nmt-translate over the whole file in one process; medians of sentences/s,
 # p50/p99 latency, the ratio to nmt-translate, whether the outputs are the
 # same, and a burst of 64 clients on a server with a queue of 8 sentences
-# (--queue-sentences 8), which must refuse some with 503 and fail none.
+# (--queue-sentences 8 --max-sentences 8), which must refuse some with 503 and
+# fail none.
 #   bench/serve-load.sh MODEL.ckpt SENTENCES [ROUNDS] [BEAM]   (ROUNDS 3, BEAM 1)
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores). The clients
 # run on the same machine as the server, as they would beside it. Nothing
@@ -25,14 +26,14 @@ work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 
-start_server() {  # start_server LOG [FLAGS...]: starts nmt-serve, prints its port
+start_server() {  # start_server LOG [FLAGS...]: starts nmt-serve, sets $port to its port
   local log=$1
   shift
-  "$bin/nmt-serve" -m "$model" --port 0 --threads "$threads" "$@" 2> "$log" &
+  "$bin/nmt-serve" -m "$model" --port 0 --threads "$threads" "$@" > /dev/null 2> "$log" &
   pids+=($!)
   for _ in $(seq 600); do
     if grep -q "listening on" "$log"; then
-      sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$log" | head -1
+      port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$log" | head -1)
       return
     fi
     sleep 0.1
@@ -42,7 +43,7 @@ start_server() {  # start_server LOG [FLAGS...]: starts nmt-serve, prints its po
   exit 1
 }
 
-port=$(start_server "$work/serve.log")
+start_server "$work/serve.log"
 lines=$(wc -l < "$sentences")
 "$py" "$here/serve_load.py" "$port" "$sentences" 8 "$beam" > /dev/null  # warm-up
 for r in $(seq "$rounds"); do
@@ -63,8 +64,8 @@ PY
   echo "serve-load: round $r of $rounds done" >&2
 done
 
-burst_port=$(start_server "$work/burst.log" --queue-sentences 8 --batch-wait-ms 20)
-"$py" "$here/serve_load.py" "$burst_port" "$sentences" 64 "$beam" > "$work/burst.json"
+start_server "$work/burst.log" --queue-sentences 8 --max-sentences 8 --batch-wait-ms 20
+"$py" "$here/serve_load.py" "$port" "$sentences" 64 "$beam" > "$work/burst.json"
 
 "$py" - "$work/rates" "$work/burst.json" "$lines" "$rounds" "$beam" <<'PY'
 import json, statistics, sys
