@@ -153,15 +153,18 @@ TEST(SafetyTest, HostileConfigsAreRefusedBeforeTheTomlParser) {
     EXPECT_TRUE(contains(r.out, line)) << line << " missing from:\n" << r.out;
 }
 
-// Runs `cmd` (a shell command line) in bash with its address space limited
-// to `kb` KiB (ulimit -v; not under AddressSanitizer, whose shadow memory
-// needs terabytes of it), stdout to `dir`/limited.out, stderr captured.
+// Runs `cmd` (a shell command line) in bash with its data limited to `kb`
+// KiB (ulimit -d: the heap and private writable mappings, what the tool
+// itself allocates; not the address space, which a LibTorch built with CUDA
+// fills with gigabytes of library code before main; not under
+// AddressSanitizer, whose shadow memory needs terabytes), stdout to
+// `dir`/limited.out, stderr captured.
 Result run_limited(const std::string& cmd, long kb, const std::string& dir) {
 #if defined(__SANITIZE_ADDRESS__)
   const std::string limit;
   (void)kb;
 #else
-  const std::string limit = "ulimit -v " + std::to_string(kb) + "; ";
+  const std::string limit = "ulimit -d " + std::to_string(kb) + "; ";
 #endif
   const std::string err = dir + "/limited.err", out = dir + "/limited.out";
   const std::string line = "(" + limit + "export NMT_THREADS=1; " + cmd + ") > " + quote(out) + " 2> " + quote(err);
@@ -178,8 +181,8 @@ Result run_limited(const std::string& cmd, long kb, const std::string& dir) {
 // before aligning any. Each side is now cropped to --max-input-length
 // pieces (after its last whole word that fits) and the pairs cropped are
 // counted; pairs are read, aligned and written one at a time. Both runs
-// stay within 2 GB of address space (a tiny model takes about 0.2 GB of
-// memory; the old reader failed at its first large matrix, or never ended).
+// stay within 2 GB of data (a tiny model takes about 0.2 GB of memory; the
+// old reader failed at its first large matrix, or never ended).
 TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
   const auto dir = temp_dir("safe_align_mem");
   const char* src_words[] = {"red", "cat", "sees", "big", "dog", "old", "fish", "blue", "bird", "runs"};
@@ -193,7 +196,7 @@ TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
   write_lines(dir + "/a.tgt", {"cato redo", t, "fisho oldo"});
   const std::string align = quote(nmt::test::bin("nmt-align")) + " " + model_args();
   const long limit_kb = 2000000;
-  auto r = run_limited("exec " + align + " --src " + quote(dir + "/a.src") + " --tgt " + quote(dir + "/a.tgt"), limit_kb, dir);
+  auto r = run_limited("exec timeout 120 " + align + " --src " + quote(dir + "/a.src") + " --tgt " + quote(dir + "/a.tgt"), limit_kb, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(r.err_lines.size(), 1u) << r.err;
   EXPECT_TRUE(contains(r.err_lines[0], "1 pair with a side longer than 1000 pieces was cropped (--max-input-length)"))
