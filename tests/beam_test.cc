@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "base/error.h"
 #include "model/checkpoint.h"
@@ -206,11 +207,14 @@ TEST(BeamTest, BatchesTranslatedInParallelGiveTheSameHypotheses) {
   nmt::Translator tr(f.m);
   std::vector<std::string> lines = f.src;
   lines.insert(lines.begin() + 1, "");
-  for (int64_t beam : {1, 3}) {
+  // A batch per line; or up to 64 lines a batch, which the translator cuts
+  // smaller when that leaves a worker without a batch (one batch of the 5
+  // lines on one thread, against 3 + 2 lines on two).
+  for (auto [beam, batch] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {1, 64}, {3, 64}}) {
     nmt::TranslateOptions opt;
     opt.search.beam_size = beam;
     opt.search.n_best = beam;
-    opt.batch_sentences = 1;  // a batch per line
+    opt.batch_sentences = batch;
     opt.parallel_batches = 1;
     EXPECT_EQ(nmt::Translator::batch_workers(opt, 5, torch::kCPU), 1);
     const auto one = tr.translate(lines, opt, /*with_attention=*/true);
@@ -223,7 +227,7 @@ TEST(BeamTest, BatchesTranslatedInParallelGiveTheSameHypotheses) {
       ASSERT_EQ(one[i].size(), two[i].size()) << "line " << i;
       for (size_t r = 0; r < one[i].size(); ++r) {
         EXPECT_EQ(one[i][r].ids, two[i][r].ids) << "line " << i << " beam " << beam;
-        // One batch per line either way; on other threads, whose products
+        // Other threads and (batch 64) other batch shapes, whose products
         // may split their work (and a reduction its sums) otherwise.
         const auto& h = one[i][r];
         const auto S = static_cast<int64_t>(tr.encode_source(lines[i]).size());

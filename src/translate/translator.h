@@ -28,7 +28,8 @@ class Translator {
   explicit Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names = {});
 
   // Translates `lines` and returns each line's hypotheses (best first), in
-  // input order. Empty lines get one empty hypothesis without running the
+  // input order. Batches are cut longest first within opt's limits, and
+  // smaller when that leaves CPU workers (batch_workers()) without one. Empty lines get one empty hypothesis without running the
   // model. The model's training/eval mode is restored afterwards. Throws
   // nmt::Error when opt.shortlist names a table that cannot be read.
   std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
