@@ -1,12 +1,14 @@
 // nmt-serve's page in a real browser: headless Chromium (tests/browser/
 // serve_page.py) types a sentence, clicks Translate and reads the DOM; the
 // translation, the heatmap's tokens, weights (to the 4 decimals the page
-// shows) and gray levels must be the server's, at piece and word level.
+// shows) and gray levels must be the server's, at piece and word level; with
+// two named models the page lists both and translates with the one chosen.
 // Screenshots, for a person to look at, land in BUILD/test-artifacts/.
 // NMT_NO_BROWSER=1 skips it (a machine without Chromium, such as a GPU
 // host); elsewhere a missing browser fails it.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <torch/torch.h>
 
 #include <cmath>
 #include <csignal>
@@ -17,6 +19,7 @@
 #include <regex>
 #include <string>
 
+#include "model/checkpoint.h"
 #include "test_util.h"
 
 namespace {
@@ -44,8 +47,13 @@ void expect_same_heatmap(const json& dom, const json& want, const std::string& l
 TEST(BrowserTest, ThePageShowsTheTranslationAndItsAttention) {
   if (std::getenv("NMT_NO_BROWSER") != nullptr) GTEST_SKIP() << "NMT_NO_BROWSER is set";
   const auto dir = nmt::test::temp_dir("browser");
-  auto server = nmt::test::spawn({nmt::test::bin("nmt-serve"), "-m", nmt::test::trained_toy_checkpoint(), "--port", "0",
-                                  "--threads", "1"},
+  // A second model of the same shape with random weights, served as "other".
+  auto toy = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  torch::manual_seed(7);
+  nmt::Seq2Seq random(toy.options);
+  nmt::save_checkpoint(dir + "/other.ckpt", random, toy.src_tok, toy.tgt_tok);
+  auto server = nmt::test::spawn({nmt::test::bin("nmt-serve"), "-m", "toy=" + nmt::test::trained_toy_checkpoint(), "-m",
+                                  "other=" + dir + "/other.ckpt", "--port", "0", "--threads", "1"},
                                  dir + "/serve.err");
   ASSERT_TRUE(nmt::test::wait_for_log(server, "listening on", 120)) << read_bytes(dir + "/serve.err");
   std::smatch m;
@@ -74,6 +82,9 @@ TEST(BrowserTest, ThePageShowsTheTranslationAndItsAttention) {
     ASSERT_TRUE(res && res->status == 200);
     want[w] = json::parse(res->body)["translations"][0];
   }
+  auto res = c.Post("/translate", json{{"text", {sentence}}, {"model", "other"}}.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200);
+  const std::string other = json::parse(res->body)["translations"][0]["text"];
   ::kill(server.pid, SIGTERM);
   EXPECT_EQ(nmt::test::wait_exit(server, 30), 0);
   EXPECT_EQ(dom["status"], "");
@@ -85,6 +96,10 @@ TEST(BrowserTest, ThePageShowsTheTranslationAndItsAttention) {
   const std::string hover = dom["hover"];
   EXPECT_NE(hover.find(want[0]["attention"]["source"][0].get<std::string>()), std::string::npos) << hover;
   EXPECT_NE(hover.find(want[0]["attention"]["target"][0].get<std::string>()), std::string::npos) << hover;
+  EXPECT_EQ(dom["models"], json({"toy", "other"}));
+  EXPECT_TRUE(dom["model_shown"].get<bool>());
+  EXPECT_NE(other, want[0]["text"].get<std::string>());  // the models differ, so the choice shows
+  EXPECT_EQ(dom["second_translation"], other);
   EXPECT_GT(read_bytes(shots + "/page-pieces.png").size(), 1000u);
   EXPECT_GT(read_bytes(shots + "/page-words.png").size(), 1000u);
 }

@@ -65,7 +65,7 @@ TEST(CliServeTest, EndpointsAnswerAndTranslateAsNmtTranslate) {
   EXPECT_EQ(json::parse(health->body)["status"], "ok");
   auto models = c.Get("/models");
   ASSERT_TRUE(models);
-  EXPECT_EQ(json::parse(models->body)["models"][0]["path"], nmt::test::trained_toy_checkpoint());
+  EXPECT_EQ(json::parse(models->body)["models"][0]["checkpoints"][0]["path"], nmt::test::trained_toy_checkpoint());
   auto page = c.Get("/");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);

@@ -21,6 +21,7 @@
 namespace {
 
 using json = nlohmann::json;
+using nmt::test::contains;
 
 nmt::ServeOptions toy_options() {
   nmt::ServeOptions opt;
@@ -122,10 +123,58 @@ TEST(ServeTest, BadRequestsGetTheirStatusAndTheServiceGoesOn) {
   }
   EXPECT_EQ(service.translate(R"({"text": ["red cat"]})").status, 200);
   EXPECT_EQ(json::parse(service.health().body)["status"], "ok");
-  const auto models = json::parse(service.models().body)["models"];
-  ASSERT_EQ(models.size(), 1u);
-  EXPECT_GT(models[0]["src_vocab"].get<int64_t>(), 0);
-  EXPECT_TRUE(models[0]["options"].contains("emb_dim"));
+  const auto models = json::parse(service.models().body);
+  EXPECT_EQ(models["default"], "default");
+  ASSERT_EQ(models["models"].size(), 1u);
+  EXPECT_FALSE(models["models"][0]["ensemble"].get<bool>());
+  const auto checkpoint = models["models"][0]["checkpoints"][0];
+  EXPECT_GT(checkpoint["src_vocab"].get<int64_t>(), 0);
+  EXPECT_TRUE(checkpoint["options"].contains("emb_dim"));
+}
+
+// -m toy=T -m other=R -m pair=T -m pair=R: each request is translated by the
+// model it names (the first when it names none), an ensemble by its members,
+// and an unknown name is refused with the names there are.
+TEST(ServeTest, NamedModelsAnswerEachForItself) {
+  const auto dir = nmt::test::temp_dir("serve_named");
+  const auto toy_path = nmt::test::trained_toy_checkpoint(), other_path = dir + "/other.ckpt";
+  auto toy = nmt::load_checkpoint(toy_path, torch::kCPU);
+  torch::manual_seed(7);
+  nmt::Seq2Seq random(toy.options);  // another model of the same shape: random weights
+  nmt::save_checkpoint(other_path, random, toy.src_tok, toy.tgt_tok);
+  auto opt = toy_options();
+  opt.model_paths = {"toy=" + toy_path, "other=" + other_path, "pair=" + toy_path, "pair=" + other_path};
+  nmt::Service service(opt);
+  nmt::Translator single(toy), other(nmt::load_checkpoint(other_path, torch::kCPU));
+  nmt::Translator pair({nmt::load_checkpoint(toy_path, torch::kCPU), nmt::load_checkpoint(other_path, torch::kCPU)},
+                       {toy_path, other_path});
+  const auto want = [&](nmt::Translator& tr) { return tr.translate_text(kLines, {}); };
+  const auto got = [&](const std::string& model) {
+    json request{{"text", kLines}};
+    if (!model.empty()) request["model"] = model;
+    const auto reply = service.translate(request.dump());
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    const auto j = json::parse(reply.body);
+    EXPECT_EQ(j["model"], model.empty() ? "toy" : model);
+    std::vector<std::string> texts;
+    for (const auto& t : j["translations"]) texts.push_back(t["text"]);
+    return texts;
+  };
+  EXPECT_EQ(got(""), want(single));
+  EXPECT_EQ(got("toy"), want(single));
+  EXPECT_EQ(got("other"), want(other));
+  EXPECT_EQ(got("pair"), want(pair));
+  EXPECT_NE(want(single), want(other));  // the models differ, so the names matter
+  const auto unknown = service.translate(R"({"text": "red cat", "model": "fr"})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_TRUE(contains(unknown.body, "no model named 'fr' (models: toy, other, pair)")) << unknown.body;
+  EXPECT_EQ(service.translate(R"({"text": "red cat", "model": 1})").status, 400);
+  const auto models = json::parse(service.models().body);
+  EXPECT_EQ(models["default"], "toy");
+  ASSERT_EQ(models["models"].size(), 3u);
+  EXPECT_EQ(models["models"][2]["name"], "pair");
+  EXPECT_TRUE(models["models"][2]["ensemble"].get<bool>());
+  EXPECT_EQ(models["models"][2]["checkpoints"][1]["path"], other_path);
 }
 
 TEST(ServeTest, BatcherBoundsItsQueueAndAnswersEveryRequest) {

@@ -13,8 +13,15 @@
 
 namespace nmt {
 
+// One model a server answers for: its name and its checkpoints (several: an
+// ensemble, as in nmt-translate).
+struct ServedModel {
+  std::string name;
+  std::vector<std::string> paths;
+};
+
 struct ServeOptions {
-  std::vector<std::string> model_paths;  // -m: several make an ensemble, as in nmt-translate
+  std::vector<std::string> model_paths;  // -m as given: PATH, or NAME=PATH (see served_models())
   std::string host = "127.0.0.1";        // the address to listen on (a non-local one only when asked)
   int64_t port = 8080;                   // 0: any free port (logged)
   int64_t max_body_bytes = 1 << 20;      // a larger request body: 413
@@ -31,6 +38,13 @@ struct ServeOptions {
   // Throws nmt::UsageError naming the first option out of its range, in
   // conflict with another, or required and missing (-m).
   void validate() const;
+  // -m's values grouped into models, in the order each name first appears:
+  // "NAME=PATH" adds PATH to the model NAME (NAME: letters, digits, '-', '_'
+  // and '.'; a path whose text before its first '=' is no such name is a
+  // plain path: ./a=b.ckpt), a plain PATH to the model "default". A model of
+  // several paths is an ensemble; the first model answers requests that name
+  // none. Throws nmt::UsageError for an empty path or no -m at all.
+  std::vector<ServedModel> served_models() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
 };
@@ -39,7 +53,10 @@ struct ServeOptions {
 template <class S, class V>
 void ServeOptions::fields(S& s, V&& v) {
   const char* io = "Server";
-  v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", io, "-m", kMultiple},
+  v(Field{"model",
+          "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble; NAME=PATH serves several models, "
+          "a request picks one by its \"model\" (the first when it names none), and a NAME repeated makes an ensemble",
+          io, "-m", kMultiple},
     s.model_paths);
   v(Field{"host", "Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)", io}, s.host);
   v(Field{"port", "TCP port (0: any free one, logged)", io}.within(0, 65535), s.port);

@@ -1,6 +1,7 @@
 // The page of GET / (page.h). Element ids the browser test reads: #text,
 // #translate, #translation, #heatmap (a table whose cells, class "cell",
-// carry data-source, data-target and data-weight), #hover, #status.
+// carry data-source, data-target and data-weight), #hover, #status, #model
+// (the served models' names, from GET /models; shown when there are several).
 #include "serve/page.h"
 
 namespace nmt {
@@ -32,6 +33,7 @@ constexpr const char kPage[] = R"HTML(<!DOCTYPE html>
 <textarea id="text" placeholder="A sentence to translate">a man is riding a bicycle .</textarea>
 <div class="controls">
   <button id="translate">Translate</button>
+  <label id="model-label" hidden>model <select id="model"></select></label>
   <label>beam <input id="beam" type="number" min="1" max="16" value="1" style="width:4em"></label>
   <label><input type="radio" name="level" value="piece" checked> pieces</label>
   <label><input type="radio" name="level" value="word"> words</label>
@@ -82,6 +84,7 @@ async function translate() {
   $("status").textContent = "";
   const body = { text: [$("text").value.replace(/\s+/g, " ").trim()], beam_size: Number($("beam").value),
                  alignment: "soft", level: level() };
+  if ($("model").value) body.model = $("model").value;
   try {
     const res = await fetch("/translate", { method: "POST", headers: { "Content-Type": "application/json" },
                                             body: JSON.stringify(body) });
@@ -96,6 +99,24 @@ async function translate() {
   }
 }
 
+// The model choice: every served model by name, the server's default first selected.
+async function listModels() {
+  try {
+    const data = await (await fetch("/models")).json();
+    for (const m of data.models) {
+      const o = document.createElement("option");
+      o.value = o.textContent = m.name;
+      o.selected = m.name === data.default;
+      $("model").appendChild(o);
+    }
+    $("model-label").hidden = data.models.length < 2;
+  } catch (e) {
+    $("status").textContent = String(e);
+  }
+}
+
+listModels();
+$("model").addEventListener("change", translate);
 $("translate").addEventListener("click", translate);
 for (const r of document.querySelectorAll("input[name=level]")) r.addEventListener("change", translate);
 $("text").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); translate(); } });

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/error.h"
@@ -56,8 +57,18 @@ json matrix_json(const AttentionMatrix& m) {
 
 }  // namespace
 
+// One named model: its checkpoints (several: an ensemble), the translator
+// over them and the batcher that alone uses it.
+struct Service::Model {
+  std::string name;
+  std::vector<LoadedModel> members;
+  std::unique_ptr<Translator> translator;
+  std::unique_ptr<Batcher> batcher;
+};
+
 // A checked request.
 struct Service::Call {
+  const Model* model = nullptr;  // the model it names, or the first
   BatchRequest request;
   std::string alignment = "none";  // none, hard, soft
   bool words = false;              // soft attention at word level
@@ -70,32 +81,39 @@ HttpReply error_reply(int status, const std::string& message, int64_t retry_afte
 Service::Service(const ServeOptions& opt) : opt_(opt) {
   opt_.validate();
   const auto device = start_runtime(opt_.runtime);
-  json models = json::array();
-  for (const auto& path : opt_.model_paths) {
-    members_.push_back(load_checkpoint(path, device));
-    const auto& m = members_.back();
-    json options = json::object();
-    std::istringstream lines(m.options.serialize());
-    for (std::string line; std::getline(lines, line);)
-      if (const auto eq = line.find('='); eq != std::string::npos) options[line.substr(0, eq)] = line.substr(eq + 1);
-    models.push_back(json{{"path", path},
-                          {"step", m.meta.step},
-                          {"src_vocab", m.src_tok.vocab_size()},
-                          {"tgt_vocab", m.tgt_tok.vocab_size()},
-                          {"options", options}});
-  }
-  models_json_ = dump(json{{"models", models}, {"ensemble", opt_.model_paths.size() > 1}}) + "\n";
-  translator_ = std::make_unique<Translator>(members_, opt_.model_paths);
   // A gathered call holds a few of the translator's batches, which it runs side by side.
   const int64_t gather = std::max<int64_t>(opt_.translate.batch_sentences, opt_.max_sentences);
-  batcher_ = std::make_unique<Batcher>(*translator_, opt_.translate, gather, opt_.queue_sentences,
-                                       std::chrono::milliseconds(opt_.batch_wait_ms));
+  json listed = json::array();
+  for (const auto& served : opt_.served_models()) {
+    auto model = std::make_unique<Model>();
+    model->name = served.name;
+    json checkpoints = json::array();
+    for (const auto& path : served.paths) {
+      model->members.push_back(load_checkpoint(path, device));
+      const auto& m = model->members.back();
+      json options = json::object();
+      std::istringstream lines(m.options.serialize());
+      for (std::string line; std::getline(lines, line);)
+        if (const auto eq = line.find('='); eq != std::string::npos) options[line.substr(0, eq)] = line.substr(eq + 1);
+      checkpoints.push_back(json{{"path", path},
+                                 {"step", m.meta.step},
+                                 {"src_vocab", m.src_tok.vocab_size()},
+                                 {"tgt_vocab", m.tgt_tok.vocab_size()},
+                                 {"options", options}});
+    }
+    listed.push_back(json{{"name", served.name}, {"ensemble", served.paths.size() > 1}, {"checkpoints", checkpoints}});
+    model->translator = std::make_unique<Translator>(model->members, served.paths);
+    model->batcher = std::make_unique<Batcher>(*model->translator, opt_.translate, gather, opt_.queue_sentences,
+                                               std::chrono::milliseconds(opt_.batch_wait_ms));
+    models_.push_back(std::move(model));
+  }
+  models_json_ = dump(json{{"default", models_.front()->name}, {"models", listed}}) + "\n";
 }
 
 Service::~Service() { stop(); }
 
 void Service::stop() {
-  if (batcher_) batcher_->stop();
+  for (auto& m : models_) m->batcher->stop();
 }
 
 Service::Call Service::parse(const std::string& body) const {
@@ -107,9 +125,20 @@ Service::Call Service::parse(const std::string& body) const {
   }
   if (!j.is_object()) throw HttpError{400, "the request must be a JSON object with a \"text\" field"};
   for (const auto& [key, value] : j.items())
-    if (key != "text" && key != "beam_size" && key != "n_best" && key != "alignment" && key != "level")
-      throw HttpError{400, "unknown field '" + key + "' (fields: text, beam_size, n_best, alignment, level)"};
+    if (key != "text" && key != "model" && key != "beam_size" && key != "n_best" && key != "alignment" &&
+        key != "level")
+      throw HttpError{400, "unknown field '" + key + "' (fields: text, model, beam_size, n_best, alignment, level)"};
   Call call;
+  call.model = models_.front().get();
+  if (auto name = j.find("model"); name != j.end()) {
+    std::string names;
+    for (const auto& m : models_) names += (names.empty() ? "" : ", ") + m->name;
+    if (!name->is_string()) throw HttpError{400, "'model' must be a string, one of " + names};
+    const auto it = std::find_if(models_.begin(), models_.end(), [&](const auto& m) { return m->name == *name; });
+    if (it == models_.end())
+      throw HttpError{400, "no model named '" + name->get<std::string>() + "' (models: " + names + ")"};
+    call.model = it->get();
+  }
   auto text = j.find("text");
   if (text == j.end()) throw HttpError{400, "missing field 'text': a string or an array of strings"};
   if (text->is_string()) {
@@ -130,7 +159,7 @@ Service::Call Service::parse(const std::string& body) const {
     const auto& line = call.request.lines[i];
     if (line.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
       throw HttpError{400, "sentence " + std::to_string(i) + " holds a line break or NUL: send one sentence per entry"};
-    const auto pieces = static_cast<int64_t>(translator_->src_tokenizer().encode(line).size());
+    const auto pieces = static_cast<int64_t>(call.model->translator->src_tokenizer().encode(line).size());
     if (pieces > opt_.max_pieces)
       throw HttpError{413, "sentence " + std::to_string(i) + " has " + std::to_string(pieces) +
                                " pieces; at most " + std::to_string(opt_.max_pieces) + " (--max-pieces)"};
@@ -150,38 +179,40 @@ Service::Call Service::parse(const std::string& body) const {
   return call;
 }
 
-HttpReply Service::answer(const Call& call, const BatchReply& reply) {
+HttpReply Service::answer(const Call& call, const BatchReply& reply) const {
+  Translator& translator = *call.model->translator;  // used by this request's thread only for attention (hypothesis_attention)
   json out = json::array();
   for (size_t i = 0; i < reply.hyps.size(); ++i) {
     const auto& line = call.request.lines[i];
     const auto& list = reply.hyps[i];
-    json t{{"text", translator_->detokenize(list.front(), line, false)},
+    json t{{"text", translator.detokenize(list.front(), line, false)},
            {"score", list.front().norm_score},
            {"log_prob", list.front().score}};
     if (call.request.n_best > 1) {
       json nb = json::array();
       for (const auto& h : list)
-        nb.push_back(json{{"text", translator_->detokenize(h, line, false)}, {"score", h.norm_score}, {"log_prob", h.score}});
+        nb.push_back(json{{"text", translator.detokenize(h, line, false)}, {"score", h.norm_score}, {"log_prob", h.score}});
       t["n_best"] = nb;
     }
     if (call.alignment != "none") {
       AttentionMatrix pieces;
-      if (!line.empty()) pieces = hypothesis_attention(*translator_, line, list.front(), opt_.translate.max_input_length);
+      if (!line.empty()) pieces = hypothesis_attention(translator, line, list.front(), opt_.translate.max_input_length);
       const AttentionMatrix words = merge_to_words(pieces);
       t["alignment"] = to_pharaoh(hard_alignment(words, HardMethod::kArgmax));
       if (call.alignment == "soft") t["attention"] = matrix_json(call.words ? words : pieces);
     }
     out.push_back(std::move(t));
   }
-  return HttpReply{200, dump(json{{"translations", out}}) + "\n", 0};
+  return HttpReply{200, dump(json{{"model", call.model->name}, {"translations", out}}) + "\n", 0};
 }
 
 HttpReply Service::translate(const std::string& body) {
   try {
     const Call call = parse(body);
-    auto future = batcher_->submit(call.request);
+    Batcher& batcher = *call.model->batcher;
+    auto future = batcher.submit(call.request);
     if (!future)
-      return error_reply(503, "the server is busy (" + std::to_string(batcher_->queued_lines()) +
+      return error_reply(503, "the server is busy (" + std::to_string(batcher.queued_lines()) +
                                   " sentences waiting): retry later", 1);
     const BatchReply reply = future->get();
     if (reply.expired)
@@ -197,7 +228,9 @@ HttpReply Service::translate(const std::string& body) {
 }
 
 HttpReply Service::health() const {
-  return HttpReply{200, dump(json{{"status", "ok"}, {"queued_sentences", batcher_->queued_lines()}}) + "\n", 0};
+  int64_t queued = 0;
+  for (const auto& m : models_) queued += m->batcher->queued_lines();
+  return HttpReply{200, dump(json{{"status", "ok"}, {"queued_sentences", queued}}) + "\n", 0};
 }
 
 HttpReply Service::models() const { return HttpReply{200, models_json_, 0}; }

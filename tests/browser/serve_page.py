@@ -14,6 +14,7 @@ as the DOM shows them. Exits 1 with one line on stderr when Chromium cannot
 be started or the page does not answer in time. NMT_CHROMIUM names the
 browser (default: chromium)."""
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -31,8 +32,12 @@ class Browser:
         self.out_r, out_w = os.pipe()
 
         def child_fds():
-            os.dup2(cmd_r, 3)
-            os.dup2(out_w, 4)
+            # Through fresh numbers first: a pipe end that already is fd 3 or 4
+            # would keep its close-on-exec flag through dup2 to itself (a
+            # no-op), or be overwritten by the other end before it moved.
+            a, b = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10), fcntl.fcntl(out_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
 
         self.proc = subprocess.Popen(
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
@@ -155,6 +160,16 @@ def drive(b, port, sentence, out_dir):
     wait_for("document.body.dataset.done === '2'", "the word-level matrix")
     result["words"] = cells()
     screenshot("page-words.png")
+    # The model list (GET /models), shown when there are several; the second
+    # one chosen as a person would (the select's value, then its change event).
+    wait_for("document.getElementById('model').options.length > 0", "the model list", 10)
+    result["models"] = js("[...document.getElementById('model').options].map(o => o.value)")
+    result["model_shown"] = js("!document.getElementById('model-label').hidden")
+    if len(result["models"]) > 1:
+        js("(() => { const m = document.getElementById('model'); m.value = m.options[1].value;"
+           " m.dispatchEvent(new Event('change')); })()")
+        wait_for("document.body.dataset.done === '3'", "the second model's translation")
+        result["second_translation"] = js("document.getElementById('translation').textContent")
     return result
 
 
