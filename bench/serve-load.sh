@@ -6,7 +6,8 @@
 # p50/p99 latency, the ratio to nmt-translate, whether the outputs are the
 # same, and a burst of 64 clients on a server with a queue of 8 sentences
 # (--queue-sentences 8 --max-sentences 8), which must refuse some with 503 and
-# fail none.
+# fail none. The server's resident memory (VmRSS) after the warm-up and after
+# each round shows whether it stays flat over thousands of requests.
 #   bench/serve-load.sh MODEL.ckpt SENTENCES [ROUNDS] [BEAM]   (ROUNDS 3, BEAM 1)
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores). The clients
 # run on the same machine as the server, as they would beside it. Nothing
@@ -43,9 +44,15 @@ start_server() {  # start_server LOG [FLAGS...]: starts nmt-serve, sets $port to
   exit 1
 }
 
+rss_mib() {  # the resident memory of process $1 in MiB
+  awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"
+}
+
 start_server "$work/serve.log"
+server=${pids[-1]}
 lines=$(wc -l < "$sentences")
 "$py" "$here/serve_load.py" "$port" "$sentences" 8 "$beam" > /dev/null  # warm-up
+echo "warm-up $(rss_mib "$server")" >> "$work/rss"
 for r in $(seq "$rounds"); do
   t0=$EPOCHREALTIME
   "$bin/nmt-translate" -m "$model" -b "$beam" --threads "$threads" -i "$sentences" -o "$work/translate.out" 2> /dev/null
@@ -61,13 +68,14 @@ same = sum(a == b for a, b in zip(d["outputs"], want))
 print(f"serve{sys.argv[3]} {d['sentences_per_s']} {d['p50_ms']} {d['p99_ms']} {d['refused']} {d['failed']} {same}")
 PY
   done
+  echo "round-$r $(rss_mib "$server")" >> "$work/rss"
   echo "serve-load: round $r of $rounds done" >&2
 done
 
 start_server "$work/burst.log" --queue-sentences 8 --max-sentences 8 --batch-wait-ms 20
 "$py" "$here/serve_load.py" "$port" "$sentences" 64 "$beam" > "$work/burst.json"
 
-"$py" - "$work/rates" "$work/burst.json" "$lines" "$rounds" "$beam" <<'PY'
+"$py" - "$work/rates" "$work/burst.json" "$lines" "$rounds" "$beam" "$work/rss" <<'PY'
 import json, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -86,4 +94,6 @@ for n in ("1", "8", "64"):
 b = json.load(open(sys.argv[2]))
 print(f"burst: 64 clients, --queue-sentences 8: {lines - b['refused'] - b['failed']} answered, "
       f"{b['refused']} refused with 503, {b['failed']} failed")
+rss = [line.split() for line in open(sys.argv[6])]
+print(f"server RSS over {3 * int(rounds) * lines + lines} requests (MiB): " + ", ".join(f"{k} {v}" for k, v in rss))
 PY
