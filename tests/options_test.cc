@@ -74,21 +74,6 @@ TEST(OptionsTest, DefaultsAreValid) {
   EXPECT_TRUE(contains(error_of([&] { serve.validate(); }), "--port"));
 }
 
-TEST(OptionsTest, ServedModelsAreGroupedByName) {
-  nmt::ServeOptions serve;
-  serve.model_paths = {"de=a.ckpt", "runs/x=y/b.ckpt", "fr=c.ckpt", "de=d.ckpt", "./e=f.ckpt"};
-  const auto models = serve.served_models();
-  ASSERT_EQ(models.size(), 3u);  // in the order each name first appears
-  EXPECT_EQ(models[0].name, "de");
-  EXPECT_EQ(models[0].paths, (std::vector<std::string>{"a.ckpt", "d.ckpt"}));  // a name repeated: an ensemble
-  EXPECT_EQ(models[1].name, "default");  // no name before the first '=': a plain path
-  EXPECT_EQ(models[1].paths, (std::vector<std::string>{"runs/x=y/b.ckpt", "./e=f.ckpt"}));
-  EXPECT_EQ(models[2].name, "fr");
-  EXPECT_EQ(models[2].paths, (std::vector<std::string>{"c.ckpt"}));
-  serve.model_paths = {"de="};
-  EXPECT_TRUE(contains(error_of([&] { serve.validate(); }), "--model 'de=': no checkpoint path"));
-}
-
 // An option a run cannot do without is a usage error naming that option,
 // found before any work: every "X is required" check of the three tools.
 TEST(OptionsTest, MissingRequiredOptionsAreNamed) {

@@ -33,6 +33,21 @@ nmt::ServeOptions toy_options() {
 
 const std::vector<std::string> kLines = {"red cat sees big dog", "old fish", "", "blue bird runs"};
 
+TEST(ServeTest, ServedModelsAreGroupedByName) {
+  nmt::ServeOptions serve;
+  serve.model_paths = {"de=a.ckpt", "runs/x=y/b.ckpt", "fr=c.ckpt", "de=d.ckpt", "./e=f.ckpt"};
+  const auto models = serve.served_models();
+  ASSERT_EQ(models.size(), 3u);  // in the order each name first appears
+  EXPECT_EQ(models[0].name, "de");
+  EXPECT_EQ(models[0].paths, (std::vector<std::string>{"a.ckpt", "d.ckpt"}));  // a name repeated: an ensemble
+  EXPECT_EQ(models[1].name, "default");  // no name before the first '=': a plain path
+  EXPECT_EQ(models[1].paths, (std::vector<std::string>{"runs/x=y/b.ckpt", "./e=f.ckpt"}));
+  EXPECT_EQ(models[2].name, "fr");
+  EXPECT_EQ(models[2].paths, (std::vector<std::string>{"c.ckpt"}));
+  serve.model_paths = {"de="};
+  EXPECT_TRUE(contains(nmt::test::error_of([&] { serve.validate(); }), "--model 'de=': no checkpoint path"));
+}
+
 TEST(ServeTest, TranslationsEqualTheTranslators) {
   nmt::Service service(toy_options());
   nmt::Translator tr(nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU));
