@@ -10,6 +10,10 @@
 #   scripts/gpu.sh prepare     # .gpu-deps (Debian libraries, ../shared/gpu/make-prefix.sh)
 #                              # and .gpu-data (Multi30k's tokenized form, 500,000 Hansards pairs
 #                              # with their ibm2 guide, tiny subsets)
+#   NMT_GPU_BENCH_MODEL=runs/m30k/model-1 scripts/gpu.sh bench-model
+#                              # .gpu-data/multi30k-model: that run's best.ckpt released (no
+#                              # optimizer state) with its SentencePiece models, for the bench
+#                              # step's decoding rows (without it they decode with a 2-epoch model)
 # On the GPU host, from the project root, carrying .gpu-deps and .gpu-data:
 #   NMT_GPU_COMMIT=$(git rev-parse --short HEAD) scripts/gpu.sh
 #                              # = build bench cuda test multi30k; on an H100 (16 cores)
@@ -56,11 +60,12 @@ for step in "$@"; do
   later=" $* "
   local left=$((deadline - SECONDS))
   echo "== gpu.sh $step ($(date -u +%H:%M:%S), $left s left)" | tee -a "$out/steps.log"
-  if [[ $step != prepare && $step != build ]] && ((left < 20)); then
+  if [[ $step != prepare && $step != bench-model && $step != build ]] && ((left < 20)); then
     echo "gpu.sh: no time left for $step" | tee -a "$out/steps.log"; continue
   fi
   case $step in
     prepare) prepare ;;
+    bench-model) bench_model ;;
     build) build_step "$build" "$out" ;;
     test) test_step "$build" "$out" "$((left > 240 ? 240 : left))" ;;
     cuda) cuda_step "$build" "$out" "$device" "$((left > 120 ? 120 : left))" ;;
@@ -72,7 +77,8 @@ for step in "$@"; do
       multi30k_step "$build" "$out" "$device" "$data" "$left" ;;
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
     headers) headers_step "$out" ;;
-    *) echo "gpu.sh: unknown step '$step' (prepare, build, test, cuda, multi30k, bench, hansards, headers)" >&2; exit 2 ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, bench, hansards, headers)" >&2
+       exit 2 ;;
   esac
 done
 }
@@ -113,6 +119,19 @@ prepare() {
     head -n 40 "$src/test_2016_flickr.lc.norm.tok.$l" >"$tiny/test_2016_flickr.lc.norm.tok.$l"
   done
   [[ ${NMT_GPU_HANSARDS_PAIRS:-500000} == 0 ]] || prepare_hansards  # 0: no Hansards step planned
+  du -sh .gpu-deps .gpu-data
+}
+
+# .gpu-data/multi30k-model: the best.ckpt of the run folder NMT_GPU_BENCH_MODEL
+# (a Multi30k tok-form model) without its optimizer state (a third of the size:
+# carry takes 64 MiB in all) and the folder's SentencePiece models beside it,
+# as bench/vs-pytorch.sh's NMT_BENCH_CKPT wants them.
+bench_model() {
+  local run=${NMT_GPU_BENCH_MODEL:?NMT_GPU_BENCH_MODEL: the run folder of a Multi30k tok-form model} dst=.gpu-data/multi30k-model
+  mkdir -p "$dst"
+  exclude .gpu-data
+  build/nmt-train --release "$run/best.ckpt" "$dst/model.ckpt"
+  cp "$run/src.spm.model" "$run/tgt.spm.model" "$dst/"
   du -sh .gpu-deps .gpu-data
 }
 
@@ -271,9 +290,12 @@ cuda_step() {
 bench_step() {
   local build=$1 out=$2 device=$3 data=$4 budget=$5
   deps_env
-  local rc=0 t0=$SECONDS rounds=${NMT_GPU_BENCH_ROUNDS:-1} pairs=6000 valid=500
+  local rc=0 t0=$SECONDS rounds=${NMT_GPU_BENCH_ROUNDS:-1} pairs=6000 valid=500 model=()
   [[ ${NMT_GPU_TINY:-0} == 1 ]] && rounds=1 pairs=400 valid=40
-  NMT_BUILD_DIR=$build NMT_BENCH_DEVICE=$device NMT_PYTHON=${NMT_GPU_PYTHON:-python3} NMT_BENCH_PAIRS=$pairs \
+  # a trained model (bench_model) for the decoding rows, when one travelled
+  [[ ${NMT_GPU_TINY:-0} != 1 && -f .gpu-data/multi30k-model/model.ckpt ]] &&
+    model=(NMT_BENCH_CKPT="$PWD/.gpu-data/multi30k-model/model.ckpt")
+  env "${model[@]}" NMT_BUILD_DIR=$build NMT_BENCH_DEVICE=$device NMT_PYTHON=${NMT_GPU_PYTHON:-python3} NMT_BENCH_PAIRS=$pairs \
     NMT_BENCH_VALID=$valid NMT_BENCH_FIXED_BATCHES="64 256" \
     timeout --signal=TERM "$budget" bench/vs-pytorch.sh "$rounds" "$data" >"$out/bench.log" 2>&1 || rc=$?
   cp runs/vs-pytorch/measurements.tsv "$out/bench-measurements.tsv" 2>/dev/null || true
