@@ -95,12 +95,13 @@ void serve(const ServeOptions& opt, const std::atomic<bool>& stop) {
     throw Error("cannot listen on " + opt.host + ":" + std::to_string(opt.port) +
                 " (--host, --port): the port is in use, or the address is not this machine's");
   if (!widen_listen_backlog(port)) spdlog::warn("could not widen the listen backlog: bursts of connections may be reset");
+  const auto served = opt.served_models();
   std::string models;
-  for (const auto& m : opt.served_models())
+  for (const auto& m : served)
     models += (models.empty() ? "" : ", ") + m.name +
               (m.paths.size() > 1 ? " (an ensemble of " + std::to_string(m.paths.size()) + ")" : "");
   spdlog::info("listening on http://{}:{} ({} {}; POST /translate, GET /health, GET /models, GET / for the page)",
-               opt.host, port, models.find(", ") == std::string::npos ? "model" : "models", models);
+               opt.host, port, served.size() == 1 ? "model" : "models", models);
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!stop.load() && !done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
