@@ -26,4 +26,7 @@ enum class ClipRead {
 torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double max_norm,
                              ClipRead read = ClipRead::kAuto);
 
+// The same for one gradient tensor (FlatAdam::gradients(), say), scaled in place.
+torch::Tensor clip_gradient(const torch::Tensor& grad, double max_norm, ClipRead read = ClipRead::kAuto);
+
 }  // namespace nmt

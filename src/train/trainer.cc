@@ -17,19 +17,25 @@
 #include "base/json.h"
 #include "model/mixed_precision.h"
 #include "train/batch_parts.h"
+#include "train/flat_adam.h"
 #include "train/gradients.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
 namespace {
 
-// Each parameter once (tied weights appear twice in parameters()).
+// Each parameter once (a tensor registered in two modules appears twice in parameters()).
 std::vector<torch::Tensor> distinct_parameters(const torch::nn::Module& model) {
   std::vector<torch::Tensor> params;
   for (const auto& p : model.parameters())
     if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
       params.push_back(p);
   return params;
+}
+
+// Leaves every parameter without a gradient (the next backward writes them anew).
+void clear_gradients(const std::vector<torch::Tensor>& params) {
+  for (auto p : params) p.mutable_grad().reset();
 }
 
 }  // namespace
@@ -56,11 +62,10 @@ TrainResult Trainer::run() {
       const auto step_t0 = Clock::now();
       // With N ranks a step takes N batches of the epoch's order, rank r the r-th.
       const int64_t mine = state_.batch_in_epoch + rank();
-      const StepStats stats = forward_backward(mine < per_epoch ? &batches_[order[mine]] : nullptr, params);
+      const StepStats stats = train_step(mine < per_epoch ? &batches_[order[mine]] : nullptr, params);
       state_.batch_in_epoch = std::min(per_epoch, state_.batch_in_epoch + world());
       if (!stats.finite) { skip_bad_step(&result); continue; }
       bad_in_a_row_ = 0;
-      optimizer_->step();
       ++state_.step;
       if (governor_) governor_->tick();
       progress.add(stats, seconds_since(step_t0));
@@ -123,10 +128,11 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) 
 // The loss is summed over every rank's batch and divided by their target
 // tokens, so a step equals one step on the N batches joined. On the CPU the
 // batch runs as parts side by side (batch_parts.h), with the same sums.
-// Alone (no other ranks), the step reads the device once, at its end: the
-// loss and the gradient norm together; a non-finite loss then shows as a
-// non-finite norm too, and the step is skipped as before.
-StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
+// Alone (no other ranks) with Adam, the step never waits for the device:
+// clipping, the finiteness test and FlatAdam's step are queued after the
+// backward, and the step's figures (loss and gradient norm) are read once,
+// at its end; a non-finite loss or norm leaves the parameters as they were.
+StepStats Trainer::train_step(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
   StepStats stats;
   std::vector<torch::Tensor> losses, values;  // one per part
   if (indices != nullptr) {
@@ -151,7 +157,7 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
   }
   // [] double, the loss summed over the parts (in part order)
   const auto loss_sum = values.empty() ? torch::zeros({}, torch::kDouble) : torch::stack(values).to(torch::kDouble).sum();
-  optimizer_->zero_grad();
+  clear_gradients(params);
   if (comm_) {  // every rank's tokens, loss, sentences and verdict, before any rank's backward
     stats.loss_sum = loss_sum.item<double>();
     stats.finite = std::isfinite(stats.loss_sum);
@@ -161,6 +167,19 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
   const double scale = 1.0 / static_cast<double>(stats.tokens);
   if (losses.size() == 1) (losses[0] * scale).backward();
   else if (!losses.empty()) backward_parts(losses, scale, params, threads_);
+  const double max_norm = opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity();
+  auto* flat = dynamic_cast<FlatAdam*>(optimizer_.get());
+  if (flat != nullptr && !comm_) {
+    auto grads = flat->gradients();                      // [N]
+    const auto norm = clip_gradient(grads, max_norm);    // [], before clipping: NaN/Inf if any gradient is
+    const auto ok = torch::isfinite(loss_sum.to(norm.device())) & torch::isfinite(norm);  // [] bool
+    flat->prepare();
+    flat->step(grads, ok);
+    const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
+    stats.loss_sum = both[0].item<double>();
+    stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
+    return stats;
+  }
   if (comm_) {
     std::vector<torch::Tensor> grads;
     for (auto& p : params) {
@@ -169,15 +188,15 @@ StepStats Trainer::forward_backward(const std::vector<int64_t>* indices, std::ve
     }
     comm_->all_reduce_sum(grads);
   }
-  // The norm before clipping: NaN/Inf if any gradient is.
-  const auto norm = clip_gradients(params, opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity());
+  const auto norm = clip_gradients(params, max_norm);  // before clipping: NaN/Inf if any gradient is
   if (comm_) {
     stats.finite = std::isfinite(norm.item<double>());
-    return stats;
+  } else {
+    const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
+    stats.loss_sum = both[0].item<double>();
+    stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
   }
-  const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
-  stats.loss_sum = both[0].item<double>();
-  stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
+  if (stats.finite) optimizer_->step();
   return stats;
 }
 
@@ -190,7 +209,7 @@ Batch Trainer::make_training_batch(const std::vector<int64_t>& indices) const {
 }
 
 void Trainer::skip_bad_step(TrainResult* result) {
-  optimizer_->zero_grad();
+  clear_gradients(model_->parameters());
   ++result->skipped_steps;
   spdlog::warn("step {}: non-finite loss or gradient, batch skipped ({} in a row, {} in all)", state_.step + 1,
                ++bad_in_a_row_, result->skipped_steps);

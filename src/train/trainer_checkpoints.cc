@@ -9,6 +9,7 @@
 
 #include "base/format.h"
 #include "base/json.h"
+#include "train/flat_adam.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -112,6 +113,7 @@ void Trainer::save(const std::string& name) {
   CheckpointMeta meta;
   meta.command = opt_.command_line;
   meta.folder = started_in_;
+  if (auto* flat = dynamic_cast<FlatAdam*>(optimizer_.get())) flat->sync_state();  // its step count, for the file
   save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_, meta);
   spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));
 }

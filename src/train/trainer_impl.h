@@ -66,10 +66,11 @@ class Trainer {
 
   // The loop's parts.
   std::optional<StopReason> stop_before_step();
-  // Forward and backward on this rank's batch (none: `indices` null), the
-  // gradients summed over ranks and clipped. The step's figures say whether
-  // loss and gradient were finite, i.e. whether optimizer_->step() may run.
-  StepStats forward_backward(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
+  // One optimizer step: forward and backward on this rank's batch (none:
+  // `indices` null), the gradients summed over ranks and clipped, and the
+  // optimizer's step when loss and gradient were finite, as the step's
+  // figures then say (otherwise the parameters are left as they were).
+  StepStats train_step(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params);
   // The summed loss of one batch (or part) and, detached, its value without
   // the guided alignment term (NaN when that term is not finite).
   std::pair<torch::Tensor, torch::Tensor> batch_loss(const Batch& batch);

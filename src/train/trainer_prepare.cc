@@ -15,6 +15,7 @@
 #include "io/io.h"
 #include "model/device.h"
 #include "train/batch_parts.h"
+#include "train/flat_adam.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -25,7 +26,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& opt,
   if (opt.optimizer == OptimizerType::kSgd)
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(opt.learning_rate).weight_decay(opt.weight_decay));
-  return std::make_unique<torch::optim::Adam>(
+  return std::make_unique<FlatAdam>(
       params, torch::optim::AdamOptions(opt.learning_rate)
                   .betas({opt.adam_beta1, opt.adam_beta2})
                   .weight_decay(opt.weight_decay));
