@@ -9,6 +9,8 @@
 #include <random>
 #include <set>
 
+#include "base/error.h"
+#include "test_util.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -250,3 +252,27 @@ TEST(CutBatchesTest, EachLimitCutsAndOneExampleAlwaysFits) {
 }
 
 }  // namespace
+
+TEST(PadBatchTest, GrowsToTheGivenShapeWithEmptyTargetRows) {
+  const auto ex = nmt::test::padded_examples();
+  const auto b = nmt::make_batch(ex, {0, 1, 2});
+  const int64_t B = b.size(), S = b.src.size(1), T = b.tgt_in.size(1);
+  const auto p = nmt::pad_batch(b, B + 2, S + 3, T + 4);
+  ASSERT_EQ(p.src.sizes(), (std::vector<int64_t>{B + 2, S + 3}));
+  ASSERT_EQ(p.tgt_in.sizes(), (std::vector<int64_t>{B + 2, T + 4}));
+  ASSERT_EQ(p.tgt_out.sizes(), (std::vector<int64_t>{B + 2, T + 4}));
+  EXPECT_TRUE(torch::equal(p.src.narrow(0, 0, B).narrow(1, 0, S), b.src));
+  EXPECT_TRUE(torch::equal(p.tgt_in.narrow(0, 0, B).narrow(1, 0, T), b.tgt_in));
+  EXPECT_TRUE(torch::equal(p.tgt_out.narrow(0, 0, B).narrow(1, 0, T), b.tgt_out));
+  EXPECT_TRUE(p.src.narrow(1, S, 3).eq(nmt::kPadId).all().item<bool>());
+  // New rows: one source word, then padding; no target word at all.
+  EXPECT_TRUE(p.src.narrow(0, B, 2).select(1, 0).eq(nmt::kEosId).all().item<bool>());
+  EXPECT_TRUE(p.src.narrow(0, B, 2).narrow(1, 1, S + 2).eq(nmt::kPadId).all().item<bool>());
+  EXPECT_TRUE(p.tgt_in.narrow(0, B, 2).eq(nmt::kPadId).all().item<bool>());
+  EXPECT_TRUE(p.tgt_out.narrow(0, B, 2).eq(nmt::kPadId).all().item<bool>());
+  EXPECT_TRUE(torch::equal(p.src_len, torch::cat({b.src_len, torch::ones({2}, torch::kInt64)})));
+  EXPECT_EQ(p.tgt_tokens, b.tgt_tokens);
+  EXPECT_EQ(p.src_tokens, b.src_tokens);
+  EXPECT_THROW(nmt::pad_batch(b, B - 1, S, T), nmt::Error);
+  EXPECT_THROW(nmt::pad_batch(b, B, S, T - 1), nmt::Error);
+}

@@ -2,7 +2,9 @@
 #include "model/batch.h"
 
 #include <algorithm>
+#include <string>
 
+#include "base/error.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
@@ -60,6 +62,25 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t
     for (const auto& [s, t] : examples[indices[r]].guide) g[r][t][s] = 1.0f / static_cast<float>(per_row[t]);
   }
   return b;
+}
+
+Batch pad_batch(const Batch& b, int64_t rows, int64_t src_positions, int64_t tgt_positions) {
+  const int64_t B = b.size(), S = b.src.size(1), T = b.tgt_in.defined() ? b.tgt_in.size(1) : 0;
+  if (rows < B || src_positions < S || (b.tgt_in.defined() && tgt_positions < T))
+    throw Error("pad_batch: cannot shrink a batch of " + std::to_string(B) + " x " + std::to_string(S) + " x " +
+                std::to_string(T) + " to " + std::to_string(rows) + " x " + std::to_string(src_positions) + " x " +
+                std::to_string(tgt_positions));
+  Batch out = b;
+  out.src = torch::constant_pad_nd(b.src, {0, src_positions - S, 0, rows - B}, kPadId);  // [rows, S']
+  out.src.narrow(0, B, rows - B).select(1, 0).fill_(kEosId);
+  out.src_len = torch::cat({b.src_len, torch::ones({rows - B}, torch::kInt64)});
+  if (b.tgt_in.defined()) {
+    out.tgt_in = torch::constant_pad_nd(b.tgt_in, {0, tgt_positions - T, 0, rows - B}, kPadId);    // [rows, T']
+    out.tgt_out = torch::constant_pad_nd(b.tgt_out, {0, tgt_positions - T, 0, rows - B}, kPadId);  // [rows, T']
+  }
+  if (b.guide.defined())
+    out.guide = torch::constant_pad_nd(b.guide, {0, src_positions - S, 0, tgt_positions - T, 0, rows - B}, 0.0);
+  return out;
 }
 
 }  // namespace nmt

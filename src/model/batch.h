@@ -31,4 +31,13 @@ struct Batch {
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices,
                  bool with_target = true);
 
+// `b` (on the CPU) grown to `rows` rows, `src_positions` source and
+// `tgt_positions` target positions (each at least b's): the new positions
+// are padding, and each new row holds one source word (kEosId) and no target
+// word, so that the model's loss and gradients on the result are b's (to
+// rounding: longer products). src_len gets 1 for the new rows; tgt_tokens
+// and src_tokens stay b's. For shapes fixed in advance (a CUDA graph's).
+// Throws nmt::Error when a size is smaller than b's.
+Batch pad_batch(const Batch& b, int64_t rows, int64_t src_positions, int64_t tgt_positions);
+
 }  // namespace nmt

@@ -26,20 +26,70 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
   word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
 }
 
+namespace {
+
+// For each sentence, its positions [0, len) reversed and the padding after
+// them left in place: [B, S] int64, from mask [B, S] (true on real
+// positions); its own inverse.
+torch::Tensor reverse_within_length(const torch::Tensor& mask) {
+  const auto len = mask.sum(1, /*keepdim=*/true);                                      // [B, 1]
+  const auto t = torch::arange(mask.size(1), mask.options().dtype(torch::kLong)).unsqueeze(0);  // [1, S]
+  return torch::where(t < len, len - 1 - t, t);                                          // [B, S]
+}
+
+// x [B, S, F] with its positions reordered by index [B, S].
+torch::Tensor take_positions(const torch::Tensor& x, const torch::Tensor& index) {
+  return x.gather(1, index.unsqueeze(2).expand({-1, -1, x.size(2)}));
+}
+
+}  // namespace
+
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len) {
   const int64_t S = src.size(1);
   auto x = drop(word_drop(embed(src)));  // [B, S, E]
-  auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
-  auto out = std::get<0>(rnn->forward_with_packed_input(packed));
-  auto padded = rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S);
   EncoderOutput enc;
-  enc.annotations = std::get<0>(padded);  // [B, S, 2H]
-  enc.mask = src.ne(kPadId);              // [B, S]
+  enc.mask = src.ne(kPadId);  // [B, S]
+  if (src_len.defined()) {
+    auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
+    auto out = std::get<0>(rnn->forward_with_packed_input(packed));
+    enc.annotations = std::get<0>(rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S));
+  } else {
+    enc.annotations = recur_in_place(x, enc.mask);
+  }
+  // [B, S, 2H]
   // The backward direction's annotation of the first word summarizes the sentence.
   auto backward_first = enc.annotations.select(1, 0).narrow(1, opt_.enc_hidden, opt_.enc_hidden);  // [B, H]
   enc.init_state = torch::tanh(init(backward_first));                                              // [B, D]
   enc.annotations = drop(enc.annotations);
   return enc;
+}
+
+// The bidirectional GRU of forward() over the padded batch: each layer runs
+// one direction over the batch as it is (padding comes after a sentence, so
+// it never reaches that sentence's states) and the other over each sentence
+// reversed within its length; the padding's states are then zeroed, as
+// unpacking leaves them. Layers are joined with the GRU module's dropout.
+torch::Tensor EncoderImpl::recur_in_place(const torch::Tensor& x, const torch::Tensor& mask) {
+  const auto reversed = reverse_within_length(mask);  // [B, S]
+  const auto weights = rnn->named_parameters();
+  const auto layer = [&](const std::string& name) {
+    return std::vector<torch::Tensor>{weights["weight_ih_" + name], weights["weight_hh_" + name],
+                                      weights["bias_ih_" + name], weights["bias_hh_" + name]};
+  };
+  const auto h0 = torch::zeros({1, x.size(0), opt_.enc_hidden}, x.options());  // [1, B, H]
+  auto in = x;
+  for (int64_t l = 0; l < opt_.enc_layers; ++l) {
+    const auto k = "l" + std::to_string(l);
+    auto run = [&](const torch::Tensor& input, const std::string& name) {  // [B, S, F] -> [B, S, H]
+      return std::get<0>(torch::gru(input, h0, layer(name), /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
+                                    is_training(), /*bidirectional=*/false, /*batch_first=*/true));
+    };
+    const auto forward_states = run(in, k);
+    const auto backward_states = take_positions(run(take_positions(in, reversed), k + "_reverse"), reversed);
+    in = torch::cat({forward_states, backward_states}, 2);  // [B, S, 2H]
+    if (l + 1 < opt_.enc_layers) in = F::dropout(in, F::DropoutFuncOptions().p(opt_.dropout).training(is_training()));
+  }
+  return in.masked_fill(mask.logical_not().unsqueeze(2), 0.0);
 }
 
 AttentionImpl::AttentionImpl(const ModelOptions& opt) : type_(opt.attention) {

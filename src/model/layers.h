@@ -66,10 +66,17 @@ struct EncoderOutput {
 class EncoderImpl : public torch::nn::Module {
  public:
   explicit EncoderImpl(const ModelOptions& opt);
-  // src [B, S] int64; src_len [B] int64 on CPU, every length >= 1.
+  // src [B, S] int64; src_len [B] int64 on CPU, every length >= 1: the
+  // recurrence runs over packed sequences. src_len undefined: over the padded
+  // batch as it is, lengths taken from the padding on src's device (the same
+  // annotations to rounding; no read from the device and shapes that depend
+  // on [B, S] alone, as a CUDA graph needs; every row must hold a word).
   EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
 
  private:
+  // The bidirectional GRU over x [B, S, E] padded, mask [B, S] -> [B, S, 2H], zero on padding.
+  torch::Tensor recur_in_place(const torch::Tensor& x, const torch::Tensor& mask);
+
   ModelOptions opt_;
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRU rnn{nullptr};

@@ -21,7 +21,8 @@ class Seq2SeqImpl : public torch::nn::Module {
  public:
   explicit Seq2SeqImpl(const ModelOptions& opt);
   // Teacher-forced logits [B, T, V] for a batch (src, src_len, tgt_in);
-  // with `alpha_out`, also the attention weights [B, T, S].
+  // with `alpha_out`, also the attention weights [B, T, S]. src_len
+  // undefined: the encoder runs over the padded batch (EncoderImpl::forward).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
                         torch::Tensor* alpha_out = nullptr);
   // Teacher forcing, and each target piece's alignment over the source: the
