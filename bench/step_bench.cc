@@ -10,7 +10,9 @@
 // picks the decoder's path (DecoderImpl::Path for training; for search,
 // plain is EngineOptions::plain and the others its optimized step; default
 // auto, what nmt runs; "reference" is an older name of plain),
-// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=plain; NMT_BENCH_PARTS=N trains
+// NMT_BENCH_REFERENCE=1 is NMT_BENCH_PATH=plain; NMT_BENCH_GRAPHS=1 trains
+// as nmt-train --cuda-graphs (each step replayed from a CUDA graph on CUDA,
+// eagerly elsewhere); NMT_BENCH_PARTS=N trains
 // each batch as N parts side by side (nmt-train --batch-parts N; default 0,
 // automatic, as nmt-train; 1: whole); NMT_BENCH_HEAP=default
 // leaves glibc's heap policy as it is (nmt::keep_freed_memory() is not called);
@@ -39,6 +41,9 @@
 #include "search/search.h"
 #include "text/tokenizer.h"
 #include "train/batch_parts.h"
+#include "train/flat_adam.h"
+#include "train/gradients.h"
+#include "train/graphed_step.h"
 #include "train/losses.h"
 
 namespace {
@@ -99,43 +104,63 @@ int train(int64_t B, int64_t S, int64_t T, int64_t steps, const std::string& dec
   model->to(device());
   model->decoder->set_path(decoder_path());
   model->train();
-  std::vector<torch::Tensor> params;  // each once: the tied embedding is listed twice
-  for (const auto& p : model->parameters())
-    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
-      params.push_back(p);
-  torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-3));
+  nmt::FlatAdam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto& params = adam.flat_parameters();
   const char* want = std::getenv("NMT_BENCH_PARTS");
   const int64_t parts = nmt::batch_parts(want ? std::stoll(want) : 0, torch::get_num_threads(), B, device());
   const auto ranges = nmt::part_ranges(B, parts);
+  const char* graphs = std::getenv("NMT_BENCH_GRAPHS");  // 1: the step of nmt-train --cuda-graphs
+  std::unique_ptr<nmt::GraphedTrainStep> graphed;
+  if (graphs != nullptr && std::string(graphs) == "1") {
+    nmt::GraphedStepOptions g;
+    g.rows = B;
+    g.label_smoothing = 0.1;
+    g.clip_norm = 1.0;
+    graphed = std::make_unique<nmt::GraphedTrainStep>(model, adam, g, device());
+  }
   uint64_t seed = 0;
-  auto step = [&] {  // what nmt-train's Trainer::forward_backward does, without guided alignment
+  auto step = [&] {  // what nmt-train's Trainer::train_step does, without guided alignment
     auto src = random_tokens(B, S, opt.src_vocab);
     auto tgt = random_tokens(B, T, opt.tgt_vocab);
     auto tgt_in = torch::cat({torch::full({B, 1}, nmt::kBosId, tgt.options()), tgt.narrow(1, 0, T - 1)}, 1);
+    if (graphed) {
+      nmt::Batch b;
+      b.src = src.cpu();
+      b.src_len = torch::full({B}, S, torch::kInt64);
+      b.tgt_in = tgt_in.cpu();
+      b.tgt_out = tgt.cpu();
+      b.tgt_tokens = B * T;
+      graphed->run(b);
+      return;
+    }
     std::vector<torch::Tensor> losses(parts);
     auto part_loss = [&](int64_t p) {
       const auto [b0, b1] = ranges[p];
       auto src_len = torch::full({b1 - b0}, S, torch::kInt64);
       auto logits = model->forward(src.slice(0, b0, b1), src_len, tgt_in.slice(0, b0, b1));
       losses[p] = nmt::sequence_loss(logits, tgt.slice(0, b0, b1), 0.1);
-      (void)losses[p].item<double>();  // the trainer reads the loss before the update
     };
     if (parts == 1) part_loss(0);
     else nmt::run_parts(parts, torch::get_num_threads(), ++seed, part_loss);
     const double n = static_cast<double>(B * T);
-    adam.zero_grad();
+    for (auto p : params) p.mutable_grad().reset();
     if (parts == 1) (losses[0] / n).backward();
     else nmt::backward_parts(losses, 1.0 / n, params, torch::get_num_threads());
-    torch::nn::utils::clip_grad_norm_(params, 1.0);
-    adam.step();
+    auto grads = adam.gradients();
+    const auto norm = nmt::clip_gradient(grads, 1.0);
+    const auto loss = torch::stack(losses).sum().detach();
+    adam.prepare();
+    adam.step(grads, torch::isfinite(loss) & torch::isfinite(norm));
+    (void)torch::stack({loss.to(torch::kDouble), norm.to(torch::kDouble)}).cpu();  // the trainer's one read
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up
   const auto t0 = now();
   for (int64_t i = 0; i < steps; ++i) step();
   const double s = since(t0);
-  std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"parts\":%lld,\"steps\":%lld,\"seconds\":%.4f,\"tgt_tokens_per_s\":%.1f,"
-              "\"ms_per_step\":%.3f%s\n",
-              torch::get_num_threads(), static_cast<long long>(parts), static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
+  std::printf("{\"command\":\"train-fixed\",\"threads\":%d,\"parts\":%lld,\"graphs\":%s,\"steps\":%lld,\"seconds\":%.4f,"
+              "\"tgt_tokens_per_s\":%.1f,\"ms_per_step\":%.3f%s\n",
+              torch::get_num_threads(), static_cast<long long>(parts), graphed ? "true" : "false",
+              static_cast<long long>(steps), s, static_cast<double>(B * T * steps) / s,
               1000 * s / static_cast<double>(steps), tail_fields().c_str());
   return 0;
 }

@@ -26,6 +26,9 @@
 # decoding rows on text with one batch at a time (side "nmt-serial":
 # nmt-translate --parallel-batches 1), so each lever is measured against the
 # default in the same run (the result's alt_side, nmt_alt and nmt_over_alt).
+# On CUDA (or with NMT_BENCH_GRAPHS=1) the training rows also run as
+# nmt-train --cuda-graphs (side "nmt-graphs": the result's nmt_graphs and
+# graphs_ratio).
 #
 # Environment: NMT_BUILD_DIR (build), NMT_THREADS (all cores), NMT_PYTHON
 # (/usr/bin/python3), NMT_BENCH_DEVICE (cpu; cuda on a GPU host: every side
@@ -63,6 +66,10 @@ local work=runs/vs-pytorch ref=bench/reference/nmt_ref.py
 local py=${NMT_PYTHON:-/usr/bin/python3}  # Debian's, with python3-torch (the same LibTorch and BLAS)
 local dev=${NMT_BENCH_DEVICE:-cpu} fixed_batches=${NMT_BENCH_FIXED_BATCHES:-64}
 local train_rows=1
+# Training rows of nmt-train --cuda-graphs (side "nmt-graphs"): on CUDA, or
+# with NMT_BENCH_GRAPHS=1 elsewhere (eager padded steps: a rehearsal).
+local graph_rows=0
+[[ $dev == cuda* || ${NMT_BENCH_GRAPHS:-} == 1 ]] && graph_rows=1
 case ${NMT_BENCH_ONLY:-} in
   "") ;;
   decode) train_rows=0 fixed_batches="" ;;
@@ -147,6 +154,13 @@ for ((r = 1; r <= rounds; r++)); do
       --batch-parts 1 2>"$work/nmt-train-whole.log"
     line=$(grep "training finished" "$work/nmt-train-whole.log")
     record "$r" nmt-whole train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+    if ((graph_rows)); then
+      rm -rf "$work/nmt-train"
+      "$bin/nmt-train" "${common[@]}" -o "$work/nmt-train" --max-epochs 1 --src-spm "$src_spm" --tgt-spm "$tgt_spm" \
+        --cuda-graphs 2>"$work/nmt-train-graphs.log"
+      line=$(grep "training finished" "$work/nmt-train-graphs.log")
+      record "$r" nmt-graphs train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
+    fi
     for side in pytorch pytorch-avx512; do
       j=$(mirror "$side" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" \
             --tgt "$work/train.de" --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
@@ -163,6 +177,10 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PARTS=$threads "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-parts "$row" "$(field "$j" tgt_tokens_per_s)"
+    if ((graph_rows)); then
+      j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_GRAPHS=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
+      record "$r" nmt-graphs "$row" "$(field "$j" tgt_tokens_per_s)"
+    fi
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)
     record "$r" nmt-plain "$row" "$(field "$j" tgt_tokens_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_PATH=optimized "$bin/nmt-bench-step" train "$threads" "$B" 16 16 30)

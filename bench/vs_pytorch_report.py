@@ -37,6 +37,10 @@ for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b
                   "pytorch_avx512_rounds": values.get(("pytorch-avx512", row)),
                   "nmt_plain": q, "nmt_over_plain": n / q if n and q else None,
                   "nmt_optimized": med.get(("nmt-optimized", row)),
+                  # nmt-train --cuda-graphs (training rows on CUDA, or with NMT_BENCH_GRAPHS=1)
+                  "nmt_graphs": med.get(("nmt-graphs", row)),
+                  "graphs_ratio": med[("nmt-graphs", row)] / p if ("nmt-graphs", row) in med and p else None,
+                  "nmt_graphs_rounds": values.get(("nmt-graphs", row)),
                   # a lever against the default: whole batches (training on text), one part per thread
                   # (fixed shapes), parallel batches off (decoding)
                   "alt_side": alt, "nmt_alt": a,
@@ -65,7 +69,7 @@ result = {
                    "kept_fixed_threads": busy_fixed / alone if alone and busy_fixed else None},
     "flops_per_tgt_token": fpt, "sgemm_peak_gflops": sgemm["gflops"], "sgemm_peak_gflops_bf16": sgemm.get("gflops_bf16"),
     "device": sgemm.get("device", "cpu"),
-    "achieved_gflops_training": {s: med[(s, "train_corpus_tok_s")] * fpt / 1e9 for s in ("nmt", "pytorch")
+    "achieved_gflops_training": {s: med[(s, "train_corpus_tok_s")] * fpt / 1e9 for s in ("nmt", "nmt-graphs", "pytorch")
                                  if (s, "train_corpus_tok_s") in med},
     "threads": int(threads), "commit": commit, "host": host,
     "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),
@@ -86,7 +90,7 @@ with open(out + ".part", "w") as f:
     f.write("\n")
 os.replace(out + ".part", out)
 print(f"{'row':<24} {'nmt':>10} {'pytorch':>10} {'ratio':>7} {'pt-avx512':>10} {'ratio':>7} {'nmt-plain':>10} {'nmt/plain':>9} {'nmt-opt':>10} "
-      + f"{'alternative':>24} {'nmt/alt':>7} "
+      + f"{'alternative':>24} {'nmt/alt':>7} {'graphs':>10} {'/pt':>5} "
       + " ".join(f"{x:>14} {'/pt':>5}" for x in variants))
 for t in table:
     fmt = lambda x: f"{x:10.1f}" if x is not None else f"{'-':>10}"
@@ -95,6 +99,7 @@ for t in table:
           f"{rnd(t['ratio_vs_pytorch_avx512'], 7)} {fmt(t['nmt_plain'])} "
           f"{rnd(t['nmt_over_plain'], 9)} {fmt(t['nmt_optimized'])} "
           f"{(t['alt_side'] or '-'):>13} {fmt(t['nmt_alt'])} {rnd(t['nmt_over_alt'], 7)} "
+          f"{fmt(t['nmt_graphs'])} {rnd(t['graphs_ratio'], 5)} "
           + " ".join(f"{fmt(t['nmt_' + x]):>14} {rnd(t[x + '_ratio'], 5)}" for x in variants))
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "

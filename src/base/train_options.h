@@ -119,6 +119,10 @@ struct TrainOptions {
   // float (model/mixed_precision.h). Fast with AVX512-BF16 or AMX, emulated
   // and slower without.
   bool bf16 = false;
+  // CUDA: each training step replayed from a CUDA graph, one per padded
+  // batch shape (train/graphed_step.h); Adam, one process, no guided
+  // alignment. Elsewhere the same padded steps run eagerly.
+  bool cuda_graphs = false;
   // CPU: each batch is trained as this many parts side by side, each on one
   // thread, handed out as threads come free, their gradients summed in a
   // fixed order (train/batch_parts.h). 0: automatic, kPartsPerThread parts
@@ -224,12 +228,10 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"max-steps", "Steps at most (0: no limit)", tr}.at_least(0), s.max_steps);
   v(Field{"max-minutes", "Wall-clock minutes at most (0: no limit)", tr}.at_least(0.0), s.max_minutes);
   v(Field{"early-stopping", "Stop after N validations without improvement (0: off)", tr}.at_least(0), s.early_stopping);
-  v(Field{"max-bad-steps", "Stop after N batches in a row with a NaN/Inf loss or gradient", tr}.at_least(1),
-    s.max_bad_steps);
+  v(Field{"max-bad-steps", "Stop after N batches in a row with a NaN/Inf loss or gradient", tr}.at_least(1), s.max_bad_steps);
   v(Field{"stop-metric", "Validation figure for best model and early stopping", tr}, s.stop_metric);
   v(Field{"seed", "Seed for weights, dropout and data order", tr}.at_least(0), s.seed);
-  v(Field{"resume", "Continue the run in --output from last.ckpt (when it is missing, from the newest step-N.ckpt)", tr},
-    s.resume);
+  v(Field{"resume", "Continue the run in --output from last.ckpt (when it is missing, from the newest step-N.ckpt)", tr}, s.resume);
   v(Field{"fixed-threads", "On the CPU, keep --threads even while other processes keep cores busy "
                            "(by default training then runs on the cores they leave free)", "Hardware"},
     s.fixed_threads);
@@ -240,6 +242,9 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"bf16", "On the CPU, matrix products in bfloat16 (weights, optimizer and loss stay float): faster with "
                  "AVX512-BF16 or AMX units, emulated and slower without", "Hardware"},
     s.bf16);
+  v(Field{"cuda-graphs", "On CUDA, replay each training step from a CUDA graph, one per padded batch shape (Adam, "
+                         "one process, no guided alignment); elsewhere the same padded steps run eagerly", "Hardware"},
+    s.cuda_graphs);
 
   const char* bk = "Logging and checkpoints";
   v(Field{"log-every", "Progress line every N steps", bk}.at_least(0), s.log_every);

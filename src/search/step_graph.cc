@@ -8,7 +8,10 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
+
+#include <string>
 #endif
 
 namespace nmt {
@@ -29,6 +32,7 @@ struct StepGraph::Impl {
   torch::Device device;
   c10::cuda::CUDAStream stream;  // where the warm-up and the capture run
   std::unique_ptr<at::cuda::CUDAGraph> graph;
+  bool eager = false;  // the capture failed: every run runs the step itself
   int64_t runs = 0;
 };
 #else
@@ -46,6 +50,14 @@ StepGraph::StepGraph(std::function<void()> step, const torch::Device& device, bo
 
 StepGraph::~StepGraph() = default;
 
+bool StepGraph::captured() const {
+#ifdef NMT_CUDA_GRAPHS
+  return impl_ && impl_->graph != nullptr;
+#else
+  return false;
+#endif
+}
+
 void StepGraph::run() {
 #ifdef NMT_CUDA_GRAPHS
   if (impl_) {
@@ -60,18 +72,35 @@ void StepGraph::run() {
       torch::cuda::synchronize(index);
       return;
     }
-    if (!g.graph) {  // capture records the kernels without running them: replay below runs this step
+    if (!g.graph && !g.eager) {  // capture records the kernels without running them: replay below runs this step
       g.graph = std::make_unique<at::cuda::CUDAGraph>();
-      {
+      try {
         c10::cuda::CUDAStreamGuard guard(g.stream);
         g.graph->capture_begin();
-        step_();
+        try {
+          step_();
+        } catch (...) {
+          try {
+            g.graph->capture_end();  // ends the stream's capture; throws for the invalidated graph
+          } catch (...) {
+          }
+          throw;
+        }
         g.graph->capture_end();
+      } catch (const std::exception& e) {
+        // Nothing ran on the device: this step, and every later one, runs eagerly.
+        g.graph.reset();
+        g.eager = true;
+        const std::string what = e.what();
+        spdlog::warn("a step could not be captured as a CUDA graph, so it runs eagerly: {}",
+                     what.substr(0, what.find('\n')));
       }
       torch::cuda::synchronize(index);
     }
-    g.graph->replay();
-    return;
+    if (g.graph) {
+      g.graph->replay();
+      return;
+    }
   }
 #endif
   step_();

@@ -30,8 +30,14 @@ class StepGraph {
 
   // Runs the step once: the first run eagerly (on the stream the capture
   // will use, which warms up the libraries' handles), the second captures
-  // and replays, later ones replay. Throws what the step or CUDA throws.
+  // and replays, later ones replay. A capture that fails (an operation CUDA
+  // graphs do not allow) is logged once, and the step then runs eagerly,
+  // this time and every later one. Throws what the step or CUDA throws
+  // outside a capture.
   void run();
+
+  // Whether runs replay a captured graph (after a successful capture).
+  bool captured() const;
 
  private:
   struct Impl;

@@ -82,6 +82,9 @@ TrainResult Trainer::run() {
     if (!due(opt_.valid_every) && validate_everywhere()) stop = StopReason::kEarlyStopping;
   }
   result.stop_reason = *stop;
+  if (graphed_)
+    spdlog::info("--cuda-graphs: {}, {} replayed from a CUDA graph", counted(static_cast<int64_t>(graphed_->shapes()), "batch shape"),
+                 graphed_->captured());
   finish(&result, progress);
   return result;
 }
@@ -134,6 +137,15 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) 
 // at its end; a non-finite loss or norm leaves the parameters as they were.
 StepStats Trainer::train_step(const std::vector<int64_t>* indices, std::vector<torch::Tensor>& params) {
   StepStats stats;
+  if (graphed_) {  // one process: a batch every step
+    const auto batch = make_training_batch(*indices);
+    const auto r = graphed_->run(batch);
+    stats.tokens = batch.tgt_tokens;
+    stats.sentences = batch.size();
+    stats.loss_sum = r.loss_sum;
+    stats.finite = r.finite;
+    return stats;
+  }
   std::vector<torch::Tensor> losses, values;  // one per part
   if (indices != nullptr) {
     const int64_t n = static_cast<int64_t>(indices->size());

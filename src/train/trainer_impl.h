@@ -19,6 +19,7 @@
 #include "text/corpus.h"
 #include "text/tokenizer.h"
 #include "train/distributed.h"
+#include "train/graphed_step.h"
 #include "train/progress.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
@@ -117,6 +118,7 @@ class Trainer {
   Tokenizer src_tok_, tgt_tok_;
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<GraphedTrainStep> graphed_;  // --cuda-graphs: every step through it
   std::vector<Example> train_;
   std::vector<std::pair<std::string, std::string>> train_text_;  // train_'s text, kept for --spm-alpha
   SegmentationSampler sampler_;

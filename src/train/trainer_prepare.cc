@@ -16,6 +16,7 @@
 #include "model/device.h"
 #include "train/batch_parts.h"
 #include "train/flat_adam.h"
+#include "train/graphed_step.h"
 #include "train/trainer_impl.h"
 
 namespace nmt {
@@ -69,6 +70,14 @@ void Trainer::prepare() {
   init_data(std::move(train), std::move(valid));
   spdlog::debug("encoded and batched the data in {:.2f}s", seconds_since(t0));
   init_optimizer(resuming);
+  if (opt_.cuda_graphs) {
+    GraphedStepOptions g;
+    g.rows = 1;  // the largest batch's rows: every padded batch has them
+    for (const auto& b : batches_) g.rows = std::max<int64_t>(g.rows, static_cast<int64_t>(b.size()));
+    g.label_smoothing = opt_.label_smoothing;
+    g.clip_norm = opt_.clip_norm;
+    graphed_ = std::make_unique<GraphedTrainStep>(model_, dynamic_cast<FlatAdam&>(*optimizer_), g, device_);
+  }
   // Whole batches where parts side by side would go wrong: the encoder GRU's
   // dropout between layers draws from the default generator, whose order
   // across threads would vary; and bfloat16 products come from oneDNN, whose
@@ -102,6 +111,7 @@ void Trainer::prepare() {
                describe_device(device_), counted(threads_, "thread"),
                counted(static_cast<int64_t>(batches_.size()), "batch", "batches"),
                describe_batch_parts(parts_wanted_, threads_, device_), opt_.bf16 ? ", products in bfloat16" : "");
+  if (graphed_) spdlog::info("--cuda-graphs: {}", graphed_->describe());
 }
 
 // config.toml's opening comment: what the file is, how to resume from it,
@@ -126,6 +136,14 @@ void Trainer::validate_options() {
   arch.validate();
   if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
     throw UsageError("--alignment-head is trained only by guided alignment: give --guided-alignment (or drop it)");
+  if (opt_.cuda_graphs) {
+    const char* why = opt_.optimizer != OptimizerType::kAdam   ? "--optimizer adam"
+                      : !opt_.guided_alignment.empty()         ? "no --guided-alignment"
+                      : opt_.dist.world_size > 1               ? "one process (no --world-size)"
+                      : opt_.bf16                              ? "no --bf16"
+                                                               : nullptr;
+    if (why) throw UsageError(std::string("--cuda-graphs needs ") + why);
+  }
 }
 
 void Trainer::join_group() {
