@@ -94,12 +94,7 @@ TEST(CudaTrainTest, TrainingWithCudaGraphsLowersTheLoss) {
   const auto r = nmt::train(opt, nmt::test::toy_tok(), nmt::test::tiny_arch(0.1));
   EXPECT_EQ(r.steps, 60);
   EXPECT_EQ(r.skipped_steps, 0);
-  std::vector<double> losses;
-  for (const auto& line : nmt::test::read_all_lines(opt.output_dir + "/metrics.jsonl")) {
-    const auto at = line.find("\"valid_nll\":");
-    if (line.find("\"type\":\"valid\"") != std::string::npos && at != std::string::npos)
-      losses.push_back(std::stod(line.substr(at + 12)));
-  }
+  const auto losses = nmt::test::valid_losses(opt.output_dir);
   ASSERT_GE(losses.size(), 2u);
   EXPECT_LT(losses.back(), losses.front());
 }

@@ -49,6 +49,16 @@ std::vector<std::string> read_all_lines(const std::string& path) {
   return out;
 }
 
+std::vector<double> valid_losses(const std::string& run_dir) {
+  std::vector<double> losses;
+  for (const auto& line : read_all_lines(run_dir + "/metrics.jsonl")) {
+    const auto at = line.find("\"valid_nll\":");
+    if (line.find("\"type\":\"valid\"") != std::string::npos && at != std::string::npos)
+      losses.push_back(std::stod(line.substr(at + 12)));
+  }
+  return losses;
+}
+
 void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b, const std::string& what) {
   auto pa = a->named_parameters();
   auto pb = b->named_parameters();

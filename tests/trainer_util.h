@@ -30,6 +30,10 @@ nmt::TokenizerOptions toy_tok();
 // The lines of the file `path` (none when it cannot be read).
 std::vector<std::string> read_all_lines(const std::string& path);
 
+// The validation loss (valid_nll) of each "valid" line of the run's
+// metrics.jsonl, in order (none when the file cannot be read).
+std::vector<double> valid_losses(const std::string& run_dir);
+
 // Fails the test for each parameter that is not equal in `a` and `b`
 // (`what` names the comparison).
 void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b, const std::string& what);

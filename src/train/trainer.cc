@@ -180,6 +180,12 @@ StepStats Trainer::train_step(const std::vector<int64_t>* indices, std::vector<t
   if (losses.size() == 1) (losses[0] * scale).backward();
   else if (!losses.empty()) backward_parts(losses, scale, params, threads_);
   const double max_norm = opt_.clip_norm > 0 ? opt_.clip_norm : std::numeric_limits<double>::infinity();
+  // The step's one read: the loss and the gradient norm together.
+  const auto read_figures = [&](const torch::Tensor& norm) {
+    const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();
+    stats.loss_sum = both[0].item<double>();
+    stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
+  };
   auto* flat = dynamic_cast<FlatAdam*>(optimizer_.get());
   if (flat != nullptr && !comm_) {
     auto grads = flat->gradients();                      // [N]
@@ -187,9 +193,7 @@ StepStats Trainer::train_step(const std::vector<int64_t>* indices, std::vector<t
     const auto ok = torch::isfinite(loss_sum.to(norm.device())) & torch::isfinite(norm);  // [] bool
     flat->prepare();
     flat->step(grads, ok);
-    const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
-    stats.loss_sum = both[0].item<double>();
-    stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
+    read_figures(norm);
     return stats;
   }
   if (comm_) {
@@ -204,9 +208,7 @@ StepStats Trainer::train_step(const std::vector<int64_t>* indices, std::vector<t
   if (comm_) {
     stats.finite = std::isfinite(norm.item<double>());
   } else {
-    const auto both = torch::stack({loss_sum.to(norm.device()), norm.to(torch::kDouble)}).cpu();  // the one read
-    stats.loss_sum = both[0].item<double>();
-    stats.finite = std::isfinite(stats.loss_sum) && std::isfinite(both[1].item<double>());
+    read_figures(norm);
   }
   if (stats.finite) optimizer_->step();
   return stats;
