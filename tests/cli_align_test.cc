@@ -1,4 +1,4 @@
-// nmt-align through the real executable: ibm2 and attention (forced and
+// nmt-align through the real executable: ibm2, hmm and attention (forced and
 // free), pharaoh, CSV, lexical tables, fast_align input, SVG heatmaps,
 // reverse models and --output-dir.
 #include <expat.h>
@@ -50,29 +50,33 @@ using nmt::test::csv_fields;
 
 const std::string kDemo = std::string(NMT_SOURCE_DIR) + "/data/demo";
 
-TEST(CliTest, AlignIbm2WritesLinksInsideEachPairAndScoresThem) {
+TEST(CliTest, AlignStatisticalWritesLinksInsideEachPairAndScoresThem) {
   const auto dir = temp_dir("cli_ibm2");
-  auto r = run("nmt-align", "--aligner ibm2 --format pharaoh --src " + quote(kDemo + "/test.src") + " --tgt " +
-                                quote(kDemo + "/test.tgt") + " --ibm-train-src " + quote(kDemo + "/train.src") +
-                                " --ibm-train-tgt " + quote(kDemo + "/train.tgt") + " --symmetrize grow-diag-final-and" +
-                                " --eval-gold " + quote(kDemo + "/test.align") + " -o " + quote(dir + "/links.txt"),
-               dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto src = lines_of(read_bytes(kDemo + "/test.src")), tgt = lines_of(read_bytes(kDemo + "/test.tgt"));
-  const auto links = lines_of(read_bytes(dir + "/links.txt"));
-  ASSERT_EQ(links.size(), src.size());
-  for (size_t k = 0; k < links.size(); ++k) {
-    const auto gold = nmt::parse_gold_line(links[k], "links.txt", static_cast<int64_t>(k + 1), false);
-    for (const auto& [i, j] : gold.sure) {
-      EXPECT_LT(i, static_cast<int>(nmt::split_ws(src[k]).size())) << "pair " << k;
-      EXPECT_LT(j, static_cast<int>(nmt::split_ws(tgt[k]).size())) << "pair " << k;
+  for (const std::string how : {"--aligner ibm2 --symmetrize grow-diag-final-and",
+                                "--aligner hmm --symmetrize average --method threshold", "--aligner hmm"}) {
+    SCOPED_TRACE(how);
+    auto r = run("nmt-align", how + " --format pharaoh --src " + quote(kDemo + "/test.src") + " --tgt " +
+                                  quote(kDemo + "/test.tgt") + " --ibm-train-src " + quote(kDemo + "/train.src") +
+                                  " --ibm-train-tgt " + quote(kDemo + "/train.tgt") + " --eval-gold " +
+                                  quote(kDemo + "/test.align") + " -o " + quote(dir + "/links.txt"),
+                 dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto src = lines_of(read_bytes(kDemo + "/test.src")), tgt = lines_of(read_bytes(kDemo + "/test.tgt"));
+    const auto links = lines_of(read_bytes(dir + "/links.txt"));
+    ASSERT_EQ(links.size(), src.size());
+    for (size_t k = 0; k < links.size(); ++k) {
+      const auto gold = nmt::parse_gold_line(links[k], "links.txt", static_cast<int64_t>(k + 1), false);
+      for (const auto& [i, j] : gold.sure) {
+        EXPECT_LT(i, static_cast<int>(nmt::split_ws(src[k]).size())) << "pair " << k;
+        EXPECT_LT(j, static_cast<int>(nmt::split_ws(tgt[k]).size())) << "pair " << k;
+      }
     }
+    // The demo's generator links are nearly one-to-one; a working aligner gets most.
+    const std::regex aer_re(R"(AER ([0-9.]+))");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, aer_re)) << r.err;
+    EXPECT_LT(std::stod(m[1]), 0.3) << r.err;
   }
-  // The demo's generator links are nearly one-to-one; a working aligner gets most.
-  const std::regex aer_re(R"(AER ([0-9.]+))");
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.err, m, aer_re)) << r.err;
-  EXPECT_LT(std::stod(m[1]), 0.3) << r.err;
 }
 
 TEST(CliTest, AlignFreeModeShowsTheAttentionOfTheModelsOwnTranslation) {

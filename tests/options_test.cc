@@ -331,6 +331,11 @@ TEST(OptionsTest, DefaultsThatDependOnGivenOptions) {
   nmt::AlignRunOptions a;
   a.aligner = nmt::Aligner::kIbm2;  // links only: Pharaoh lines unless --format was given
   EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kPharaoh);
+  EXPECT_FALSE(a.resolved().ibm.hmm);
+  a.aligner = nmt::Aligner::kHmm;  // the same, and the word aligner goes on to the HMM
+  EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kPharaoh);
+  EXPECT_TRUE(a.resolved().ibm.hmm);
+  a.aligner = nmt::Aligner::kIbm2;
   a.format = nmt::AlignFormat::kLex;
   a.given = {"format"};
   EXPECT_EQ(a.resolved().format, nmt::AlignFormat::kLex);

@@ -25,6 +25,7 @@ using nmt::test::read_bytes;
 using nmt::test::Result;
 using nmt::test::run;
 using nmt::test::temp_dir;
+using nmt::test::warnings_of;
 using nmt::test::write_bytes;
 using nmt::test::write_lines;
 
@@ -198,8 +199,9 @@ TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
   const long limit_kb = 2000000;
   auto r = run_limited("exec timeout 120 " + align + " --src " + quote(dir + "/a.src") + " --tgt " + quote(dir + "/a.tgt"), limit_kb, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(r.err_lines.size(), 1u) << r.err;
-  EXPECT_TRUE(contains(r.err_lines[0], "1 pair with a side longer than 1000 pieces was cropped (--max-input-length)"))
+  const auto warnings = warnings_of(r);
+  ASSERT_EQ(warnings.size(), 1u) << r.err;
+  EXPECT_TRUE(contains(warnings[0], "1 pair with a side longer than 1000 pieces was cropped (--max-input-length)"))
       << r.err;
   // Three CSV blocks, the long pair's at most 1,000 pieces (and </s>) a side.
   std::vector<std::vector<std::string>> blocks(1);
@@ -230,7 +232,7 @@ TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
   r = run_limited("yes 'red cat ||| cato redo' | timeout 120 " + align + " -n 50 -f pharaoh", limit_kb, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 50);
-  EXPECT_TRUE(r.err_lines.empty()) << r.err;
+  EXPECT_TRUE(warnings_of(r).empty()) << r.err;
 }
 
 // Every option's range is unit-tested on its options struct

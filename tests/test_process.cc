@@ -81,6 +81,15 @@ void set_err(Result& r, std::string err) {
     if (!l.empty()) r.err_lines.push_back(l);
 }
 
+std::vector<std::string> warnings_of(const Result& r) {
+  std::vector<std::string> out;
+  for (const auto& l : r.err_lines)
+    if (l.find("] [warning] ") != std::string::npos || l.find("] [error] ") != std::string::npos ||
+        l.find("] [critical] ") != std::string::npos)
+      out.push_back(l);
+  return out;
+}
+
 Result run(const std::string& exe, const std::string& args, const std::string& dir, const std::string& stdin_file) {
   return run_command("", "", exe, args, dir, stdin_file);
 }

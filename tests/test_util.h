@@ -116,6 +116,11 @@ struct Result {
 // Stores `err` as `r`'s stderr and its non-empty lines as r.err_lines.
 void set_err(Result& r, std::string err);
 
+// The stderr lines logged at warning level or above ("[warning]", "[error]",
+// "[critical]"): what a run says beyond its informational lines, whose number
+// depends on the machine (the BLAS kernel notice appears on some CPUs only).
+std::vector<std::string> warnings_of(const Result& r);
+
 // Temporary files ("*.tmp.PID") anywhere under `dir`, as paths relative to
 // it; none when `dir` does not exist.
 std::vector<std::string> temporary_files(const std::string& dir);

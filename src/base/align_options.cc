@@ -11,7 +11,8 @@ void WordAlignerOptions::validate() const { check_ranges(*this); }
 
 AlignRunOptions AlignRunOptions::resolved() const {
   AlignRunOptions r = *this;
-  if (aligner == Aligner::kIbm2 && given.count("format") == 0) r.format = AlignFormat::kPharaoh;
+  if (aligner != Aligner::kAttention && given.count("format") == 0) r.format = AlignFormat::kPharaoh;
+  r.ibm.hmm = aligner == Aligner::kHmm;
   return r;
 }
 
@@ -22,9 +23,10 @@ void AlignRunOptions::validate() const {
   search.validate();
   if (format == AlignFormat::kSvg && output_dir.empty() && heatmap_dir.empty())
     throw UsageError("--format svg writes one file per pair: give --output-dir");
-  const bool ibm2 = aligner == Aligner::kIbm2;
+  const bool ibm2 = aligner != Aligner::kAttention;  // a statistical aligner: ibm2 or hmm
+  const std::string name = enum_name(aligner);
   if (format == AlignFormat::kLex) {
-    if (!ibm2) throw UsageError("--format lex is ibm2's lexical table: add --aligner ibm2");
+    if (!ibm2) throw UsageError("--format lex is a statistical aligner's lexical table: add --aligner ibm2 or hmm");
     if (model_path.empty()) throw UsageError("--format lex needs --model: the table is over that model's pieces");
     if (!reverse_model.empty() || symmetrize != Symmetrization::kNone || !eval_gold.empty() || !output_dir.empty() ||
         !heatmap_dir.empty())
@@ -32,15 +34,13 @@ void AlignRunOptions::validate() const {
                        "--output-dir and --heatmap");
   } else {
     if (ibm2 && format != AlignFormat::kPharaoh)
-      throw UsageError("the ibm2 aligner gives hard links only: use --format pharaoh (or lex for its table)");
+      throw UsageError("the " + name + " aligner gives hard links only: use --format pharaoh (or lex for its table)");
     if (ibm2 && (!model_path.empty() || !reverse_model.empty()))
-      throw UsageError("the ibm2 aligner learns from the text: drop --model and --reverse-model");
+      throw UsageError("the " + name + " aligner learns from the text: drop --model and --reverse-model");
   }
   const bool symmetric = symmetrize != Symmetrization::kNone;
   if (!ibm2 && symmetric != !reverse_model.empty())
     throw UsageError("symmetrization needs both a reverse model and a method other than none");
-  if (ibm2 && symmetrize == Symmetrization::kAverage)
-    throw UsageError("the ibm2 aligner symmetrizes links: average needs attention matrices");
   // The input: --src (with --tgt: forced mode), --tsv or --pairs; with none
   // of them, fast_align pairs on stdin (checked where they are read).
   const int inputs = !src.empty() + !tsv.empty() + !pairs.empty();
@@ -48,15 +48,15 @@ void AlignRunOptions::validate() const {
   if (!tgt.empty() && src.empty()) throw UsageError("option --src is required with --tgt");
   const bool forced = !tgt.empty() || !tsv.empty() || !pairs.empty() || inputs == 0;
   if ((forced || ibm2) && search.beam_size != 1)
-    throw UsageError("--beam-size does nothing when the target is given (--tgt, --tsv, --pairs, ibm2): it is for free "
+    throw UsageError("--beam-size does nothing when the target is given (--tgt, --tsv, --pairs, ibm2, hmm): it is for free "
                      "mode (--src alone)");
   if (!forced) {  // free mode: the model translates, so there is no given target
-    if (ibm2) throw UsageError("option --tgt is required with --aligner ibm2 (it aligns given pairs)");
+    if (ibm2) throw UsageError("option --tgt is required with --aligner " + name + " (it aligns given pairs)");
     if (!reverse_model.empty()) throw UsageError("option --tgt is required with --reverse-model (forced mode)");
   }
   if (!ibm2 && model_path.empty())
-    throw UsageError("option --model (-m) is required: the checkpoint whose attention aligns (or --aligner ibm2, "
-                     "which needs none)");
+    throw UsageError("option --model (-m) is required: the checkpoint whose attention aligns (or --aligner ibm2 or "
+                     "hmm, which need none)");
 }
 
 }  // namespace nmt

@@ -11,9 +11,12 @@
 
 namespace nmt {
 
-// The statistical word aligner (IBM model 2 with a diagonal prior).
+// The statistical word aligner: IBM model 2 with a diagonal prior, then
+// optionally the HMM alignment model started from its lexical table.
 struct WordAlignerOptions {
-  int iterations = 5;
+  int iterations = 5;             // EM iterations of IBM model 2
+  bool hmm = false;               // then train the HMM (nmt-align --aligner hmm sets it)
+  int hmm_iterations = 5;         // EM iterations of the HMM
   double null_prob = 0.08;        // p0: prior probability that a target word links to no source word
   double diagonal_tension = 4.0;  // lambda in exp(-lambda |i/n - j/m|)
   double alpha = 0.01;            // Dirichlet prior of variational Bayes on t(f|e); 0: plain maximum likelihood
@@ -22,8 +25,11 @@ struct WordAlignerOptions {
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
-    const char* g = "ibm2 aligner";
-    v(Field{"ibm-iterations", "EM iterations", g}.within(1, 1000), s.iterations);
+    const char* g = "ibm2 and hmm aligners";
+    v(Field{"ibm-iterations", "EM iterations of IBM model 2 (hmm: before its own)", g}.within(1, 1000), s.iterations);
+    v(Field{"hmm-iterations", "hmm: EM iterations of the HMM, started from IBM model 2's word translations", g}
+          .within(1, 1000),
+      s.hmm_iterations);
     v(Field{"ibm-tension", "Preference for links near the diagonal", g}.within(0.0, 1000.0), s.diagonal_tension);
     v(Field{"ibm-null-prob", "Prior probability that a target word links to no source word", g}
           .within(0.0, 1.0, End::kOpen, End::kOpen),
@@ -53,7 +59,7 @@ struct AlignRunOptions {
   std::string eval_gold;
   bool gold_one_based = false;
   WordAlignerOptions ibm;
-  std::string ibm_train_src, ibm_train_tgt;  // ibm2: more pairs to learn from (not aligned or written)
+  std::string ibm_train_src, ibm_train_tgt;  // ibm2, hmm: more pairs to learn from (not aligned or written)
   int64_t lex_best = 100;           // --format lex: translations written per source piece
   SearchOptions search;             // free mode
   int64_t max_pairs = 0;
@@ -64,7 +70,7 @@ struct AlignRunOptions {
   GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
 
   // These options with the defaults that depend on which were given filled
-  // in: the ibm2 aligner, which gives links only, writes them as Pharaoh
+  // in: the statistical aligners, which give links only, write them as Pharaoh
   // lines unless --format was given. Never throws.
   AlignRunOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range, in
@@ -80,7 +86,8 @@ template <class S, class V>
 void AlignRunOptions::fields(S& s, V&& v) {
   const char* in = "Input";
   v(Field{"model", "Checkpoint (.ckpt) written by nmt-train", in, "-m"}, s.model_path);
-  v(Field{"aligner", "attention (the model's) or ibm2 (statistical, fast_align-style; needs no model, except for --format lex)", in},
+  v(Field{"aligner", "attention (the model's), ibm2 (statistical, fast_align-style) or hmm (statistical: IBM model 2, "
+                     "then the HMM alignment model); ibm2 and hmm need no model, except for --format lex", in},
     s.aligner);
   v(Field{"src", "Source sentences, one per line", in}, s.src);
   v(Field{"tgt", "Target sentences (forced mode); without it the model translates (free mode)", in}, s.tgt);
@@ -96,16 +103,16 @@ void AlignRunOptions::fields(S& s, V&& v) {
 
   v(Field{"reverse-model", "Target->source checkpoint whose links are combined with --symmetrize (forced mode)", in},
     s.reverse_model);
-  v(Field{"ibm-train-src", "ibm2: more source sentences to learn from (not aligned)", in}, s.ibm_train_src);
-  v(Field{"ibm-train-tgt", "ibm2: their target sentences", in}, s.ibm_train_tgt);
+  v(Field{"ibm-train-src", "ibm2, hmm: more source sentences to learn from (not aligned)", in}, s.ibm_train_src);
+  v(Field{"ibm-train-tgt", "ibm2, hmm: their target sentences", in}, s.ibm_train_tgt);
   WordAlignerOptions::fields(s.ibm, v);
   const char* out = "Output";
   v(Field{"output", "Output file (default: stdout)", out, "-o"}, s.output);
   v(Field{"format",
           "csv (a matrix block per pair), tidy (one CSV table, a row per cell: pair,tgt_index,tgt_token,src_index,"
           "src_token,weight), pharaoh (word links i-j; free mode: translation ||| links), svg (heatmaps) or lex "
-          "(ibm2: the lexical table over --model's pieces, for nmt-translate --shortlist); default csv, pharaoh "
-          "for ibm2",
+          "(ibm2, hmm: the lexical table over --model's pieces, for nmt-translate --shortlist); default csv, "
+          "pharaoh for ibm2 and hmm",
           out, "-f"},
     s.format);
   v(Field{"lex-best", "--format lex: the N most probable translations of each source piece", out}.within(1, 1 << 20),
@@ -115,14 +122,18 @@ void AlignRunOptions::fields(S& s, V&& v) {
   v(Field{"output-dir", "Write one NNNN.csv (or NNNN.svg) per pair into this folder", out}, s.output_dir);
   v(Field{"heatmap", "Also write an NNNN.svg heatmap per pair into this folder", out}, s.heatmap_dir);
   const char* links = "Links";
-  v(Field{"method", "Hard links: argmax (most attended source word per target word) or threshold", links}, s.method);
-  v(Field{"threshold", "Weight at or above which a word pair links (--method threshold)", links}.within(0.0, 1.0),
+  v(Field{"method", "Hard links: argmax (most attended source word per target word; ibm2, hmm: the most probable "
+                    "link, NULL included) or threshold", links},
+    s.method);
+  v(Field{"threshold", "Weight (ibm2, hmm: link posterior) at or above which a word pair links (--method threshold)",
+          links}.within(0.0, 1.0),
     s.threshold);
   v(Field{"shift", "Target token t takes the attention row of step t+N (the model reads y_t two steps later)", links}
         .within(0, 4),
     s.shift);
-  v(Field{"symmetrize", "Combine with --reverse-model: intersection, union, grow-diag, grow-diag-final, "
-                        "grow-diag-final-and, or average (mean of both matrices)", links},
+  v(Field{"symmetrize", "Combine with --reverse-model (ibm2, hmm: with the other direction): intersection, union, "
+                        "grow-diag, grow-diag-final, grow-diag-final-and, or average (mean of both matrices; ibm2, "
+                        "hmm: of both directions' link posteriors)", links},
     s.symmetrize);
   v(Field{"eval-gold", "Gold links (i-j sure, i?j possible): print precision, recall, AER", links}, s.eval_gold);
   v(Field{"gold-one-based", "Gold indices start at 1 (NAACL 2003 .talp files)", links}, s.gold_one_based);

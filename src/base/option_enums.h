@@ -98,12 +98,13 @@ inline StopMetric parse_stop_metric(const std::string& s) { return parse_enum<St
 enum class Aligner {
   kAttention,  // a model's attention
   kIbm2,       // statistical, fast_align-style (word_aligner.h); needs no model
+  kHmm,        // statistical: IBM model 2, then the HMM alignment model (word_aligner.h)
 };
 template <>
 struct EnumNames<Aligner> {
   static constexpr const char* what = "aligner";
-  static constexpr std::array<std::pair<Aligner, const char*>, 2> values = {{
-      {Aligner::kAttention, "attention"}, {Aligner::kIbm2, "ibm2"}}};
+  static constexpr std::array<std::pair<Aligner, const char*>, 3> values = {{
+      {Aligner::kAttention, "attention"}, {Aligner::kIbm2, "ibm2"}, {Aligner::kHmm, "hmm"}}};
 };
 
 // What nmt-align writes.
@@ -112,7 +113,7 @@ enum class AlignFormat {
   kTidy,     // attention as one long CSV table: a row per cell
   kPharaoh,  // word links i-j
   kSvg,      // heatmaps
-  kLex,      // ibm2's lexical table over a model's pieces, for nmt-translate --shortlist
+  kLex,      // a statistical aligner's lexical table over a model's pieces, for nmt-translate --shortlist
 };
 template <>
 struct EnumNames<AlignFormat> {

@@ -1,4 +1,5 @@
-// fast_align-style IBM Model 2 (see word_aligner.h).
+// fast_align-style IBM Model 2 and the training of both models (see
+// word_aligner.h); the HMM's forward-backward is in word_aligner_hmm.cc.
 #include "text/word_aligner.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "base/validate.h"
+#include "text/word_aligner_impl.h"
 
 namespace nmt {
 namespace {
@@ -32,58 +34,78 @@ double diagonal(int i, int j, int n, int m, double tension) {
 
 }  // namespace
 
-struct WordAligner::Impl {
-  WordAlignerOptions opt;
-  std::unordered_map<std::string, int32_t> src_vocab{{"", 0}};  // 0: NULL
-  std::unordered_map<std::string, int32_t> tgt_vocab;
-  struct Entry {
-    float t = 0;      // t(f | e)
-    float count = 0;  // expected count in the current iteration
-  };
-  std::vector<Entry> entries;                     // one per (e, f) seen together
-  std::unordered_map<uint64_t, int32_t> table;    // key e << 32 | f -> index into entries
-
-  static uint64_t key(int32_t e, int32_t f) { return static_cast<uint64_t>(e) << 32 | static_cast<uint32_t>(f); }
-
-  std::vector<int32_t> ids(const std::string& s, std::unordered_map<std::string, int32_t>& vocab, bool grow) {
-    std::vector<int32_t> out;
-    for (auto& w : split_ws(s)) {
-      auto it = vocab.find(w);
-      if (it == vocab.end()) {
-        if (!grow) {
-          out.push_back(-1);
-          continue;
-        }
-        it = vocab.emplace(std::move(w), static_cast<int32_t>(vocab.size())).first;
+std::vector<int32_t> WordAligner::Impl::ids(const std::string& s, std::unordered_map<std::string, int32_t>& vocab,
+                                            bool grow) {
+  std::vector<int32_t> out;
+  for (auto& w : split_ws(s)) {
+    auto it = vocab.find(w);
+    if (it == vocab.end()) {
+      if (!grow) {
+        out.push_back(-1);
+        continue;
       }
-      out.push_back(it->second);
+      it = vocab.emplace(std::move(w), static_cast<int32_t>(vocab.size())).first;
     }
-    return out;
+    out.push_back(it->second);
   }
+  return out;
+}
 
-  // The entries of target word j's candidate links (NULL, then each source
-  // word), -1 where the pair was never seen.
-  void slots(const std::vector<int32_t>& e, const std::vector<int32_t>& f, size_t j, int32_t* out) const {
-    for (size_t i = 0; i <= e.size(); ++i) {
-      const int32_t word = i == 0 ? 0 : e[i - 1];
-      const auto it = word < 0 || f[j] < 0 ? table.end() : table.find(key(word, f[j]));
-      out[i] = it == table.end() ? -1 : it->second;
-    }
+void WordAligner::Impl::slots(const std::vector<int32_t>& e, const std::vector<int32_t>& f, size_t j,
+                              int32_t* out) const {
+  for (size_t i = 0; i <= e.size(); ++i) {
+    const int32_t word = i == 0 ? 0 : e[i - 1];
+    const auto it = word < 0 || f[j] < 0 ? table.end() : table.find(key(word, f[j]));
+    out[i] = it == table.end() ? -1 : it->second;
   }
+}
 
-  // Link probabilities of target word j (0-based, of m) over NULL and the n
-  // source words, unnormalized, into `p` (p[0] NULL, p[i+1] source word i),
-  // from the entries `slot` gives.
-  void posteriors(int n, int m, size_t j, const int32_t* slot, std::vector<double>* p) const {
-    p->assign(n + 1, 0.0);
+void WordAligner::Impl::ibm2_posteriors(int n, int m, size_t j, const int32_t* slot, std::vector<double>* p) const {
+  p->assign(n + 1, 0.0);
+  double z = 0;
+  for (int i = 1; i <= n; ++i) z += (*p)[i] = diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
+  for (int i = 0; i <= n; ++i) {
+    const double prior = i == 0 ? opt.null_prob : (1 - opt.null_prob) * (*p)[i] / z;
+    (*p)[i] = slot[i] < 0 ? 0.0 : prior * entries[slot[i]].t;
+  }
+}
+
+void WordAligner::Impl::maximize(const std::vector<int32_t>& owner) {
+  // t(f|e) = count(e,f) / count(e), or its variational-Bayes form.
+  const double vocab = static_cast<double>(tgt_vocab.size());
+  std::vector<double> total(src_vocab.size(), 0.0);
+  for (size_t x = 0; x < entries.size(); ++x) total[owner[x]] += entries[x].count;
+  for (size_t x = 0; x < entries.size(); ++x) {
+    auto& entry = entries[x];
+    const double c = entry.count, tot = total[owner[x]];
+    if (opt.alpha > 0)
+      entry.t = static_cast<float>(std::exp(digamma(c + opt.alpha) - digamma(tot + vocab * opt.alpha)));
+    else
+      entry.t = tot > 0 ? static_cast<float>(c / tot) : 0.0f;
+  }
+}
+
+std::vector<std::vector<double>> WordAligner::Impl::pair_posteriors(const std::vector<int32_t>& e,
+                                                                    const std::vector<int32_t>& f) const {
+  const int n = static_cast<int>(e.size()), m = static_cast<int>(f.size());
+  std::vector<int32_t> slot(static_cast<size_t>(m) * (n + 1));
+  for (int j = 0; j < m; ++j) slots(e, f, j, &slot[static_cast<size_t>(j) * (n + 1)]);
+  std::vector<std::vector<double>> rows(m);
+  std::vector<double> p;
+  if (!jump.empty()) {
+    hmm_posteriors(slot.data(), n, m, &p, nullptr);
+    for (int j = 0; j < m; ++j) rows[j].assign(p.begin() + j * (n + 1), p.begin() + (j + 1) * (n + 1));
+    return rows;
+  }
+  for (int j = 0; j < m; ++j) {
+    ibm2_posteriors(n, m, j, &slot[static_cast<size_t>(j) * (n + 1)], &p);
     double z = 0;
-    for (int i = 1; i <= n; ++i) z += (*p)[i] = diagonal(i, static_cast<int>(j) + 1, n, m, opt.diagonal_tension);
-    for (int i = 0; i <= n; ++i) {
-      const double prior = i == 0 ? opt.null_prob : (1 - opt.null_prob) * (*p)[i] / z;
-      (*p)[i] = slot[i] < 0 ? 0.0 : prior * entries[slot[i]].t;
-    }
+    for (double v : p) z += v;
+    for (double& v : p) v = z > 0 ? v / z : 0.0;
+    rows[j] = p;
   }
-};
+  return rows;
+}
 
 WordAligner::WordAligner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 WordAligner::WordAligner(WordAligner&&) noexcept = default;
@@ -123,48 +145,56 @@ WordAligner WordAligner::train(const std::vector<std::string>& src, const std::v
       }
   }
   std::vector<double> p;
-  const double vocab = static_cast<double>(impl->tgt_vocab.size());
-  for (int it = 0; it < opt.iterations; ++it) {
+  for (int it = 0; it < opt.iterations; ++it) {  // IBM Model 2
     for (auto& entry : impl->entries) entry.count = 0;
     for (size_t k = 0; k < e.size(); ++k) {  // E-step: expected link counts
       const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
-      for (size_t j = 0; j < f[k].size(); ++j) {
-        const int32_t* s = &slot[start[k] + j * (n + 1)];
-        impl->posteriors(n, m, j, s, &p);
+      for (int j = 0; j < m; ++j) {
+        const int32_t* s = &slot[start[k] + static_cast<size_t>(j) * (n + 1)];
+        impl->ibm2_posteriors(n, m, j, s, &p);
         double z = 0;
         for (double v : p) z += v;
         if (z <= 0) continue;
         for (int i = 0; i <= n; ++i) impl->entries[s[i]].count += static_cast<float>(p[i] / z);
       }
     }
-    // M-step: t(f|e) = count(e,f) / count(e), or its variational-Bayes form.
-    std::vector<double> total(impl->src_vocab.size(), 0.0);
-    for (size_t x = 0; x < impl->entries.size(); ++x) total[owner[x]] += impl->entries[x].count;
-    for (size_t x = 0; x < impl->entries.size(); ++x) {
-      auto& entry = impl->entries[x];
-      const double c = entry.count, tot = total[owner[x]];
-      if (opt.alpha > 0)
-        entry.t = static_cast<float>(std::exp(digamma(c + opt.alpha) - digamma(tot + vocab * opt.alpha)));
-      else
-        entry.t = tot > 0 ? static_cast<float>(c / tot) : 0.0f;
+    impl->maximize(owner);
+  }
+  if (opt.hmm) impl->init_jumps();
+  std::vector<double> jumps(impl->jump.size());
+  for (int it = 0; opt.hmm && it < opt.hmm_iterations; ++it) {  // the HMM, from IBM Model 2's t(f|e)
+    for (auto& entry : impl->entries) entry.count = 0;
+    std::fill(jumps.begin(), jumps.end(), 0.0);
+    for (size_t k = 0; k < e.size(); ++k) {
+      const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
+      impl->hmm_posteriors(&slot[start[k]], n, m, &p, &jumps);
+      for (size_t x = 0; x < p.size(); ++x) impl->entries[slot[start[k] + x]].count += static_cast<float>(p[x]);
     }
+    impl->maximize(owner);
+    double total = 0;
+    for (double c : jumps) total += c + 1;  // add-one: every jump stays possible
+    for (size_t d = 0; d < jumps.size(); ++d) impl->jump[d] = (jumps[d] + 1) / total;
   }
   return WordAligner(std::move(impl));
 }
 
+std::vector<std::vector<double>> WordAligner::link_posteriors(const std::string& src, const std::string& tgt) const {
+  auto& impl = *impl_;
+  auto rows = impl.pair_posteriors(impl.ids(src, impl.src_vocab, false), impl.ids(tgt, impl.tgt_vocab, false));
+  for (auto& row : rows) row.erase(row.begin());  // NULL
+  return rows;
+}
+
 std::set<Link> WordAligner::align(const std::string& src, const std::string& tgt) const {
   auto& impl = *impl_;
-  std::vector<int32_t> e = impl.ids(src, impl.src_vocab, false), f = impl.ids(tgt, impl.tgt_vocab, false);
   std::set<Link> links;
-  std::vector<double> p;
-  std::vector<int32_t> slot(e.size() + 1);
-  for (size_t j = 0; j < f.size(); ++j) {
-    impl.slots(e, f, j, slot.data());
-    impl.posteriors(static_cast<int>(e.size()), static_cast<int>(f.size()), j, slot.data(), &p);
+  const auto rows = impl.pair_posteriors(impl.ids(src, impl.src_vocab, false), impl.ids(tgt, impl.tgt_vocab, false));
+  for (size_t j = 0; j < rows.size(); ++j) {
+    // The most probable source word, unless NULL is at least as probable.
     size_t best = 0;
-    for (size_t i = 1; i < p.size(); ++i)
-      if (p[i] > p[best]) best = i;
-    if (best > 0 && p[best] > 0) links.insert({static_cast<int>(best) - 1, static_cast<int>(j)});
+    for (size_t i = 1; i < rows[j].size(); ++i)
+      if (rows[j][i] > rows[j][best]) best = i;
+    if (best > 0) links.insert({static_cast<int>(best) - 1, static_cast<int>(j)});
   }
   return links;
 }

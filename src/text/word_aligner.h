@@ -1,8 +1,11 @@
 // A statistical word aligner in the manner of fast_align (Dyer, Chahuneau &
 // Smith 2013): IBM Model 2 with a prior that favours links near the diagonal,
-// trained by EM with variational-Bayes smoothing. It gives attention a
-// training signal (guided alignment, nmt-train --guided-alignment) and is a
-// baseline for attention-derived alignments. No LibTorch.
+// trained by EM with variational-Bayes smoothing; optionally followed by the
+// HMM alignment model (Vogel, Ney & Tillmann 1996; NULL as in Och & Ney
+// 2003), whose jumps between source positions model local reordering and
+// phrases moving together. It gives attention a training signal (guided
+// alignment, nmt-train --guided-alignment) and is a baseline for
+// attention-derived alignments. No LibTorch.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,6 +30,12 @@ class WordAligner {
   // The most probable link of every target word ((source i, target j),
   // 0-based word positions); target words more probably unaligned get none.
   std::set<Link> align(const std::string& src, const std::string& tgt) const;
+
+  // The posterior probability of every link: one row per target word, one
+  // column per source word (NULL left out), p(target word j links to source
+  // word i | the pair). A row sums to 1 less the chance that its word is
+  // unaligned; it is all 0 where no source word has been seen with it.
+  std::vector<std::vector<double>> link_posteriors(const std::string& src, const std::string& tgt) const;
 
   // log t(f | e) for one source word e and target word f (-inf if never seen together).
   double log_translation(const std::string& e, const std::string& f) const;

@@ -26,7 +26,7 @@ using align_detail::write_lexical_table;
 AerScore run_alignment(const AlignRunOptions& options) {
   const AlignRunOptions opt = options.resolved();
   opt.validate();  // -m, and the target where the mode needs one, are there
-  const bool ibm = opt.aligner == Aligner::kIbm2;
+  const bool ibm = opt.aligner != Aligner::kAttention;  // ibm2 or hmm
   std::unique_ptr<AttentionPairAligner> attention;
   if (ibm) {
     set_threads(opt.runtime.threads);
@@ -34,7 +34,7 @@ AerScore run_alignment(const AlignRunOptions& options) {
     attention = std::make_unique<AttentionPairAligner>(opt);
   }
   PairInput input(opt);
-  // ibm2 learns from every pair before it aligns any: it holds them all. The
+  // ibm2 and hmm learn from every pair before they align any: all are held. The
   // attention aligner reads, aligns and writes one pair at a time.
   std::unique_ptr<Pairs> all;
   std::unique_ptr<PairAligner> aligner;

@@ -55,7 +55,7 @@ constexpr size_t kAlignMaxLineBytes = size_t{1} << 20;
 // precision, recall and AER. The attention aligner reads, aligns and writes
 // one pair at a time (memory does not grow with the input: with
 // --max-input-length, nor with its lines), and logs a warning with the
-// number of pairs it cropped; ibm2 learns from every pair, held in memory.
+// number of pairs it cropped; ibm2 and hmm learn from every pair, held in memory.
 // Throws nmt::Error for bad options (before any work), bad files (named
 // with the line; a gold link outside its sentence pair included), or a bad
 // model; the output file (--output) is then left as it was, and per-pair

@@ -1,5 +1,5 @@
-// nmt-align's aligners, each aligning one pair at a time: ibm2 (trained on
-// every pair first) and a model's attention, forced or free, with or without
+// nmt-align's aligners, each aligning one pair at a time: ibm2 or hmm
+// (trained on every pair first) and a model's attention, forced or free, with or without
 // a reverse model.
 #include <spdlog/spdlog.h>
 
@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "base/utf8.h"
 #include "model/device.h"
 #include "tools/align_pipeline.h"
 
@@ -51,18 +52,43 @@ void check_reverse_direction(const AlignRunOptions& opt, const Translator& fwd, 
 
 }  // namespace
 
-IbmPairAligner::IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : how_(opt.symmetrize) {
+std::string em_iterations(const WordAlignerOptions& o) {
+  const std::string ibm2 = counted(o.iterations, "iteration");
+  return o.hmm ? ibm2 + " of IBM model 2 and " + std::to_string(o.hmm_iterations) + " of the HMM" : ibm2;
+}
+
+IbmPairAligner::IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : opt_(opt) {
   const Pairs all = ibm_training_pairs(opt, pairs);
-  spdlog::info("ibm2: learning from {}, {}", counted(static_cast<int64_t>(all.src.size()), "pair"),
-               counted(opt.ibm.iterations, "iteration"));
+  spdlog::info("{}: learning from {}, {}", enum_name(opt.aligner), counted(static_cast<int64_t>(all.src.size()), "pair"),
+               em_iterations(opt.ibm));
   fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
-  if (how_ != Symmetrization::kNone) rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
+  if (opt.symmetrize != Symmetrization::kNone)
+    rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
+}
+
+std::set<Link> IbmPairAligner::links(const WordAligner& aligner, const std::string& src, const std::string& tgt) const {
+  if (opt_.method == HardMethod::kArgmax) return aligner.align(src, tgt);
+  return hard_alignment(posterior_matrix(aligner, src, tgt), HardMethod::kThreshold, opt_.threshold);
+}
+
+AttentionMatrix IbmPairAligner::posterior_matrix(const WordAligner& aligner, const std::string& src,
+                                                 const std::string& tgt) {
+  AttentionMatrix m;
+  m.src_tokens = split_ws(src);
+  m.tgt_tokens = split_ws(tgt);
+  for (const auto& row : aligner.link_posteriors(src, tgt)) m.weights.emplace_back(row.begin(), row.end());
+  return m;
 }
 
 PairAlignment IbmPairAligner::align(const std::string& src, const std::string& tgt) {
   PairAlignment a;
-  a.links = fwd_->align(src, tgt);
-  if (rev_) a.links = symmetrize(a.links, swap_links(rev_->align(tgt, src)), how_);
+  if (opt_.symmetrize == Symmetrization::kAverage) {
+    const auto mean = average_with_reverse(posterior_matrix(*fwd_, src, tgt), posterior_matrix(*rev_, tgt, src));
+    a.links = hard_alignment(mean, opt_.method, opt_.threshold);
+    return a;
+  }
+  a.links = links(*fwd_, src, tgt);
+  if (rev_) a.links = symmetrize(a.links, swap_links(links(*rev_, tgt, src)), opt_.symmetrize);
   return a;
 }
 

@@ -1,5 +1,5 @@
 // nmt-align's input: the pairs to align, read one at a time (or all of them
-// for ibm2), and the gold links of --eval-gold read along with them.
+// for ibm2 and hmm), and the gold links of --eval-gold read along with them.
 #include <unistd.h>
 
 #include <climits>

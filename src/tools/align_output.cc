@@ -1,5 +1,5 @@
 // nmt-align's output: the alignments in the chosen format on one stream or
-// as per-pair files (with heatmaps), and ibm2's lexical table (--format lex).
+// as per-pair files (with heatmaps), and the statistical aligners' lexical table (--format lex).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -144,8 +144,8 @@ void write_lexical_table(const AlignRunOptions& opt, const Pairs& pairs) {
     src.push_back(joined(m.src_tok.pieces(all.src[k])));
     tgt.push_back(joined(m.tgt_tok.pieces(all.tgt[k])));
   }
-  spdlog::info("ibm2: learning a lexical table from {} of pieces, {}", counted(static_cast<int64_t>(src.size()), "pair"),
-               counted(opt.ibm.iterations, "iteration"));
+  spdlog::info("{}: learning a lexical table from {} of pieces, {}", enum_name(opt.aligner),
+               counted(static_cast<int64_t>(src.size()), "pair"), em_iterations(opt.ibm));
   const auto table = WordAligner::train(src, tgt, opt.ibm).lexical_table(static_cast<size_t>(opt.lex_best), 0.0);
   OutputFile out(opt.output);
   for (const auto& e : table) out.stream() << e.source << '\t' << e.target << '\t' << fmt::format("{:.6g}", e.prob) << '\n';

@@ -1,6 +1,6 @@
 // The stages of nmt-align's run (run_alignment() in align.cc puts them
 // together): reading the pairs and gold links (align_input.cc), aligning a
-// pair with ibm2 or a model's attention (align_aligners.cc), and writing
+// pair with ibm2, hmm or a model's attention (align_aligners.cc), and writing
 // the results (align_output.cc). Private to those files.
 #pragma once
 #include <cstdint>
@@ -47,7 +47,7 @@ class PairInput {
   bool two_files_ = false;
 };
 
-// Every pair of `in` (what ibm2 learns from). Throws as PairInput::next().
+// Every pair of `in` (what ibm2 and hmm learn from). Throws as PairInput::next().
 Pairs read_all_pairs(PairInput& in);
 
 // The gold links of --eval-gold, line k for pair k, read along with the
@@ -68,7 +68,7 @@ class GoldInput {
   LineReader in_;
 };
 
-// What ibm2 learns from: `pairs`, then --ibm-train-src/-tgt's pairs when
+// What ibm2 and hmm learn from: `pairs`, then --ibm-train-src/-tgt's pairs when
 // given. Throws nmt::Error (file and line) when those cannot be read.
 Pairs ibm_training_pairs(const AlignRunOptions& opt, const Pairs& pairs);
 
@@ -78,7 +78,7 @@ Pairs ibm_training_pairs(const AlignRunOptions& opt, const Pairs& pairs);
 struct PairAlignment {
   std::set<Link> links;
   AttentionMatrix shown;
-  bool has_matrix = false;  // false for ibm2: links only
+  bool has_matrix = false;  // false for ibm2 and hmm: links only
   bool free = false;        // the model translated: `translation` is what the links refer to
   std::string translation;
 };
@@ -90,8 +90,15 @@ class PairAligner {
   virtual PairAlignment align(const std::string& src, const std::string& tgt) = 0;
 };
 
-// ibm2: learns from the pairs to align plus any extra pairs, in both
-// directions when symmetrizing.
+// "5 iterations", or "5 iterations of IBM model 2 and 5 of the HMM": what
+// the statistical aligner's training runs, for the log.
+std::string em_iterations(const WordAlignerOptions& o);
+
+// ibm2 or hmm: learns from the pairs to align plus any extra pairs, in both
+// directions when symmetrizing. --method threshold links where the link
+// posterior reaches --threshold; --symmetrize average, where the mean of
+// both directions' posteriors does (or, with argmax, each target word to
+// its best source word by that mean).
 class IbmPairAligner : public PairAligner {
  public:
   // Throws nmt::Error when the extra pairs cannot be read.
@@ -99,7 +106,11 @@ class IbmPairAligner : public PairAligner {
   PairAlignment align(const std::string& src, const std::string& tgt) override;
 
  private:
-  Symmetrization how_;
+  // One direction's links, by --method.
+  std::set<Link> links(const WordAligner& aligner, const std::string& src, const std::string& tgt) const;
+  // The link posteriors as a word-level matrix (no "</s>").
+  static AttentionMatrix posterior_matrix(const WordAligner& aligner, const std::string& src, const std::string& tgt);
+  const AlignRunOptions& opt_;
   std::unique_ptr<WordAligner> fwd_, rev_;
 };
 
@@ -152,7 +163,7 @@ class AlignmentSink {
   std::unique_ptr<OutputFile> out_;
 };
 
-// --format lex: ibm2 trained on the pairs (and --ibm-train-src/-tgt) cut
+// --format lex: ibm2 (or hmm) trained on the pairs (and --ibm-train-src/-tgt) cut
 // into --model's pieces; its lexical table goes to --output as
 // "source_piece<TAB>target_piece<TAB>t(f|e)" lines, each source piece's
 // --lex-best most probable targets first (what nmt-translate --shortlist reads).
