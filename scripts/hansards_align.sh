@@ -6,9 +6,10 @@
 #   scripts/hansards_align.sh [HANSARDS_DIR]
 # Environment: NMT_BUILD_DIR (build), NMT_HANSARDS_RUN (runs/hansards: the
 # models' folder; rows are scored for the models it has, en-fr,
-# en-fr-guided-w3 or en-fr-head at least), NMT_HANSARDS_IBM (1; 0 leaves out the ibm2 rows,
-# which learn from the run's train.en/train.fr), NMT_HANSARDS_RESULT (the
-# result file), NMT_DEVICE (auto), NMT_HANSARDS_CKPT (best.ckpt: which
+# en-fr-guided-w3 or en-fr-head, or none for the statistical rows alone),
+# NMT_HANSARDS_IBM (1; 0 leaves out the statistical aligners' rows, ibm2 and
+# hmm, which learn from the run's train.en/train.fr), NMT_HANSARDS_RESULT
+# (the result file), NMT_DEVICE (auto), NMT_HANSARDS_CKPT (best.ckpt: which
 # checkpoint of each model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +18,11 @@ bin=${NMT_BUILD_DIR:-build}
 m=${NMT_HANSARDS_RUN:-runs/hansards}
 ck=${NMT_HANSARDS_CKPT:-best.ckpt}
 has() { [ -s "$m/$1/$ck" ]; }
-has en-fr || has en-fr-guided-w3 || has en-fr-head ||
+statistical=${NMT_HANSARDS_IBM:-1}
+has en-fr || has en-fr-guided-w3 || has en-fr-head || [ "$statistical" = 1 ] ||
   { echo "$m: no en-fr, en-fr-guided-w3 or en-fr-head model ($ck): run scripts/hansards_train.sh first" >&2; exit 1; }
+[ "$statistical" = 1 ] && [ ! -s "$m/train.fr" ] &&
+  { echo "$m/train.fr: missing: run scripts/hansards_train.sh (or scripts/hansards_pairs.py) first" >&2; exit 1; }
 commit=$(git rev-parse --short HEAD)
 res=${NMT_HANSARDS_RESULT:-bench/results/hansards-aer-$(hostname -s)-$commit.txt}
 mkdir -p "$(dirname "$res")"
@@ -89,11 +93,21 @@ paired() {  # paired LABEL MODEL: MODEL's argmax links combined with the plain f
       row "en-fr x fr-en alignment heads, average, threshold 0.5" "${H[@]}" "${RH[@]}" --symmetrize average --method threshold --threshold 0.5
     fi
   fi
-  if [ "${NMT_HANSARDS_IBM:-1}" = 1 ]; then
+  if [ "$statistical" = 1 ]; then
     ibm=(--aligner ibm2 --ibm-train-src "$m/train.en" --ibm-train-tgt "$m/train.fr")
     row "ibm2 en-fr (statistical baseline)" "${ibm[@]}"
     row "ibm2 en-fr x fr-en, grow-diag-final-and (the guide's method)" "${ibm[@]}" --symmetrize grow-diag-final-and
     row "ibm2 en-fr x fr-en, intersection" "${ibm[@]}" --symmetrize intersection
+    row "ibm2 en-fr x fr-en, average posterior, threshold 0.5" "${ibm[@]}" --symmetrize average --method threshold
+    hmm=(--aligner hmm --ibm-train-src "$m/train.en" --ibm-train-tgt "$m/train.fr")
+    row "hmm en-fr" "${hmm[@]}"
+    row "hmm en-fr, posterior threshold 0.5" "${hmm[@]}" --method threshold
+    for s in intersection grow-diag grow-diag-final-and; do
+      row "hmm en-fr x fr-en, $s" "${hmm[@]}" --symmetrize $s
+    done
+    for t in 0.3 0.5; do
+      row "hmm en-fr x fr-en, average posterior, threshold $t" "${hmm[@]}" --symmetrize average --method threshold --threshold $t
+    done
   fi
 } | tee "$res"
 echo "written: $res"

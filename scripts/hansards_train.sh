@@ -5,9 +5,9 @@
 #   en-fr         English -> French
 #   fr-en         French -> English (for symmetrized alignments)
 #   en-fr-guided  English -> French with guided alignment: attention is
-#                 trained towards ibm2 (fast_align-style) links of the
-#                 training pairs, symmetrized with grow-diag-final-and
-#                 (weight 0.5, the default)
+#                 trained towards statistical links of the training pairs
+#                 in both directions (train.gdfa; NMT_HANSARDS_GUIDE says
+#                 how they are made) (weight 0.5, the default)
 #   en-fr-guided-w3  the same with --guided-alignment-weight 3
 #   en-fr-head    English -> French with an alignment head (--alignment-head
 #                 256): the guide trains the head (weight 1), whose query
@@ -18,12 +18,17 @@
 # $1), shuffled with a fixed seed, plus 500 held out for validation.
 #   scripts/hansards_train.sh [HANSARDS_DIR]      # into runs/hansards/
 # Environment: NMT_HANSARDS_MODELS (all six: which of them to train, e.g.
-# "en-fr-head"), NMT_BUILD_DIR (build).
+# "en-fr-head"), NMT_BUILD_DIR (build), NMT_HANSARDS_RUN (runs/hansards: the
+# folder), NMT_HANSARDS_GUIDE (ibm2: ibm2's links symmetrized with
+# grow-diag-final-and; hmm: the links where the mean of both directions' HMM
+# link posteriors reaches 0.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/hansards-enfr}
 bin=${NMT_BUILD_DIR:-build}
-out=runs/hansards
+out=${NMT_HANSARDS_RUN:-runs/hansards}
+guide=${NMT_HANSARDS_GUIDE:-ibm2}
+[[ $guide == ibm2 || $guide == hmm ]] || { echo "NMT_HANSARDS_GUIDE: ibm2 or hmm, not '$guide'" >&2; exit 2; }
 mkdir -p "$out"
 if [ ! -s "$out/valid.fr" ]; then
   scripts/hansards_pairs.py "$data" "$out" 200000
@@ -39,9 +44,15 @@ train() {  # train NAME SRC TGT [flags...]
 }
 train en-fr en fr
 if [ ! -s "$out/train.gdfa" ]; then
-  "$bin/nmt-align" --aligner ibm2 --symmetrize grow-diag-final-and --format pharaoh \
+  how=(--symmetrize grow-diag-final-and)
+  [ "$guide" = hmm ] && how=(--symmetrize average --method threshold --threshold 0.5)
+  "$bin/nmt-align" --aligner "$guide" "${how[@]}" --format pharaoh \
     --src "$out/train.en" --tgt "$out/train.fr" -o "$out/train.gdfa"
+  echo "$guide" >"$out/train.gdfa.aligner"
 fi
+made_by=$(cat "$out/train.gdfa.aligner" 2>/dev/null || echo ibm2)
+[ "$made_by" = "$guide" ] ||
+  { echo "$out/train.gdfa was made by $made_by, not $guide: use another NMT_HANSARDS_RUN" >&2; exit 2; }
 train en-fr-guided en fr --guided-alignment "$out/train.gdfa"
 train fr-en fr en
 train en-fr-guided-w3 en fr --guided-alignment "$out/train.gdfa" --guided-alignment-weight 3
