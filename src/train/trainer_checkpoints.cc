@@ -189,10 +189,13 @@ void Trainer::finish(TrainResult* result, const Progress& progress) {
   result->best_metric = reported(opt_.stop_metric, state_.best_metric);
   result->tokens_per_second = progress.tokens_per_second();
   result->peak_rss_mb = peak_rss_mb();
-  spdlog::info("training finished ({}): {}, {:.0f} target tokens/s, best {} {:.4g}, elapsed {}, "
+  const std::string best = state_.has_best ? fmt::format("best {} {:.4g}", to_string(opt_.stop_metric),
+                                                        result->best_metric)
+                                          : std::string("not validated");
+  spdlog::info("training finished ({}): {}, {:.0f} target tokens/s, {}, elapsed {}, "
                "{} skipped, peak memory {} MiB; {}",
-               to_string(result->stop_reason), counted(result->steps, "step"), result->tokens_per_second,
-               to_string(opt_.stop_metric), result->best_metric, hms(elapsed()),
+               to_string(result->stop_reason), counted(result->steps, "step"), result->tokens_per_second, best,
+               hms(elapsed()),
                counted(result->skipped_steps, "batch", "batches"), result->peak_rss_mb, next_steps(*result));
 }
 
