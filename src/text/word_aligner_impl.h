@@ -60,8 +60,7 @@ struct WordAligner::Impl {
   void init_jumps();
 
   // M-step of t(f|e) from the expected counts (`owner`: the source word of
-  // each entry; `tgt_words`: the target vocabulary's size, for the
-  // variational-Bayes prior).
+  // each entry); the variational-Bayes prior spreads over the target vocabulary.
   void maximize(const std::vector<int32_t>& owner);
 
   // Link posteriors of one pair: [m][n + 1], column 0 NULL, each row summing
