@@ -220,15 +220,23 @@ test_step() {
   local build=$1 out=$2 limit=$3
   deps_env
   local t0=$SECONDS rc=0
-  (cd "$build" && NMT_NO_BROWSER=1 timeout "$limit" ctest -j "$(nproc)" --output-on-failure --timeout 200) >"$out/test.log" 2>&1 ||
+  (cd "$build" && NMT_NO_BROWSER=1 timeout "$limit" ctest -j "$(nproc)" --output-on-failure --timeout 400) >"$out/test.log" 2>&1 ||
     rc=$?
   echo "test: exit $rc, $((SECONDS - t0)) s; $(grep -E 'tests passed' "$out/test.log" || echo 'no summary')" |
     tee -a "$out/steps.log"
   grep -E '^[[:space:]]+[0-9]+ - ' "$out/test.log" | head -n 40 | tee -a "$out/steps.log" || true
   local crashed
-  crashed=$(grep -m1 -oE '[0-9]+ - [A-Za-z0-9_./]+ \((SEGFAULT|Child aborted)\)' "$out/test.log" | awk '{print $3}' || true)
+  crashed=$(grep -m1 -oE '[0-9]+ - [A-Za-z0-9_./-]+ \((SEGFAULT|Child aborted)\)' "$out/test.log" | awk '{print $3}' || true)
+  [[ -n $crashed ]] && crashed=$(group_filter "$build" "$crashed")
   [[ -n ${NMT_GPU_DIAGNOSE_TEST:-} ]] && crashed=$NMT_GPU_DIAGNOSE_TEST
   [[ -z $crashed ]] || diagnose_crash "$build" "$out" "$crashed"
+}
+
+# group_filter BUILD ENTRY: the --gtest_filter of the CTest entry ENTRY (a
+# group of tests: cmake/test_groups.cmake).
+group_filter() {
+  awk -v name="add_test([==[$2]==] " 'index($0, name) == 1 {
+    sub(/.*--gtest_filter=/, ""); sub(/\]==\]\)$/, ""); print; exit }' "$1/tests/nmt_tests_groups.cmake"
 }
 
 # What a crashing test binds to and where it dies, into $2/crash-diagnosis.txt
