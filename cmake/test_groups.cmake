@@ -12,7 +12,8 @@
 # where a suite needs several, "-numeric" for a suite's numeric part); it
 # passes when all its tests pass, and counts as skipped when every one of
 # them skipped (GTEST_SKIP: the CUDA tests on a machine without a GPU).
-# Fails, failing the build, when the binary cannot list its tests.
+# Fails, failing the build, when the binary cannot list its tests or lists
+# a line that is neither a suite nor a test.
 cmake_minimum_required(VERSION 3.18)
 
 # list_tests(FILTER OUT): the full names (Suite.Test) the binary lists for FILTER.
@@ -35,6 +36,9 @@ function(list_tests filter out)
       if(NOT test MATCHES "^DISABLED_")
         list(APPEND names "${suite}.${test}")
       endif()
+    elseif(NOT line STREQUAL "" AND NOT line MATCHES "^Running main\\(\\) from ")
+      # A listing this script cannot read would drop tests without a word.
+      message(FATAL_ERROR "test_groups: ${TEST_EXECUTABLE} --gtest_list_tests: unexpected line '${line}'")
     endif()
   endforeach()
   set(${out} "${names}" PARENT_SCOPE)
