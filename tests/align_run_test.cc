@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -23,6 +25,22 @@ using nmt::AttentionMatrix;
 using nmt::Link;
 
 
+
+// Options that align `src` with `tgt` (written to dir/s and dir/t) by the
+// trained toy model into dir/links as Pharaoh lines, on one thread.
+nmt::AlignRunOptions pharaoh_run(const std::string& dir, const std::vector<std::string>& src,
+                                 const std::vector<std::string>& tgt) {
+  nmt::test::write_lines(dir + "/s", src);
+  nmt::test::write_lines(dir + "/t", tgt);
+  nmt::AlignRunOptions opt;
+  opt.model_path = nmt::test::trained_toy_checkpoint();
+  opt.src = dir + "/s";
+  opt.tgt = dir + "/t";
+  opt.format = nmt::AlignFormat::kPharaoh;
+  opt.output = dir + "/links";
+  opt.runtime.threads = 1;
+  return opt;
+}
 
 TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
   auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
@@ -54,6 +72,76 @@ TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
   const auto b = nmt::forced_attention(tr, pairs[1].first, pairs[1].second);
   EXPECT_EQ(a.weights, b.weights);
   EXPECT_THROW(nmt::forced_attention(tr, "", "x"), nmt::Error);
+}
+
+// Forced attention in batches (pairs sorted by length, padded to the
+// longest of each batch) gives each pair's matrix as it is alone, in the
+// pairs' order: the same pieces, and weights within the rounding of the two
+// paths (the products have other row counts).
+TEST(AlignTest, ForcedAttentionInBatchesEqualsEachPairAlone) {
+  auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::Translator tr(loaded);
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(static_cast<int>(nmt::kForcedAlignBatch) + 9, 11, &src, &tgt);  // two batches
+  const auto batched = nmt::forced_attention(tr, src, tgt);
+  ASSERT_EQ(batched.size(), src.size());
+  std::set<size_t> lengths;
+  for (size_t i = 0; i < src.size(); ++i) {
+    SCOPED_TRACE(src[i]);
+    const auto alone = nmt::forced_attention(tr, src[i], tgt[i]);
+    lengths.insert(alone.src_tokens.size());
+    EXPECT_EQ(batched[i].src_tokens, alone.src_tokens);
+    ASSERT_EQ(batched[i].tgt_tokens, alone.tgt_tokens);
+    const auto S = static_cast<int64_t>(alone.src_tokens.size()), T = static_cast<int64_t>(alone.tgt_tokens.size());
+    const double bound = nmt::test::model_rounding_bound(*loaded.model, nmt::test::model_depth(S, T));
+    for (size_t t = 0; t < alone.weights.size(); ++t)
+      EXPECT_TRUE(nmt::test::within(torch::tensor(batched[i].weights[t]), torch::tensor(alone.weights[t]), bound))
+          << "row " << t;
+  }
+  EXPECT_GT(lengths.size(), 2u) << "the batches should pad pairs of several lengths";
+  EXPECT_THROW(nmt::forced_attention(tr, src, std::vector<std::string>(2, "x")), nmt::Error);
+  EXPECT_THROW(nmt::forced_attention(tr, std::vector<std::string>{"red cat", ""}, {"cato", "x"}), nmt::Error);
+}
+
+// run_alignment() aligns its input in chunks of kAlignChunk pairs: line k of
+// its output is pair k's, across chunks (every target word linked once, to a
+// source word of that pair), and it matches the pair aligned alone.
+TEST(AlignTest, RunAlignmentKeepsPairOrderAcrossChunks) {
+  const auto dir = nmt::test::temp_dir("align_chunks");
+  std::vector<std::string> src, tgt;
+  nmt::test::toy_corpus(static_cast<int>(nmt::kAlignChunk) + 20, 13, &src, &tgt);
+  const auto opt = pharaoh_run(dir, src, tgt);
+  nmt::run_alignment(opt);
+  const auto lines = nmt::read_lines(opt.output);
+  ASSERT_EQ(lines.size(), src.size());
+  auto loaded = nmt::load_checkpoint(opt.model_path, torch::kCPU);
+  nmt::Translator tr(loaded);
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const auto links = nmt::parse_gold_line(lines[k], "links", static_cast<int64_t>(k + 1), false).sure;
+    const auto S = static_cast<int>(nmt::split_ws(src[k]).size()), T = static_cast<int>(nmt::split_ws(tgt[k]).size());
+    std::set<int> linked;
+    for (const auto& [i, j] : links) {
+      EXPECT_LT(i, S) << "pair " << k;
+      linked.insert(j);
+    }
+    EXPECT_EQ(links.size(), static_cast<size_t>(T)) << "pair " << k;
+    EXPECT_EQ(linked.size(), static_cast<size_t>(T)) << "pair " << k;
+  }
+  // The last chunk's last pair, aligned alone: the same argmax links unless
+  // a row's two best words lie within the two paths' rounding (a word's
+  // weight sums at most S piece weights, each within `bound`).
+  const auto alone = nmt::forced_attention(tr, src.back(), tgt.back());
+  const auto words = nmt::merge_to_words(alone);
+  const auto S = static_cast<int64_t>(alone.src_tokens.size()), T = static_cast<int64_t>(alone.tgt_tokens.size());
+  const double bound = static_cast<double>(S) * nmt::test::model_rounding_bound(*loaded.model, nmt::test::model_depth(S, T));
+  double margin = 1;
+  for (auto row : words.weights) {
+    std::sort(row.begin(), row.end(), std::greater<>());
+    if (row.size() > 1) margin = std::min<double>(margin, row[0] - row[1]);
+  }
+  if (margin > 2 * bound)
+    EXPECT_EQ(nmt::parse_gold_line(lines.back(), "links", 1, false).sure,
+              nmt::hard_alignment(words, nmt::HardMethod::kArgmax));
 }
 
 // A model with an alignment head aligns with the head in both modes: free
@@ -134,17 +222,9 @@ TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
     for (int i = 0; i < n; ++i) g += (i ? " " : "") + std::to_string(i) + "-" + std::to_string(n - 1 - i);
     gold.push_back(g);
   }
-  nmt::test::write_lines(dir + "/s", src);
-  nmt::test::write_lines(dir + "/t", tgt);
   nmt::test::write_lines(dir + "/g", gold);
-  nmt::AlignRunOptions opt;
-  opt.model_path = nmt::test::trained_toy_checkpoint();
-  opt.src = dir + "/s";
-  opt.tgt = dir + "/t";
-  opt.format = nmt::AlignFormat::kPharaoh;
-  opt.output = dir + "/links";
+  auto opt = pharaoh_run(dir, src, tgt);
   opt.eval_gold = dir + "/g";
-  opt.runtime.threads = 1;
   const auto score = nmt::run_alignment(opt);
   const auto lines = nmt::read_lines(dir + "/links");
   ASSERT_EQ(lines.size(), src.size());

@@ -23,6 +23,66 @@ using align_detail::Pairs;
 using align_detail::read_all_pairs;
 using align_detail::write_lexical_table;
 
+namespace {
+
+// The pairs to align, kAlignChunk at a time: the pairs held for ibm2 and
+// hmm, else the input's; with their gold links when scoring.
+class ChunkReader {
+ public:
+  ChunkReader(PairInput& input, const Pairs* all, GoldInput* gold) : input_(input), all_(all), gold_(gold) {}
+
+  // The next pairs (at most kAlignChunk; targets empty in free mode) into
+  // *chunk, and their gold links into *golds; false when none is left.
+  // Throws as PairInput::next() and GoldInput::next().
+  bool next(Pairs* chunk, std::vector<GoldAlignment>* golds) {
+    chunk->src.clear();
+    chunk->tgt.clear();
+    golds->clear();
+    std::string src, tgt;
+    while (chunk->src.size() < kAlignChunk && next_pair(&src, &tgt)) {
+      if (gold_) {
+        golds->push_back(gold_->next(src, tgt, [&] {  // the gold file ends early: count every pair, to say so
+          auto n = static_cast<int64_t>(read_);
+          std::string s, t;
+          while (next_pair(&s, &t)) ++n;
+          return n;
+        }));
+      }
+      chunk->src.push_back(src);
+      if (!tgt.empty()) chunk->tgt.push_back(tgt);
+    }
+    return !chunk->src.empty();
+  }
+
+ private:
+  bool next_pair(std::string* src, std::string* tgt) {
+    if (all_ != nullptr) {
+      if (read_ >= all_->src.size()) return false;
+      *src = all_->src[read_];
+      *tgt = all_->tgt.empty() ? std::string() : all_->tgt[read_];
+    } else if (!input_.next(src, tgt)) {
+      return false;
+    }
+    ++read_;
+    return true;
+  }
+
+  PairInput& input_;
+  const Pairs* all_;
+  GoldInput* gold_;
+  size_t read_ = 0;  // pairs read so far
+};
+
+// Adds one pair's link counts to the total.
+void add(AerScore* total, const AerScore& one) {
+  total->hyp += one.hyp;
+  total->sure += one.sure;
+  total->hyp_sure += one.hyp_sure;
+  total->hyp_possible += one.hyp_possible;
+}
+
+}  // namespace
+
 AerScore run_alignment(const AlignRunOptions& options) {
   const AlignRunOptions opt = options.resolved();
   opt.validate();  // -m, and the target where the mode needs one, are there
@@ -35,7 +95,7 @@ AerScore run_alignment(const AlignRunOptions& options) {
   }
   PairInput input(opt);
   // ibm2 and hmm learn from every pair before they align any: all are held. The
-  // attention aligner reads, aligns and writes one pair at a time.
+  // attention aligner reads, aligns and writes kAlignChunk pairs at a time.
   std::unique_ptr<Pairs> all;
   std::unique_ptr<PairAligner> aligner;
   if (ibm) {
@@ -49,40 +109,21 @@ AerScore run_alignment(const AlignRunOptions& options) {
     aligner = std::move(attention);
   }
   const AttentionPairAligner* cropping = ibm ? nullptr : static_cast<const AttentionPairAligner*>(aligner.get());
-  size_t k = 0;  // pairs read so far
-  auto next = [&](std::string* src, std::string* tgt) {
-    if (!all) return input.next(src, tgt);
-    if (k >= all->src.size()) return false;
-    *src = all->src[k];
-    *tgt = all->tgt.empty() ? std::string() : all->tgt[k];
-    return true;
-  };
   std::unique_ptr<GoldInput> gold;
   if (!opt.eval_gold.empty()) gold = std::make_unique<GoldInput>(opt);
+  ChunkReader reader(input, all.get(), gold.get());
   std::unique_ptr<AlignmentSink> sink;  // opened once the first pair is aligned (or at the end, for none)
   AerScore score;
-  std::string src, tgt;
-  while (next(&src, &tgt)) {
-    GoldAlignment g;
-    if (gold) {
-      g = gold->next(src, tgt, [&] {  // the gold file ends early: count every pair, to say so
-        int64_t n = static_cast<int64_t>(k) + 1;
-        std::string s, t;
-        for (++k; next(&s, &t); ++k) ++n;
-        return n;
-      });
+  size_t k = 0;  // pairs written so far
+  Pairs chunk;
+  std::vector<GoldAlignment> golds;
+  while (reader.next(&chunk, &golds)) {
+    const auto aligned = aligner->align_all(chunk);
+    for (size_t i = 0; i < aligned.size(); ++i, ++k) {
+      if (gold) add(&score, alignment_error_rate({aligned[i].links}, {golds[i]}));
+      if (!sink) sink = std::make_unique<AlignmentSink>(opt);
+      sink->write(k, aligned[i]);
     }
-    const auto a = aligner->align(src, tgt);
-    if (gold) {
-      const AerScore one = alignment_error_rate({a.links}, {g});
-      score.hyp += one.hyp;
-      score.sure += one.sure;
-      score.hyp_sure += one.hyp_sure;
-      score.hyp_possible += one.hyp_possible;
-    }
-    if (!sink) sink = std::make_unique<AlignmentSink>(opt);
-    sink->write(k, a);
-    ++k;
   }
   if (!sink) sink = std::make_unique<AlignmentSink>(opt);
   sink->commit(k);

@@ -1,6 +1,6 @@
-// nmt-align's aligners, each aligning one pair at a time: ibm2 or hmm
-// (trained on every pair first) and a model's attention, forced or free, with or without
-// a reverse model.
+// nmt-align's aligners: ibm2 or hmm (trained on every pair first, then one
+// pair at a time) and a model's attention, forced (pairs in batches) or free
+// (one translation at a time), with or without a reverse model.
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -101,28 +101,59 @@ AttentionPairAligner::AttentionPairAligner(const AlignRunOptions& opt) : opt_(op
   }
 }
 
-PairAlignment AttentionPairAligner::align(const std::string& given_src, const std::string& given_tgt) {
-  PairAlignment a;
-  a.free = given_tgt.empty();
-  // Each side cut to whole words within --max-input-length pieces of every
-  // model that reads it, so that both models see the same words.
+std::vector<PairAlignment> PairAligner::align_all(const Pairs& pairs) {
+  std::vector<PairAlignment> out;
+  for (size_t i = 0; i < pairs.src.size(); ++i) out.push_back(align(pairs.src[i], pairs.tgt.empty() ? "" : pairs.tgt[i]));
+  return out;
+}
+
+void AttentionPairAligner::crop(std::string* src, std::string* tgt) {
   const int64_t max = opt_.max_input_length;
-  std::string src = given_src, tgt = given_tgt;
   std::vector<const Tokenizer*> src_toks{&forward_->src_tokenizer()}, tgt_toks{&forward_->tgt_tokenizer()};
   if (reverse_) {
     src_toks.push_back(&reverse_->tgt_tokenizer());
     tgt_toks.push_back(&reverse_->src_tokenizer());
   }
-  const bool cut_src = crop_to_whole_words(&src, src_toks, max);
-  const bool cut_tgt = !a.free && crop_to_whole_words(&tgt, tgt_toks, max);
+  const bool cut_src = crop_to_whole_words(src, src_toks, max);
+  const bool cut_tgt = !tgt->empty() && crop_to_whole_words(tgt, tgt_toks, max);
   if (cut_src || cut_tgt) ++cropped_;
-  AttentionMatrix m = a.free ? free_attention(*forward_, src, opt_.search, &a.translation, max)
-                             : forced_attention(*forward_, src, tgt, max);
+}
+
+PairAlignment AttentionPairAligner::align(const std::string& given_src, const std::string& given_tgt) {
+  std::string src = given_src, tgt = given_tgt;
+  crop(&src, &tgt);
+  const int64_t max = opt_.max_input_length;
+  if (tgt.empty()) {  // free mode (never with a reverse model: AlignRunOptions::validate())
+    std::string translation;
+    AttentionMatrix m = free_attention(*forward_, src, opt_.search, &translation, max);
+    return combine(std::move(m), nullptr, true, std::move(translation));
+  }
+  return std::move(align_all({{src}, {tgt}})[0]);
+}
+
+std::vector<PairAlignment> AttentionPairAligner::align_all(const Pairs& given) {
+  if (given.tgt.empty()) return PairAligner::align_all(given);  // free mode: one translation at a time
+  Pairs pairs = given;
+  for (size_t i = 0; i < pairs.src.size(); ++i) crop(&pairs.src[i], &pairs.tgt[i]);
+  const int64_t max = opt_.max_input_length;
+  auto fwd = forced_attention(*forward_, pairs.src, pairs.tgt, max);
+  std::vector<AttentionMatrix> rev;
+  // The reverse model reads the target as its source: its rows are our columns.
+  if (reverse_) rev = forced_attention(*reverse_, pairs.tgt, pairs.src, max);
+  std::vector<PairAlignment> out;
+  for (size_t i = 0; i < fwd.size(); ++i) out.push_back(combine(std::move(fwd[i]), reverse_ ? &rev[i] : nullptr, false, ""));
+  return out;
+}
+
+PairAlignment AttentionPairAligner::combine(AttentionMatrix m, const AttentionMatrix* reverse, bool free,
+                                            std::string translation) const {
+  PairAlignment a;
+  a.free = free;
+  a.translation = std::move(translation);
   if (opt_.shift > 0) m = shift_rows(m, opt_.shift);
   AttentionMatrix words = merge_to_words(m);
-  if (reverse_) {
-    // The reverse model reads the target as its source: its rows are our columns.
-    const auto rev_words = merge_to_words(shift_rows(forced_attention(*reverse_, tgt, src, max), opt_.shift));
+  if (reverse != nullptr) {
+    const auto rev_words = merge_to_words(shift_rows(*reverse, opt_.shift));
     if (opt_.symmetrize == Symmetrization::kAverage) {
       words = average_with_reverse(words, rev_words);
       m = words;  // the averaged matrix is what gets shown

@@ -3,6 +3,8 @@
 // translation (free), and a side cut to whole words (see align.h).
 #include <algorithm>
 #include <climits>
+#include <numeric>
+#include <utility>
 
 #include "base/error.h"
 #include "tools/align.h"
@@ -34,18 +36,27 @@ AttentionMatrix to_matrix(const torch::Tensor& alpha, std::vector<std::string> s
 
 namespace {
 
-// The model's alignment (alignment head, else attention) of target ids `tgt`
-// (no EOS) read as the translation of source ids `src`: [T + 1, S + 1],
-// EOS rows and columns included.
-torch::Tensor forced_weights(Translator& tr, std::vector<int64_t> src, std::vector<int64_t> tgt) {
+// The model's alignment (alignment head, else attention) of examples `rows`
+// of `ex`, each target (no EOS) read as the translation of its source (EOS
+// included), in one padded batch: per row, [T + 1, S] on the CPU, EOS rows
+// and columns included, padding left out.
+std::vector<torch::Tensor> forced_weights(Translator& tr, const std::vector<Example>& ex,
+                                          const std::vector<int64_t>& rows) {
   auto& model = tr.model();
   InferenceScope scope({model});
   const auto device = model->parameters().front().device();
-  std::vector<Example> ex(1);
-  ex[0].src = std::move(src);
-  ex[0].tgt = std::move(tgt);
-  auto batch = make_batch(ex, {0}).to(device);
-  return model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out).second[0];  // [T, S]
+  auto batch = make_batch(ex, rows).to(device);
+  const auto alpha = model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)
+                         .second.to(torch::kFloat)
+                         .cpu();  // [B, T, S]
+  std::vector<torch::Tensor> out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const Example& e = ex[static_cast<size_t>(rows[r])];
+    out.push_back(alpha[static_cast<int64_t>(r)]
+                      .narrow(0, 0, static_cast<int64_t>(e.tgt.size()) + 1)
+                      .narrow(1, 0, static_cast<int64_t>(e.src.size())));
+  }
+  return out;
 }
 
 }  // namespace
@@ -64,14 +75,41 @@ void encode_cropped(const Tokenizer& tok, const std::string& text, int64_t max_p
 }  // namespace
 
 AttentionMatrix forced_attention(Translator& tr, const std::string& src, const std::string& tgt, int64_t max_pieces) {
-  if (src.empty() || tgt.empty()) throw Error("forced alignment needs a non-empty source and target");
-  std::vector<int64_t> src_ids, tgt_ids;
-  std::vector<std::string> src_pieces, tgt_pieces;
-  encode_cropped(tr.src_tokenizer(), src, max_pieces, &src_ids, &src_pieces);
-  encode_cropped(tr.tgt_tokenizer(), tgt, max_pieces, &tgt_ids, &tgt_pieces);
-  src_ids.push_back(kEosId);
-  auto alpha = forced_weights(tr, std::move(src_ids), std::move(tgt_ids));
-  return to_matrix(alpha, with_eos(std::move(src_pieces)), with_eos(std::move(tgt_pieces)));
+  return forced_attention(tr, std::vector<std::string>{src}, std::vector<std::string>{tgt}, max_pieces)[0];
+}
+
+std::vector<AttentionMatrix> forced_attention(Translator& tr, const std::vector<std::string>& src,
+                                              const std::vector<std::string>& tgt, int64_t max_pieces) {
+  if (src.size() != tgt.size())
+    throw Error("forced alignment: " + std::to_string(src.size()) + " sources but " + std::to_string(tgt.size()) +
+                " targets");
+  const size_t n = src.size();
+  std::vector<Example> ex(n);
+  std::vector<std::vector<std::string>> src_pieces(n), tgt_pieces(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (src[i].empty() || tgt[i].empty()) throw Error("forced alignment needs a non-empty source and target");
+    encode_cropped(tr.src_tokenizer(), src[i], max_pieces, &ex[i].src, &src_pieces[i]);
+    encode_cropped(tr.tgt_tokenizer(), tgt[i], max_pieces, &ex[i].tgt, &tgt_pieces[i]);
+    ex[i].src.push_back(kEosId);
+  }
+  // Pairs of similar lengths share a batch (little padding): by source, then target length.
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const Example &x = ex[static_cast<size_t>(a)], &y = ex[static_cast<size_t>(b)];
+    return std::make_pair(x.src.size(), x.tgt.size()) < std::make_pair(y.src.size(), y.tgt.size());
+  });
+  std::vector<AttentionMatrix> out(n);
+  for (size_t first = 0; first < n; first += kForcedAlignBatch) {
+    const std::vector<int64_t> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
+                                    order.begin() + static_cast<std::ptrdiff_t>(std::min(n, first + kForcedAlignBatch)));
+    const auto alpha = forced_weights(tr, ex, rows);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto i = static_cast<size_t>(rows[r]);
+      out[i] = to_matrix(alpha[r], with_eos(std::move(src_pieces[i])), with_eos(std::move(tgt_pieces[i])));
+    }
+  }
+  return out;
 }
 
 AttentionMatrix free_attention(Translator& tr, const std::string& src, const SearchOptions& search,
@@ -96,8 +134,12 @@ AttentionMatrix hypothesis_attention(Translator& tr, const std::string& src, con
   for (int64_t id : hyp.ids) tgt.push_back(tr.tgt_tokenizer().piece(id));
   tgt.push_back(kEos);
   // A model with an alignment head aligns its own translation as it would a given one.
-  if (tr.model()->decoder->has_alignment_head())
-    return to_matrix(forced_weights(tr, std::move(src_ids), hyp.ids), with_eos(std::move(src_pieces)), tgt);
+  if (tr.model()->decoder->has_alignment_head()) {
+    std::vector<Example> ex(1);
+    ex[0].src = std::move(src_ids);
+    ex[0].tgt = hyp.ids;
+    return to_matrix(forced_weights(tr, ex, {0})[0], with_eos(std::move(src_pieces)), tgt);
+  }
   auto alpha = hyp.attention.narrow(0, 0, std::min<int64_t>(hyp.attention.size(0), tgt.size()));
   tgt.resize(alpha.size(0));
   return to_matrix(alpha, with_eos(std::move(src_pieces)), tgt);

@@ -88,6 +88,10 @@ class PairAligner {
  public:
   virtual ~PairAligner() = default;
   virtual PairAlignment align(const std::string& src, const std::string& tgt) = 0;
+  // Every pair of `pairs`, in order (`pairs.tgt` empty in free mode); what
+  // align() gives for each (an aligner may batch them: the same up to float
+  // rounding). Throws as align().
+  virtual std::vector<PairAlignment> align_all(const Pairs& pairs);
 };
 
 // "5 iterations", or "5 iterations of IBM model 2 and 5 of the HMM": what
@@ -127,9 +131,18 @@ class AttentionPairAligner : public PairAligner {
   int64_t cropped() const { return cropped_; }
   // Throws nmt::Error for an empty side.
   PairAlignment align(const std::string& given_src, const std::string& given_tgt) override;
+  // Forced mode: both models read the pairs in batches (forced_attention()).
+  std::vector<PairAlignment> align_all(const Pairs& pairs) override;
 
  private:
   std::set<Link> hard(const AttentionMatrix& words) const { return hard_alignment(words, opt_.method, opt_.threshold); }
+  // Cuts each side of a pair to whole words within --max-input-length
+  // pieces of every model that reads it, so that both models see the same
+  // words; counts the pair in cropped_ when a side was cut.
+  void crop(std::string* src, std::string* tgt);
+  // The pair's alignment from -m's matrix `m` (free: it translated; the
+  // reverse model's matrix `reverse` when there is one).
+  PairAlignment combine(AttentionMatrix m, const AttentionMatrix* reverse, bool free, std::string translation) const;
   const AlignRunOptions& opt_;
   std::unique_ptr<Translator> forward_, reverse_;
   int64_t cropped_ = 0;
