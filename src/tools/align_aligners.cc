@@ -120,15 +120,13 @@ void AttentionPairAligner::crop(std::string* src, std::string* tgt) {
 }
 
 PairAlignment AttentionPairAligner::align(const std::string& given_src, const std::string& given_tgt) {
-  std::string src = given_src, tgt = given_tgt;
+  if (!given_tgt.empty()) return std::move(align_all(Pairs{{given_src}, {given_tgt}})[0]);
+  // Free mode (never with a reverse model: AlignRunOptions::validate()).
+  std::string src = given_src, tgt;
   crop(&src, &tgt);
-  const int64_t max = opt_.max_input_length;
-  if (tgt.empty()) {  // free mode (never with a reverse model: AlignRunOptions::validate())
-    std::string translation;
-    AttentionMatrix m = free_attention(*forward_, src, opt_.search, &translation, max);
-    return combine(std::move(m), nullptr, true, std::move(translation));
-  }
-  return std::move(align_all({{src}, {tgt}})[0]);
+  std::string translation;
+  AttentionMatrix m = free_attention(*forward_, src, opt_.search, &translation, opt_.max_input_length);
+  return combine(std::move(m), nullptr, true, std::move(translation));
 }
 
 std::vector<PairAlignment> AttentionPairAligner::align_all(const Pairs& given) {
