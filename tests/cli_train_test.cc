@@ -330,9 +330,10 @@ TEST(CliTest, AVocabularySmallerThanAskedIsSaid) {
   EXPECT_NE(r.err.find("[warning] the target vocabulary has "), std::string::npos) << r.err;
 }
 
-// --resume keeps the run's vocabularies: a --vocab-size, --spm-type or
-// --shared-vocab that contradicts them is refused with a hint, as model
-// options are; the run's own config.toml resumes as before.
+// --resume keeps the run's vocabularies: a --vocab-size, --spm-type,
+// --shared-vocab, --src-spm or --tgt-spm that contradicts them is refused
+// with a hint, as model options are; the run's own config.toml, and its own
+// SentencePiece model given again, resume as before.
 TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
   const auto dir = temp_dir("cli_resume_vocab");
   const auto f = nmt::test::write_toy_corpus(dir, 20, 5);
@@ -343,7 +344,11 @@ TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
   for (const auto& [flag, parts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"--vocab-size 100", {"was trained with --vocab-size 60 but the options say --vocab-size 100"}},
            {"--spm-type bpe", {"was trained with --spm-type unigram but the options say --spm-type bpe"}},
-           {"--shared-vocab", {"was trained with --shared-vocab off (a vocabulary for each side)"}}}) {
+           {"--shared-vocab", {"was trained with --shared-vocab off (a vocabulary for each side)"}},
+           {"--src-spm " + quote(nmt::test::toy_tokenizer_file()),
+            {"was trained with another source SentencePiece model", "the options say --src-spm"}},
+           {"--src-spm " + quote(out + "/src.spm.model") + " --tgt-spm " + quote(nmt::test::toy_tokenizer_file()),
+            {"was trained with another target SentencePiece model", "the options say --tgt-spm"}}}) {
     SCOPED_TRACE(flag);
     std::string args = train_args(f, out);  // with --vocab-size 60, as the run was trained
     if (flag.rfind("--vocab-size", 0) == 0) args.replace(args.find("--vocab-size 60"), 15, flag);
@@ -358,6 +363,10 @@ TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
   r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 3", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("training finished (max_steps): 3 steps"), std::string::npos) << r.err;
+  r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --src-spm " + quote(out + "/src.spm.model") +
+                           " --resume --max-steps 3",
+          dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   // Resumed without tokenizer options, config.toml keeps the run's (not the defaults).
   r = run("nmt-train", "--train-src " + quote(f.train_src) + " --train-tgt " + quote(f.train_tgt) + " -o " + quote(out) +
                            " --threads 1 --device cpu --resume --max-steps 4",
