@@ -42,6 +42,18 @@ nmt::AlignRunOptions pharaoh_run(const std::string& dir, const std::vector<std::
   return opt;
 }
 
+// Gold links of toy pairs: the toy target reverses the source word order.
+std::vector<std::string> toy_gold(const std::vector<std::string>& src) {
+  std::vector<std::string> gold;
+  for (const auto& s : src) {
+    const int n = static_cast<int>(nmt::split_ws(s).size());
+    std::string g;
+    for (int i = 0; i < n; ++i) g += (i ? " " : "") + std::to_string(i) + "-" + std::to_string(n - 1 - i);
+    gold.push_back(g);
+  }
+  return gold;
+}
+
 TEST(AlignTest, ForcedAttentionRowsSumToOneOverRealSourcePieces) {
   auto loaded = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
   nmt::Translator tr(loaded);
@@ -126,6 +138,17 @@ TEST(AlignTest, RunAlignmentKeepsPairOrderAcrossChunks) {
     }
     EXPECT_EQ(links.size(), static_cast<size_t>(T)) << "pair " << k;
     EXPECT_EQ(linked.size(), static_cast<size_t>(T)) << "pair " << k;
+  }
+  // A gold file that ends early, in the first chunk or a later one, is named
+  // with its line count and every pair's.
+  const auto gold = toy_gold(src);
+  for (size_t lines_given : {size_t{10}, nmt::kAlignChunk + 5}) {
+    nmt::test::write_lines(dir + "/g", std::vector<std::string>(gold.begin(), gold.begin() + lines_given));
+    auto scored = opt;
+    scored.eval_gold = dir + "/g";
+    EXPECT_TRUE(nmt::test::contains(nmt::test::error_of([&] { nmt::run_alignment(scored); }),
+                                    std::to_string(lines_given) + " gold lines for " + std::to_string(src.size()) +
+                                        " pairs"));
   }
   // The last chunk's last pair, aligned alone: the same argmax links unless
   // a row's two best words lie within the two paths' rounding (a word's
@@ -214,14 +237,9 @@ TEST(AlignTest, AlignmentHeadServesForcedAndFreeModes) {
 
 TEST(AlignTest, RunAlignmentPharaohOutputAgreesWithItsAer) {
   const auto dir = nmt::test::temp_dir("align_run");
-  std::vector<std::string> src, tgt, gold;
+  std::vector<std::string> src, tgt;
   nmt::test::toy_corpus(20, 5, &src, &tgt);
-  for (const auto& s : src) {  // the toy target reverses the source word order
-    const int n = static_cast<int>(nmt::split_ws(s).size());
-    std::string g;
-    for (int i = 0; i < n; ++i) g += (i ? " " : "") + std::to_string(i) + "-" + std::to_string(n - 1 - i);
-    gold.push_back(g);
-  }
+  const auto gold = toy_gold(src);
   nmt::test::write_lines(dir + "/g", gold);
   auto opt = pharaoh_run(dir, src, tgt);
   opt.eval_gold = dir + "/g";
@@ -273,6 +291,9 @@ TEST(AlignTest, RunAlignmentSymmetrizesWithAReverseModel) {
     EXPECT_TRUE(std::includes(fwd[k].begin(), fwd[k].end(), inter[k].begin(), inter[k].end())) << k;
     EXPECT_TRUE(std::includes(uni[k].begin(), uni[k].end(), fwd[k].begin(), fwd[k].end())) << k;
     strictly_smaller += inter[k].size() < uni[k].size();
+    // The reverse model's links are this pair's own (the pairs have several lengths).
+    const auto S = static_cast<int>(nmt::split_ws(src[k]).size()), T = static_cast<int>(nmt::split_ws(tgt[k]).size());
+    for (const auto& [i, j] : uni[k]) EXPECT_TRUE(i < S && j < T) << "pair " << k << ": " << i << "-" << j;
   }
   EXPECT_GT(strictly_smaller, 0u) << "a model reading its own output backwards disagrees somewhere";
 

@@ -375,6 +375,15 @@ TEST(CliTest, ResumeRefusesTokenizerOptionsThatContradictTheRun) {
   EXPECT_NE(read_bytes(out + "/config.toml").find("vocab-size = 60\n"), std::string::npos);
   r = run("nmt-train", "-c " + quote(out + "/config.toml") + " --resume --max-steps 5", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A run started with --src-spm resumes from its config.toml after that file is gone: the checkpoint holds it.
+  const auto spm = dir + "/given.model";
+  write_bytes(spm, read_bytes(nmt::test::toy_tokenizer_file()));
+  r = run("nmt-train", train_args(f, dir + "/given") + " --src-spm " + quote(spm) + " --max-steps 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::remove(spm.c_str());
+  r = run("nmt-train", "-c " + quote(dir + "/given/config.toml") + " --resume --max-steps 3", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming with the checkpoint's own source SentencePiece model"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -205,10 +205,11 @@ Result run_limited(const std::string& cmd, long kb, const std::string& dir) {
 // (a pair of 50,000 words a side took 19.8 GB) and read all of its input
 // before aligning any. Each side is now cropped to --max-input-length
 // pieces (after its last whole word that fits) and the pairs cropped are
-// counted; pairs are read, aligned and written one at a time. Both runs
-// stay within 2 GB of data (a tiny model takes about 0.2 GB of memory; the
-// old reader failed at its first large matrix, or never ended).
-TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputAPairAtATime) {
+// counted; pairs are read, aligned and written a chunk at a time (up to
+// kAlignChunk pairs, fewer when their lines are long). Both runs stay within
+// 2 GB of data (a tiny model takes about 0.2 GB of memory; the old reader
+// failed at its first large matrix, or never ended).
+TEST(SafetyTest, AlignCropsLongPairsAndReadsEndlessInputInChunks) {
   const auto dir = temp_dir("safe_align_mem");
   const char* src_words[] = {"red", "cat", "sees", "big", "dog", "old", "fish", "blue", "bird", "runs"};
   const char* tgt_words[] = {"cato", "redo", "fisho", "oldo", "birdo", "blueo"};

@@ -139,9 +139,9 @@ struct TrainOptions {
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
   // The options the user set (the app fills it). On resume each model
   // option among them (e.g. "emb-dim") must match the checkpoint's
-  // architecture, and --vocab-size, --spm-type and --shared-vocab its
-  // vocabularies, or training stops with a hint; options not given take the
-  // checkpoint's values.
+  // architecture, and --vocab-size, --spm-type, --shared-vocab, --src-spm
+  // and --tgt-spm its vocabularies, or training stops with a hint; options
+  // not given take the checkpoint's values.
   GivenOptions given;
   // The command line that started the run, quoted for a shell (the app
   // fills it; "" through the library): recorded in the run folder's

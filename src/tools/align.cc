@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include "base/format.h"
@@ -29,9 +31,12 @@ namespace {
 // hmm, else the input's; with their gold links when scoring.
 class ChunkReader {
  public:
-  ChunkReader(PairInput& input, const Pairs* all, GoldInput* gold) : input_(input), all_(all), gold_(gold) {}
+  // `max_pieces`: --max-input-length (0: none).
+  ChunkReader(PairInput& input, const Pairs* all, GoldInput* gold, int64_t max_pieces)
+      : input_(input), all_(all), gold_(gold), side_cap_(max_pieces > 0 ? static_cast<size_t>(max_pieces) + 1 : SIZE_MAX) {}
 
-  // The next pairs (at most kAlignChunk; targets empty in free mode) into
+  // The next pairs (at most kAlignChunk, and no more once their matrices
+  // could hold kAlignChunkCells weights; targets empty in free mode) into
   // *chunk, and their gold links into *golds; false when none is left.
   // Throws as PairInput::next() and GoldInput::next().
   bool next(Pairs* chunk, std::vector<GoldAlignment>* golds) {
@@ -39,7 +44,9 @@ class ChunkReader {
     chunk->tgt.clear();
     golds->clear();
     std::string src, tgt;
-    while (chunk->src.size() < kAlignChunk && next_pair(&src, &tgt)) {
+    size_t cells = 0;
+    while (chunk->src.size() < kAlignChunk && cells < kAlignChunkCells && next_pair(&src, &tgt)) {
+      cells += std::min(src.size() + 1, side_cap_) * std::min(tgt.size() + 1, side_cap_);
       if (gold_) {
         golds->push_back(gold_->next(src, tgt, [&] {  // the gold file ends early: count every pair, to say so
           auto n = static_cast<int64_t>(read_);
@@ -70,6 +77,7 @@ class ChunkReader {
   PairInput& input_;
   const Pairs* all_;
   GoldInput* gold_;
+  size_t side_cap_;  // most pieces a side keeps, </s> included
   size_t read_ = 0;  // pairs read so far
 };
 
@@ -111,7 +119,7 @@ AerScore run_alignment(const AlignRunOptions& options) {
   const AttentionPairAligner* cropping = ibm ? nullptr : static_cast<const AttentionPairAligner*>(aligner.get());
   std::unique_ptr<GoldInput> gold;
   if (!opt.eval_gold.empty()) gold = std::make_unique<GoldInput>(opt);
-  ChunkReader reader(input, all.get(), gold.get());
+  ChunkReader reader(input, all.get(), gold.get(), opt.max_input_length);
   std::unique_ptr<AlignmentSink> sink;  // opened once the first pair is aligned (or at the end, for none)
   AerScore score;
   size_t k = 0;  // pairs written so far

@@ -23,15 +23,22 @@ AttentionMatrix forced_attention(Translator& tr, const std::string& src, const s
                                  int64_t max_pieces = 0);
 
 // forced_attention() of every pair (src[i], tgt[i]), computed in batches of
-// up to kForcedAlignBatch pairs of similar length (one forward pass each,
-// padded to its longest pair): the same matrices, in the same order, up to
-// float rounding (the products have other row counts). Throws nmt::Error
-// for an empty side, or sides of different counts, before any work.
+// pairs of similar length (one forward pass each, padded to its longest
+// pair; at most kForcedAlignBatch pairs, and no more than fit
+// kForcedAlignFloats, one pair whatever its size): the same matrices, in the
+// same order, up to float rounding (the products have other row counts).
+// Throws nmt::Error for an empty side, or sides of different counts, before
+// any work.
 std::vector<AttentionMatrix> forced_attention(Translator& tr, const std::vector<std::string>& src,
                                               const std::vector<std::string>& tgt, int64_t max_pieces = 0);
 
 // Most pairs in one forward pass of the batched forced_attention().
 constexpr size_t kForcedAlignBatch = 32;
+
+// Most floats a batch of the batched forced_attention() may produce: rows
+// times target positions times (target vocabulary + source positions), its
+// logits and weights (32 MiB).
+constexpr int64_t kForcedAlignFloats = int64_t{1} << 23;
 
 // Attention while the model translates `src` with `search` (greedy or beam),
 // or for a model with an alignment head, the head's weights over the
@@ -62,14 +69,18 @@ bool crop_to_whole_words(std::string* text, const std::vector<const Tokenizer*>&
 // Longest input line nmt-align reads, in bytes (longer: an error at file:line).
 constexpr size_t kAlignMaxLineBytes = size_t{1} << 20;
 
-// Pairs the attention aligner reads, aligns (in batches of kForcedAlignBatch
-// in forced mode) and writes at a time.
+// nmt-align reads, aligns (forced mode: in batches, see forced_attention())
+// and writes up to kAlignChunk pairs at a time, fewer when their matrices
+// could hold more than kAlignChunkCells weights: each pair counts (source
+// bytes + 1) x (target bytes + 1), each side at most --max-input-length + 1
+// (a piece has a byte at least), and a long pair goes with those read before it.
 constexpr size_t kAlignChunk = 256;
+constexpr size_t kAlignChunkCells = size_t{1} << 22;
 
 // Aligns every pair and writes the chosen format; with eval_gold, logs
 // precision, recall and AER. The attention aligner reads, aligns and writes
-// kAlignChunk pairs at a time (memory does not grow with the input: with
-// --max-input-length, nor with its lines), and logs a warning with the
+// a chunk of pairs at a time (kAlignChunk; memory does not grow with the
+// input: with --max-input-length, nor with its lines), and logs a warning with the
 // number of pairs it cropped; ibm2 and hmm learn from every pair, held in memory.
 // Throws nmt::Error for bad options (before any work), bad files (named
 // with the line; a gold link outside its sentence pair included), or a bad

@@ -100,9 +100,21 @@ std::vector<AttentionMatrix> forced_attention(Translator& tr, const std::vector<
     return std::make_pair(x.src.size(), x.tgt.size()) < std::make_pair(y.src.size(), y.tgt.size());
   });
   std::vector<AttentionMatrix> out(n);
-  for (size_t first = 0; first < n; first += kForcedAlignBatch) {
-    const std::vector<int64_t> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                    order.begin() + static_cast<std::ptrdiff_t>(std::min(n, first + kForcedAlignBatch)));
+  const auto vocab = static_cast<int64_t>(tr.tgt_tokenizer().vocab_size());
+  for (size_t first = 0; first < n;) {
+    // As many pairs as fit kForcedAlignFloats ([rows, T, V] logits and [rows, T, S] weights), at least one.
+    std::vector<int64_t> rows;
+    int64_t S = 0, T = 0;
+    for (size_t k = first; k < n && rows.size() < kForcedAlignBatch; ++k) {
+      const Example& e = ex[static_cast<size_t>(order[k])];
+      const int64_t s = std::max<int64_t>(S, static_cast<int64_t>(e.src.size()));
+      const int64_t t = std::max<int64_t>(T, static_cast<int64_t>(e.tgt.size()) + 1);
+      if (!rows.empty() && static_cast<int64_t>(rows.size() + 1) * t * (vocab + s) > kForcedAlignFloats) break;
+      rows.push_back(order[k]);
+      S = s;
+      T = t;
+    }
+    first += rows.size();
     const auto alpha = forced_weights(tr, ex, rows);
     for (size_t r = 0; r < rows.size(); ++r) {
       const auto i = static_cast<size_t>(rows[r]);

@@ -199,15 +199,14 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
 }
 
 // The vocabularies of a run are fixed by its first start: a resumed run uses
-// the checkpoint's, and an option given to change them is refused, as a
-// model option is (a --src-spm or --tgt-spm other than the checkpoint's
-// own, byte for byte, included). What is certain comes from the checkpoint: the model type
-// SentencePiece records, and the number of pieces (a tiny corpus yields
-// fewer than asked, so more pieces than --vocab-size mean another size was
-// asked; SentencePiece records the size it reached, not the one asked). The
-// size asked for, and --shared-vocab off against one vocabulary for both
-// sides (identical text on both sides gives that too), come from the run's
-// config.toml, which each start writes with the run's values.
+// the checkpoint's, and an option given to change them is refused, as a model
+// option is. What is certain comes from the checkpoint: the model type
+// SentencePiece records, and the number of pieces (a tiny corpus yields fewer
+// than asked, so more pieces than --vocab-size mean another size was asked;
+// SentencePiece records the size it reached, not the one asked). The size asked
+// for, and --shared-vocab off against one vocabulary for both sides (identical
+// text on both sides gives that too), come from the run's config.toml, which
+// each start writes with the run's values.
 void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
   const auto given = [&](const char* name) { return opt_.given.count(name) > 0; };
   const auto refuse = [&](const std::string& was, const std::string& now) {
@@ -215,14 +214,24 @@ void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
                                              "; a resumed run keeps its vocabularies: drop that option (or set it as "
                                              "the run's config.toml has it) to resume, or train into a new --output"));
   };
-  // A SentencePiece model given to resume with is the run's own, or refused.
+  // A SentencePiece model given to resume with (config.toml records the first) is the run's own, or
+  // refused; one that can no longer be read is no matter: the checkpoint holds the run's own.
   const auto same_model = [&](const char* option, const std::string& path, const Tokenizer& had, const char* side) {
-    if (given(option) && !path.empty() && Tokenizer::load(path).bytes() != had.bytes())
+    if (!given(option) || path.empty()) return;
+    std::string bytes;
+    try {
+      bytes = Tokenizer::load(path).bytes();
+    } catch (const Error& e) {
+      if (is_main()) spdlog::warn("{} (--{}): resuming with the checkpoint's own {} SentencePiece model", e.what(),
+                                  option, side);
+      return;
+    }
+    if (bytes != had.bytes())
       refuse(std::string("another ") + side + " SentencePiece model (its own is in the checkpoint)",
              std::string("--") + option + " " + path);
   };
   same_model("src-spm", tok_opt_.src_model, loaded.src_tok, "source");
-  same_model("tgt-spm", tok_opt_.tgt_model, loaded.tgt_tok, "target");
+  if (!tok_opt_.shared) same_model("tgt-spm", tok_opt_.tgt_model, loaded.tgt_tok, "target");  // shared: the source's
   const int64_t pieces = std::max(loaded.src_tok.vocab_size(), loaded.tgt_tok.vocab_size());
   const bool trained = tok_opt_.src_model.empty();  // by nmt-train (not --src-spm): --vocab-size and --spm-type made them
   std::optional<TokenizerOptions> recorded;  // the run's config.toml, when it reads and fits the checkpoint
