@@ -200,6 +200,36 @@ TEST(TrainerTest, EpochDecayHalvesTheRateFromItsEpochOn) {
   for (size_t i = 0; i < rates.size(); ++i) EXPECT_NEAR(rates[i].second, want[i], 1e-12) << "epoch " << i + 1;
 }
 
+TEST(TrainerTest, ResumeKeepsTheDecayedRateUnlessTheOptionsChangeIt) {
+  Quiet q;
+  const auto dir = nmt::test::temp_dir("train_resume_rate");
+  const auto files = nmt::test::write_toy_corpus(dir, 100, 10);
+  auto opt = base_options(files, dir + "/run");
+  opt.batch_tokens = 100000;  // one batch per epoch: a validation at each epoch end only
+  opt.valid_every = 0;
+  opt.lr_decay = 0.5;
+  opt.lr_decay_start = 1;  // halved at every epoch end
+  opt.keep_checkpoints = 0;
+  opt.given.insert("learning-rate");  // as a config file or the command line gives it
+  const auto start = opt.learning_rate;
+  // Each start runs one more epoch; the rates are those after each epoch's end.
+  const auto run_to = [&](int64_t epochs, double rate) {
+    opt.max_epochs = epochs;
+    opt.resume = epochs > 1;
+    opt.learning_rate = rate;
+    nmt::train(opt, toy_tok(), tiny_arch(0.0));
+  };
+  run_to(1, start);
+  run_to(2, start);      // the rate the run started at: the checkpoint's decayed rate goes on
+  run_to(3, start * 0.3);  // another rate: it replaces the checkpoint's start / 4
+  run_to(4, start * 0.3);  // config.toml now records it: the decayed rate goes on again
+  const auto rates = validation_rates(opt.output_dir);
+  ASSERT_EQ(rates.size(), 4u);
+  const std::vector<double> want = {start / 2, start / 4, start * 0.15, start * 0.075};
+  // metrics.jsonl holds 6 significant digits.
+  for (size_t i = 0; i < rates.size(); ++i) EXPECT_NEAR(rates[i].second, want[i], 1e-6 * want[i]) << "epoch " << i + 1;
+}
+
 TEST(TrainerTest, MaxMinutesStopsAndSavesTheRun) {
   Quiet q;
   const auto dir = nmt::test::temp_dir("train_minutes");

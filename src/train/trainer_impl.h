@@ -63,6 +63,9 @@ class Trainer {
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
+  // On resume, after the training state is loaded: a --learning-rate that
+  // differs from the run's config.toml replaces the checkpoint's rate.
+  void resume_learning_rate();
   std::string config_header() const;  // config.toml's opening comment
 
   // The loop's parts.

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <optional>
 
 #include "base/blas_kernels.h"
 #include "base/config.h"
@@ -198,71 +197,6 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
                counted(tgt_tok_.vocab_size(), "piece"));
 }
 
-// The vocabularies of a run are fixed by its first start: a resumed run uses
-// the checkpoint's, and an option given to change them is refused, as a model
-// option is. What is certain comes from the checkpoint: the model type
-// SentencePiece records, and the number of pieces (a tiny corpus yields fewer
-// than asked, so more pieces than --vocab-size mean another size was asked;
-// SentencePiece records the size it reached, not the one asked). The size asked
-// for, and --shared-vocab off against one vocabulary for both sides (identical
-// text on both sides gives that too), come from the run's config.toml, which
-// each start writes with the run's values.
-void Trainer::check_tokenizer_options(const LoadedModel& loaded) {
-  const auto given = [&](const char* name) { return opt_.given.count(name) > 0; };
-  const auto refuse = [&](const std::string& was, const std::string& now) {
-    throw Error(located(resume_path_, 0, "was trained with " + was + " but the options say " + now +
-                                             "; a resumed run keeps its vocabularies: drop that option (or set it as "
-                                             "the run's config.toml has it) to resume, or train into a new --output"));
-  };
-  // A SentencePiece model given to resume with (config.toml records the first) is the run's own, or
-  // refused; one that can no longer be read is no matter: the checkpoint holds the run's own.
-  const auto same_model = [&](const char* option, const std::string& path, const Tokenizer& had, const char* side) {
-    if (!given(option) || path.empty()) return;
-    std::string bytes;
-    try {
-      bytes = Tokenizer::load(path).bytes();
-    } catch (const Error& e) {
-      if (is_main()) spdlog::warn("{} (--{}): resuming with the checkpoint's own {} SentencePiece model", e.what(),
-                                  option, side);
-      return;
-    }
-    if (bytes != had.bytes())
-      refuse(std::string("another ") + side + " SentencePiece model (its own is in the checkpoint)",
-             std::string("--") + option + " " + path);
-  };
-  same_model("src-spm", tok_opt_.src_model, loaded.src_tok, "source");
-  if (!tok_opt_.shared) same_model("tgt-spm", tok_opt_.tgt_model, loaded.tgt_tok, "target");  // shared: the source's
-  const int64_t pieces = std::max(loaded.src_tok.vocab_size(), loaded.tgt_tok.vocab_size());
-  const bool trained = tok_opt_.src_model.empty();  // by nmt-train (not --src-spm): --vocab-size and --spm-type made them
-  std::optional<TokenizerOptions> recorded;  // the run's config.toml, when it reads and fits the checkpoint
-  try {
-    TokenizerOptions t;
-    ConfigFile::read(folder_.path("config.toml")).apply(t);
-    if (!trained || t.vocab_size >= pieces) recorded = t;
-  } catch (const Error&) {
-  }
-  const bool two = loaded.src_tok.bytes() != loaded.tgt_tok.bytes();
-  if (given("shared-vocab") && tok_opt_.shared && two)
-    refuse("--shared-vocab off (a vocabulary for each side)", "--shared-vocab");
-  if (given("shared-vocab") && !tok_opt_.shared && !two && recorded && recorded->shared)
-    refuse("--shared-vocab (one vocabulary for both sides)", "--shared-vocab=false");
-  const std::string type = loaded.src_tok.model_type();
-  if (trained && given("spm-type") && !type.empty() && type != tok_opt_.model_type)
-    refuse("--spm-type " + type, "--spm-type " + tok_opt_.model_type);
-  if (trained && given("vocab-size")) {
-    if (pieces > tok_opt_.vocab_size)
-      refuse("a vocabulary of " + counted(pieces, "piece") + " (its config.toml: --vocab-size " +
-                 (recorded ? std::to_string(recorded->vocab_size) : std::string("unknown")) + ")",
-             "--vocab-size " + std::to_string(tok_opt_.vocab_size));
-    if (recorded && recorded->vocab_size != tok_opt_.vocab_size)
-      refuse("--vocab-size " + std::to_string(recorded->vocab_size), "--vocab-size " + std::to_string(tok_opt_.vocab_size));
-  }
-  // config.toml goes on recording what made the vocabularies, not this start's defaults.
-  if (!given("spm-type") && (type == "unigram" || type == "bpe")) tok_opt_.model_type = type;
-  if (!given("vocab-size") && recorded) tok_opt_.vocab_size = recorded->vocab_size;
-  if (!given("shared-vocab")) tok_opt_.shared = !two && (recorded ? recorded->shared : tok_opt_.shared);
-}
-
 void Trainer::make_tokenizers(const ParallelCorpus& train) {
   if (!tok_opt_.src_model.empty()) {
     src_tok_ = Tokenizer::load(tok_opt_.src_model);
@@ -374,6 +308,7 @@ void Trainer::init_optimizer(bool resuming) {
   state_.seed = opt_.seed;
   if (resuming) {
     state_ = load_train_state(resume_path_, *optimizer_, device_);
+    resume_learning_rate();
     set_learning_rate(*optimizer_, state_.learning_rate);
     restore_rng();
   }
