@@ -162,9 +162,10 @@ TEST(AlignTest, RunAlignmentKeepsPairOrderAcrossChunks) {
     std::sort(row.begin(), row.end(), std::greater<>());
     if (row.size() > 1) margin = std::min<double>(margin, row[0] - row[1]);
   }
-  if (margin > 2 * bound)
+  if (margin > 2 * bound) {
     EXPECT_EQ(nmt::parse_gold_line(lines.back(), "links", 1, false).sure,
               nmt::hard_alignment(words, nmt::HardMethod::kArgmax));
+  }
 }
 
 // A model with an alignment head aligns with the head in both modes: free

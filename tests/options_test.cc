@@ -134,6 +134,13 @@ TEST(OptionsTest, MissingRequiredOptionsAreNamed) {
   usage(ibm2, "--tgt");
   ibm2.tgt = "a.de";
   EXPECT_NO_THROW(ibm2.validate());
+  ibm2.ibm.agreement = true;  // trains both directions together: only with a reverse model
+  usage(ibm2, "--symmetrize");
+  ibm2.symmetrize = nmt::Symmetrization::kAverage;
+  EXPECT_NO_THROW(ibm2.validate());
+  A attention_agreement = align_options();
+  attention_agreement.ibm.agreement = true;
+  usage(attention_agreement, "--ibm-agreement");
   A no_src = align_options();
   no_src.tgt = "a.de";
   usage(no_src, "--src");

@@ -39,6 +39,9 @@ void AlignRunOptions::validate() const {
       throw UsageError("the " + name + " aligner learns from the text: drop --model and --reverse-model");
   }
   const bool symmetric = symmetrize != Symmetrization::kNone;
+  if (ibm.agreement && !ibm2) throw UsageError("--ibm-agreement is for the statistical aligners: add --aligner ibm2 or hmm");
+  if (ibm.agreement && !symmetric)
+    throw UsageError("--ibm-agreement trains both directions together: give --symmetrize (average, say)");
   if (!ibm2 && symmetric != !reverse_model.empty())
     throw UsageError("symmetrization needs both a reverse model and a method other than none");
   // The input: --src (with --tgt: forced mode), --tsv or --pairs; with none

@@ -20,6 +20,7 @@ struct WordAlignerOptions {
   double null_prob = 0.08;        // p0: prior probability that a target word links to no source word
   double diagonal_tension = 4.0;  // lambda in exp(-lambda |i/n - j/m|)
   double alpha = 0.01;            // Dirichlet prior of variational Bayes on t(f|e); 0: plain maximum likelihood
+  bool agreement = false;         // train both directions together (WordAligner::train_in_agreement)
 
   // Throws nmt::Error naming the first option out of its range.
   void validate() const;
@@ -36,6 +37,11 @@ struct WordAlignerOptions {
       s.null_prob);
     v(Field{"ibm-alpha", "Dirichlet prior on t(f|e) (variational Bayes; 0: maximum likelihood)", g}.at_least(0.0),
       s.alpha);
+    v(Field{"ibm-agreement",
+            "With --symmetrize: train both directions together, each counting a link by the product of both "
+            "directions' posteriors (alignment by agreement)",
+            g},
+      s.agreement);
   }
 };
 

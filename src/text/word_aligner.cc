@@ -112,70 +112,129 @@ WordAligner::WordAligner(WordAligner&&) noexcept = default;
 WordAligner& WordAligner::operator=(WordAligner&&) noexcept = default;
 WordAligner::~WordAligner() = default;
 
-WordAligner WordAligner::train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
-                               const WordAlignerOptions& opt) {
+WordAligner::Impl::Corpus WordAligner::Impl::prepare(const std::vector<std::string>& src,
+                                                     const std::vector<std::string>& tgt) {
+  Corpus c;
+  c.e.resize(src.size());
+  c.f.resize(src.size());
+  c.start.resize(src.size());
+  for (size_t k = 0; k < src.size(); ++k) {
+    c.e[k] = ids(src[k], src_vocab, true);
+    c.f[k] = ids(tgt[k], tgt_vocab, true);
+    c.start[k] = c.slot.size();
+    for (int32_t fw : c.f[k])
+      for (size_t i = 0; i <= c.e[k].size(); ++i) {
+        const int32_t ew = i == 0 ? 0 : c.e[k][i - 1];
+        auto [it, added] = table.emplace(key(ew, fw), static_cast<int32_t>(entries.size()));
+        if (added) {
+          entries.push_back({1.0f, 0.0f});
+          c.owner.push_back(ew);
+        }
+        c.slot.push_back(it->second);
+      }
+  }
+  return c;
+}
+
+void WordAligner::Impl::expected_links(const Corpus& c, size_t k, std::vector<double>* gamma,
+                                       std::vector<double>* jump_counts) const {
+  const int n = static_cast<int>(c.e[k].size()), m = static_cast<int>(c.f[k].size());
+  const int32_t* s = &c.slot[c.start[k]];
+  if (!jump.empty()) return hmm_posteriors(s, n, m, gamma, jump_counts);
+  gamma->assign(static_cast<size_t>(m) * (n + 1), 0.0);
+  std::vector<double> p;
+  for (int j = 0; j < m; ++j) {
+    ibm2_posteriors(n, m, j, s + static_cast<size_t>(j) * (n + 1), &p);
+    double z = 0;
+    for (double v : p) z += v;
+    if (z > 0)
+      for (int i = 0; i <= n; ++i) (*gamma)[static_cast<size_t>(j) * (n + 1) + i] = p[i] / z;
+  }
+}
+
+void WordAligner::Impl::add_counts(const Corpus& c, size_t k, const std::vector<double>& gamma) {
+  const int32_t* s = &c.slot[c.start[k]];
+  for (size_t x = 0; x < gamma.size(); ++x) entries[s[x]].count += static_cast<float>(gamma[x]);
+}
+
+void WordAligner::Impl::maximize_all(const Corpus& c, const std::vector<double>& jump_counts) {
+  maximize(c.owner);
+  for (auto& entry : entries) entry.count = 0;
+  if (jump.empty()) return;
+  double total = 0;
+  for (double x : jump_counts) total += x + 1;  // add-one: every jump stays possible
+  for (size_t d = 0; d < jump.size(); ++d) jump[d] = (jump_counts[d] + 1) / total;
+}
+
+namespace {
+
+void check_pairs(const std::vector<std::string>& src, const std::vector<std::string>& tgt) {
   if (src.size() != tgt.size())
     throw Error("word aligner: " + std::to_string(src.size()) + " source and " + std::to_string(tgt.size()) +
                 " target sentences");
+}
+
+// The two directions' posteriors of one pair agree: fwd is [m][n + 1] (the
+// source->target model, column 0 NULL), rev [n][m + 1]; each link (i, j)
+// becomes fwd(j, i) * rev(i, j) on both sides, NULL staying as it was.
+void agree(int n, int m, std::vector<double>* fwd, std::vector<double>* rev) {
+  for (int j = 0; j < m; ++j)
+    for (int i = 0; i < n; ++i) {
+      double& a = (*fwd)[static_cast<size_t>(j) * (n + 1) + i + 1];
+      double& b = (*rev)[static_cast<size_t>(i) * (m + 1) + j + 1];
+      a = b = a * b;
+    }
+}
+
+}  // namespace
+
+void WordAligner::Impl::run_em(Impl& a, const Corpus& ca, Impl* b, const Corpus* cb) {
+  const auto& opt = a.opt;
+  std::vector<double> ga, gb, ja, jb;
+  for (int phase = 0; phase < (opt.hmm ? 2 : 1); ++phase) {
+    if (phase == 1) {
+      a.init_jumps();
+      if (b) b->init_jumps();
+    }
+    for (int it = 0; it < (phase == 0 ? opt.iterations : opt.hmm_iterations); ++it) {
+      ja.assign(a.jump.size(), 0.0);
+      jb.assign(b ? b->jump.size() : 0, 0.0);
+      for (size_t k = 0; k < ca.e.size(); ++k) {
+        a.expected_links(ca, k, &ga, &ja);
+        if (b) {
+          b->expected_links(*cb, k, &gb, &jb);
+          agree(static_cast<int>(ca.e[k].size()), static_cast<int>(ca.f[k].size()), &ga, &gb);
+          b->add_counts(*cb, k, gb);
+        }
+        a.add_counts(ca, k, ga);
+      }
+      a.maximize_all(ca, ja);
+      if (b) b->maximize_all(*cb, jb);
+    }
+  }
+}
+
+WordAligner WordAligner::train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
+                               const WordAlignerOptions& opt) {
+  check_pairs(src, tgt);
   opt.validate();
   auto impl = std::make_unique<Impl>();
   impl->opt = opt;
-  std::vector<std::vector<int32_t>> e(src.size()), f(src.size());
-  for (size_t k = 0; k < src.size(); ++k) {
-    e[k] = impl->ids(src[k], impl->src_vocab, true);
-    f[k] = impl->ids(tgt[k], impl->tgt_vocab, true);
-  }
-  // t starts uniform over the target words each source word (and NULL)
-  // co-occurs with. Each pair's candidate entries are looked up once:
-  // slot[start[k] + j * (n + 1) + i].
-  std::vector<int32_t> owner;  // source word of each entry
-  std::vector<int32_t> slot;
-  std::vector<size_t> start(e.size());
-  for (size_t k = 0; k < e.size(); ++k) {
-    start[k] = slot.size();
-    for (int32_t fw : f[k])
-      for (size_t i = 0; i <= e[k].size(); ++i) {
-        const int32_t ew = i == 0 ? 0 : e[k][i - 1];
-        auto [it, added] = impl->table.emplace(Impl::key(ew, fw), static_cast<int32_t>(impl->entries.size()));
-        if (added) {
-          impl->entries.push_back({1.0f, 0.0f});
-          owner.push_back(ew);
-        }
-        slot.push_back(it->second);
-      }
-  }
-  std::vector<double> p;
-  for (int it = 0; it < opt.iterations; ++it) {  // IBM Model 2
-    for (auto& entry : impl->entries) entry.count = 0;
-    for (size_t k = 0; k < e.size(); ++k) {  // E-step: expected link counts
-      const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
-      for (int j = 0; j < m; ++j) {
-        const int32_t* s = &slot[start[k] + static_cast<size_t>(j) * (n + 1)];
-        impl->ibm2_posteriors(n, m, j, s, &p);
-        double z = 0;
-        for (double v : p) z += v;
-        if (z <= 0) continue;
-        for (int i = 0; i <= n; ++i) impl->entries[s[i]].count += static_cast<float>(p[i] / z);
-      }
-    }
-    impl->maximize(owner);
-  }
-  if (opt.hmm) impl->init_jumps();
-  std::vector<double> jumps(impl->jump.size());
-  for (int it = 0; opt.hmm && it < opt.hmm_iterations; ++it) {  // the HMM, from IBM Model 2's t(f|e)
-    for (auto& entry : impl->entries) entry.count = 0;
-    std::fill(jumps.begin(), jumps.end(), 0.0);
-    for (size_t k = 0; k < e.size(); ++k) {
-      const int n = static_cast<int>(e[k].size()), m = static_cast<int>(f[k].size());
-      impl->hmm_posteriors(&slot[start[k]], n, m, &p, &jumps);
-      for (size_t x = 0; x < p.size(); ++x) impl->entries[slot[start[k] + x]].count += static_cast<float>(p[x]);
-    }
-    impl->maximize(owner);
-    double total = 0;
-    for (double c : jumps) total += c + 1;  // add-one: every jump stays possible
-    for (size_t d = 0; d < jumps.size(); ++d) impl->jump[d] = (jumps[d] + 1) / total;
-  }
+  const auto corpus = impl->prepare(src, tgt);
+  Impl::run_em(*impl, corpus, nullptr, nullptr);
   return WordAligner(std::move(impl));
+}
+
+std::pair<WordAligner, WordAligner> WordAligner::train_in_agreement(const std::vector<std::string>& src,
+                                                                    const std::vector<std::string>& tgt,
+                                                                    const WordAlignerOptions& opt) {
+  check_pairs(src, tgt);
+  opt.validate();
+  auto fwd = std::make_unique<Impl>(), rev = std::make_unique<Impl>();
+  fwd->opt = rev->opt = opt;
+  const auto cf = fwd->prepare(src, tgt), cr = rev->prepare(tgt, src);
+  Impl::run_em(*fwd, cf, rev.get(), &cr);
+  return {WordAligner(std::move(fwd)), WordAligner(std::move(rev))};
 }
 
 std::vector<std::vector<double>> WordAligner::link_posteriors(const std::string& src, const std::string& tgt) const {

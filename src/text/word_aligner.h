@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/options.h"
@@ -26,6 +27,16 @@ class WordAligner {
   // of range.
   static WordAligner train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                            const WordAlignerOptions& opt = {});
+  // Trains the source->target aligner and the target->source one together
+  // (alignment by agreement, Liang, Taskar & Klein 2006): in each EM
+  // iteration, of IBM Model 2 and of the HMM alike, a link (i, j) counts
+  // with the product of the two directions' posteriors, so that each model
+  // learns from the links both believe in; the chance of NULL, and the
+  // HMM's jumps, each direction counts on its own. Returns {forward,
+  // reverse}: the reverse aligns tgt to src. Throws as train() does.
+  static std::pair<WordAligner, WordAligner> train_in_agreement(const std::vector<std::string>& src,
+                                                                const std::vector<std::string>& tgt,
+                                                                const WordAlignerOptions& opt = {});
 
   // The most probable link of every target word ((source i, target j),
   // 0-based word positions); target words more probably unaligned get none.

@@ -63,6 +63,37 @@ struct WordAligner::Impl {
   // each entry); the variational-Bayes prior spreads over the target vocabulary.
   void maximize(const std::vector<int32_t>& owner);
 
+  // The training pairs as word ids, and the entries of each pair's
+  // candidate links: slot[start[k] + j * (n + 1) + i] for pair k (i = 0:
+  // NULL, -1 never: every candidate is an entry); owner[x] is the source
+  // word of entry x.
+  struct Corpus {
+    std::vector<std::vector<int32_t>> e, f;
+    std::vector<int32_t> owner, slot;
+    std::vector<size_t> start;
+  };
+  // Reads the pairs into the vocabularies and the table, every t(f|e) 1
+  // (uniform once normalized).
+  Corpus prepare(const std::vector<std::string>& src, const std::vector<std::string>& tgt);
+
+  // The E-step's link posteriors of pair k under the current model (IBM
+  // Model 2, or the HMM once `jump` is set): gamma[j * (n + 1) + i], column 0
+  // NULL, each row summing to 1 (0 where nothing explains target word j).
+  // The HMM adds its expected jumps to `jump_counts`.
+  void expected_links(const Corpus& c, size_t k, std::vector<double>* gamma, std::vector<double>* jump_counts) const;
+
+  // Adds pair k's posteriors to the entries' counts.
+  void add_counts(const Corpus& c, size_t k, const std::vector<double>& gamma);
+
+  // The M-step: t(f|e) from the counts, and (HMM) the jumps from
+  // `jump_counts`, add-one smoothed; then every count is reset to 0.
+  void maximize_all(const Corpus& c, const std::vector<double>& jump_counts);
+
+  // EM: IBM Model 2's iterations, then (opt.hmm) the HMM's, of `a` alone
+  // or, when `b` (the reverse model, its corpus `cb` the same pairs with the
+  // sides swapped) is given, of both in agreement.
+  static void run_em(Impl& a, const Corpus& ca, Impl* b, const Corpus* cb);
+
   // Link posteriors of one pair: [m][n + 1], column 0 NULL, each row summing
   // to 1, or all 0 for a target word no source word nor NULL explains (IBM2).
   std::vector<std::vector<double>> pair_posteriors(const std::vector<int32_t>& e, const std::vector<int32_t>& f) const;

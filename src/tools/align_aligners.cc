@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <utility>
 
 #include "base/error.h"
 #include "base/format.h"
@@ -54,13 +55,20 @@ void check_reverse_direction(const AlignRunOptions& opt, const Translator& fwd, 
 
 std::string em_iterations(const WordAlignerOptions& o) {
   const std::string ibm2 = counted(o.iterations, "iteration");
-  return o.hmm ? ibm2 + " of IBM model 2 and " + std::to_string(o.hmm_iterations) + " of the HMM" : ibm2;
+  const std::string both = o.agreement ? ", both directions in agreement" : "";
+  return (o.hmm ? ibm2 + " of IBM model 2 and " + std::to_string(o.hmm_iterations) + " of the HMM" : ibm2) + both;
 }
 
 IbmPairAligner::IbmPairAligner(const AlignRunOptions& opt, const Pairs& pairs) : opt_(opt) {
   const Pairs all = ibm_training_pairs(opt, pairs);
   spdlog::info("{}: learning from {}, {}", enum_name(opt.aligner), counted(static_cast<int64_t>(all.src.size()), "pair"),
                em_iterations(opt.ibm));
+  if (opt.ibm.agreement) {  // validate(): only with --symmetrize
+    auto both = WordAligner::train_in_agreement(all.src, all.tgt, opt.ibm);
+    fwd_ = std::make_unique<WordAligner>(std::move(both.first));
+    rev_ = std::make_unique<WordAligner>(std::move(both.second));
+    return;
+  }
   fwd_ = std::make_unique<WordAligner>(WordAligner::train(all.src, all.tgt, opt.ibm));
   if (opt.symmetrize != Symmetrization::kNone)
     rev_ = std::make_unique<WordAligner>(WordAligner::train(all.tgt, all.src, opt.ibm));
