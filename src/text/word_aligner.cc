@@ -174,16 +174,34 @@ void check_pairs(const std::vector<std::string>& src, const std::vector<std::str
                 " target sentences");
 }
 
+// Scales the words' columns of each row of g ([rows][cols], column 0 NULL)
+// so that they sum to what they summed to in `before`: NULL keeps its share.
+void keep_link_mass(int rows, int cols, const std::vector<double>& before, std::vector<double>* g) {
+  for (int r = 0; r < rows; ++r) {
+    double was = 0, now = 0;
+    for (int c = 1; c < cols; ++c) {
+      was += before[static_cast<size_t>(r) * cols + c];
+      now += (*g)[static_cast<size_t>(r) * cols + c];
+    }
+    if (now > 0)
+      for (int c = 1; c < cols; ++c) (*g)[static_cast<size_t>(r) * cols + c] *= was / now;
+  }
+}
+
 // The two directions' posteriors of one pair agree: fwd is [m][n + 1] (the
 // source->target model, column 0 NULL), rev [n][m + 1]; each link (i, j)
-// becomes fwd(j, i) * rev(i, j) on both sides, NULL staying as it was.
+// gets weight fwd(j, i) * rev(i, j) on both sides, and each row's links are
+// then scaled back to the mass they had, so that NULL keeps its share.
 void agree(int n, int m, std::vector<double>* fwd, std::vector<double>* rev) {
+  const auto f0 = *fwd, r0 = *rev;
   for (int j = 0; j < m; ++j)
     for (int i = 0; i < n; ++i) {
       double& a = (*fwd)[static_cast<size_t>(j) * (n + 1) + i + 1];
       double& b = (*rev)[static_cast<size_t>(i) * (m + 1) + j + 1];
       a = b = a * b;
     }
+  keep_link_mass(m, n + 1, f0, fwd);
+  keep_link_mass(n, m + 1, r0, rev);
 }
 
 }  // namespace

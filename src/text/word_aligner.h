@@ -28,12 +28,14 @@ class WordAligner {
   static WordAligner train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
                            const WordAlignerOptions& opt = {});
   // Trains the source->target aligner and the target->source one together
-  // (alignment by agreement, Liang, Taskar & Klein 2006): in each EM
-  // iteration, of IBM Model 2 and of the HMM alike, a link (i, j) counts
-  // with the product of the two directions' posteriors, so that each model
-  // learns from the links both believe in; the chance of NULL, and the
-  // HMM's jumps, each direction counts on its own. Returns {forward,
-  // reverse}: the reverse aligns tgt to src. Throws as train() does.
+  // (after Liang, Taskar & Klein 2006, alignment by agreement): in each EM
+  // iteration, of IBM Model 2 and of the HMM alike, the links of a word
+  // share its posterior link mass in proportion to the product of the two
+  // directions' posteriors, so that each model learns most from the links
+  // both believe in. Each direction keeps its own chance of NULL (which the
+  // plain product would inflate) and counts its HMM jumps on its own.
+  // Returns {forward, reverse}: the reverse aligns tgt to src. Throws as
+  // train() does.
   static std::pair<WordAligner, WordAligner> train_in_agreement(const std::vector<std::string>& src,
                                                                 const std::vector<std::string>& tgt,
                                                                 const WordAlignerOptions& opt = {});
