@@ -108,6 +108,11 @@ paired() {  # paired LABEL MODEL: MODEL's argmax links combined with the plain f
     for t in 0.3 0.5; do
       row "hmm en-fr x fr-en, average posterior, threshold $t" "${hmm[@]}" --symmetrize average --method threshold --threshold $t
     done
+    for s in intersection grow-diag-final-and; do
+      row "hmm en-fr x fr-en in agreement, $s" "${hmm[@]}" --ibm-agreement --symmetrize $s
+    done
+    row "hmm en-fr x fr-en in agreement, average posterior, threshold 0.5" "${hmm[@]}" --ibm-agreement \
+      --symmetrize average --method threshold
   fi
 } | tee "$res"
 echo "written: $res"

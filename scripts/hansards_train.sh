@@ -21,14 +21,16 @@
 # "en-fr-head"), NMT_BUILD_DIR (build), NMT_HANSARDS_RUN (runs/hansards: the
 # folder), NMT_HANSARDS_GUIDE (ibm2: ibm2's links symmetrized with
 # grow-diag-final-and; hmm: the links where the mean of both directions' HMM
-# link posteriors reaches 0.5).
+# link posteriors reaches 0.5; hmm-agreement: the same with both directions
+# trained in agreement, nmt-align --ibm-agreement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/hansards-enfr}
 bin=${NMT_BUILD_DIR:-build}
 out=${NMT_HANSARDS_RUN:-runs/hansards}
 guide=${NMT_HANSARDS_GUIDE:-ibm2}
-[[ $guide == ibm2 || $guide == hmm ]] || { echo "NMT_HANSARDS_GUIDE: ibm2 or hmm, not '$guide'" >&2; exit 2; }
+[[ $guide == ibm2 || $guide == hmm || $guide == hmm-agreement ]] ||
+  { echo "NMT_HANSARDS_GUIDE: ibm2, hmm or hmm-agreement, not '$guide'" >&2; exit 2; }
 mkdir -p "$out"
 if [ ! -s "$out/valid.fr" ]; then
   scripts/hansards_pairs.py "$data" "$out" 200000
@@ -44,9 +46,10 @@ train() {  # train NAME SRC TGT [flags...]
 }
 train en-fr en fr
 if [ ! -s "$out/train.gdfa" ]; then
-  how=(--symmetrize grow-diag-final-and)
-  [ "$guide" = hmm ] && how=(--symmetrize average --method threshold --threshold 0.5)
-  "$bin/nmt-align" --aligner "$guide" "${how[@]}" --format pharaoh \
+  how=(--aligner ibm2 --symmetrize grow-diag-final-and)
+  [ "$guide" = hmm ] && how=(--aligner hmm --symmetrize average --method threshold --threshold 0.5)
+  [ "$guide" = hmm-agreement ] && how=(--aligner hmm --ibm-agreement --symmetrize average --method threshold --threshold 0.5)
+  "$bin/nmt-align" "${how[@]}" --format pharaoh \
     --src "$out/train.en" --tgt "$out/train.fr" -o "$out/train.gdfa"
   echo "$guide" >"$out/train.gdfa.aligner"
 fi
