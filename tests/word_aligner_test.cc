@@ -316,7 +316,8 @@ TEST(WordAlignerTest, TrainingInAgreementMakesBothDirectionsAgreeAndUnionsBetter
     // linked to an untranslated target word, say) earn less count in
     // agreement, and the links both believe more. On this corpus: agreement
     // 0.728 -> 0.738 with IBM2 and 0.755 -> 0.777 with the HMM, F1 0.833 ->
-    // 0.839 and 0.877 -> 0.888 (seeds 22 to 24: each gain at least as large).
+    // 0.839 and 0.877 -> 0.888; with seeds 22 to 24, agreement gains
+    // 0.014 to 0.036 and F1 0.007 to 0.020.
     EXPECT_GT(joint_agree, apart_agree + 0.005) << "hmm " << hmm << ", F1 " << apart_f1 << " -> " << joint_f1;
     EXPECT_GT(joint_f1, apart_f1 + 0.003) << "hmm " << hmm << ", agreement " << apart_agree << " -> " << joint_agree;
   }
