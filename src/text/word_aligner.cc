@@ -174,17 +174,21 @@ void check_pairs(const std::vector<std::string>& src, const std::vector<std::str
                 " target sentences");
 }
 
-// Scales the words' columns of each row of g ([rows][cols], column 0 NULL)
-// so that they sum to what they summed to in `before`: NULL keeps its share.
-void keep_link_mass(int rows, int cols, const std::vector<double>& before, std::vector<double>* g) {
+// The sum of the words' columns (all but column 0, NULL) of row r of g
+// ([rows][cols]).
+double link_mass(const std::vector<double>& g, int cols, int r) {
+  double sum = 0;
+  for (int c = 1; c < cols; ++c) sum += g[static_cast<size_t>(r) * cols + c];
+  return sum;
+}
+
+// Scales the words' columns of each row of g so that they sum to was[r]
+// again: NULL keeps its share.
+void keep_link_mass(int rows, int cols, const std::vector<double>& was, std::vector<double>* g) {
   for (int r = 0; r < rows; ++r) {
-    double was = 0, now = 0;
-    for (int c = 1; c < cols; ++c) {
-      was += before[static_cast<size_t>(r) * cols + c];
-      now += (*g)[static_cast<size_t>(r) * cols + c];
-    }
+    const double now = link_mass(*g, cols, r);
     if (now > 0)
-      for (int c = 1; c < cols; ++c) (*g)[static_cast<size_t>(r) * cols + c] *= was / now;
+      for (int c = 1; c < cols; ++c) (*g)[static_cast<size_t>(r) * cols + c] *= was[r] / now;
   }
 }
 
@@ -193,28 +197,25 @@ void keep_link_mass(int rows, int cols, const std::vector<double>& before, std::
 // gets weight fwd(j, i) * rev(i, j) on both sides, and each row's links are
 // then scaled back to the mass they had, so that NULL keeps its share.
 void agree(int n, int m, std::vector<double>* fwd, std::vector<double>* rev) {
-  const auto f0 = *fwd, r0 = *rev;
+  std::vector<double> fwd_mass(m), rev_mass(n);
+  for (int j = 0; j < m; ++j) fwd_mass[j] = link_mass(*fwd, n + 1, j);
+  for (int i = 0; i < n; ++i) rev_mass[i] = link_mass(*rev, m + 1, i);
   for (int j = 0; j < m; ++j)
     for (int i = 0; i < n; ++i) {
       double& a = (*fwd)[static_cast<size_t>(j) * (n + 1) + i + 1];
       double& b = (*rev)[static_cast<size_t>(i) * (m + 1) + j + 1];
       a = b = a * b;
     }
-  keep_link_mass(m, n + 1, f0, fwd);
-  keep_link_mass(n, m + 1, r0, rev);
+  keep_link_mass(m, n + 1, fwd_mass, fwd);
+  keep_link_mass(n, m + 1, rev_mass, rev);
 }
 
 }  // namespace
 
 void WordAligner::Impl::run_em(Impl& a, const Corpus& ca, Impl* b, const Corpus* cb) {
-  const auto& opt = a.opt;
   std::vector<double> ga, gb, ja, jb;
-  for (int phase = 0; phase < (opt.hmm ? 2 : 1); ++phase) {
-    if (phase == 1) {
-      a.init_jumps();
-      if (b) b->init_jumps();
-    }
-    for (int it = 0; it < (phase == 0 ? opt.iterations : opt.hmm_iterations); ++it) {
+  const auto iterate = [&](int iterations) {
+    for (int it = 0; it < iterations; ++it) {
       ja.assign(a.jump.size(), 0.0);
       jb.assign(b ? b->jump.size() : 0, 0.0);
       for (size_t k = 0; k < ca.e.size(); ++k) {
@@ -229,7 +230,12 @@ void WordAligner::Impl::run_em(Impl& a, const Corpus& ca, Impl* b, const Corpus*
       a.maximize_all(ca, ja);
       if (b) b->maximize_all(*cb, jb);
     }
-  }
+  };
+  iterate(a.opt.iterations);  // IBM Model 2
+  if (!a.opt.hmm) return;
+  a.init_jumps();  // the HMM, from IBM Model 2's t(f|e)
+  if (b) b->init_jumps();
+  iterate(a.opt.hmm_iterations);
 }
 
 WordAligner WordAligner::train(const std::vector<std::string>& src, const std::vector<std::string>& tgt,
