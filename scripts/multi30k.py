@@ -27,6 +27,11 @@ Environment:
                     beam 5 and its best length penalty on val, and K students
                     (student-1..K, the next seeds) train on that translation. The
                     students join the selection, alone and in the ensemble of all.
+  NMT_DISTILL_PICK  which of the teachers' 5-best each student learns from: top (default:
+                    the ensemble's best) or closest (the one nearest the training target
+                    by smoothed sentence BLEU on whitespace tokens: Kim & Rush's
+                    seq-inter); closest students are student-closest-1..K, seeded as the
+                    top ones, so the two differ only in their targets
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
                     on the targets with each line's words reversed; the selected
                     system's beam is rescored (nmt-translate --r2l-model) with
@@ -38,8 +43,10 @@ A model folder that holds a finished run (its `trained` file) is not trained
 again: delete the folder to retrain. Test data is read only in the last step.
 Every step's command and output files stay in the run folder; a translation
 made earlier with the same models, and newer than its inputs, is reused."""
+import collections
 import gzip
 import itertools
+import math
 import json
 import os
 import shutil
@@ -274,22 +281,75 @@ def main():
 
 def train_students(r, teachers_dirs, seeds, k, info):
     """Distillation: the teachers' ensemble translates the training source once
-    (beam 5, its best length penalty at beam 5 on val); K students train on it."""
+    (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept);
+    K students train on the pick of NMT_DISTILL_PICK among them."""
     teachers, lp = r.members(teachers_dirs), "1.0"
+    pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
+    if pick not in ("top", "closest"):
+        die(f"NMT_DISTILL_PICK must be top or closest, got '{pick}'")
     if seeds > 1:
         r.ensemble_b5(f"teachers-{seeds}", teachers)
         _, lp = r.tune(f"teachers-{seeds}", teachers)
-    distilled = r.path(f"train.distilled.{r.tgt}")
-    if not os.path.exists(distilled) or os.path.getsize(distilled) == 0:
-        print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty {lp}")
-        r.nmt_translate(teachers, ["-b", "5", "--length-penalty", lp, "-i", r.path(f"train.{r.src}"),
-                                   "-o", distilled], f"{r.run}/distill.log")
-    students = [f"{r.run}/student-{i}" for i in range(1, k + 1)]
+    top = f"train.distilled.{r.tgt}"
+    target = top if pick == "top" else f"train.distilled-closest.{r.tgt}"
+    nbest = r.path(f"train.distilled.nbest.{r.tgt}")
+    if not nonempty(r.path(target)):
+        if not nonempty(nbest):
+            print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
+                  f"length penalty {lp}, 5 best")
+            r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
+                                       "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
+        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(target), pick)
+    prefix = "student" if pick == "top" else "student-closest"
+    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
     for i, folder in enumerate(students, 1):
-        r.train_model(seeds + i, folder, f"train.distilled.{r.tgt}", f"val.{r.tgt}", r.shared_spm())
+        r.train_model(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm())
     r.score_models(students)
-    info["distill"] = (seeds, 5, lp, k)
+    info["distill"] = (seeds, 5, lp, k, pick)
     return students
+
+
+def nonempty(path):
+    return os.path.exists(path) and os.path.getsize(path) > 0
+
+
+def sentence_bleu(hyp, ref):
+    """BLEU of one tokenized hypothesis against one reference, 1-4-grams, with
+    add-one smoothing of the 2-4-gram precisions (Lin & Och 2004)."""
+    if not hyp:
+        return 0.0
+    log_sum = 0.0
+    for n in range(1, 5):
+        h = collections.Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+        g = collections.Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
+        match, total = sum((h & g).values()), max(len(hyp) - n + 1, 0)
+        add = 0 if n == 1 else 1
+        if match + add == 0:
+            return 0.0
+        log_sum += math.log((match + add) / (total + add))
+    return math.exp(min(0.0, 1.0 - len(ref) / len(hyp)) + log_sum / 4)
+
+
+def pick_targets(nbest, reference, out, pick):
+    """OUT: one target per training pair from NBEST (nmt-translate --n-best lines
+    'i ||| hyp ||| features ||| score', best first): the first (top), or the one
+    with the highest sentence BLEU against REFERENCE's line (closest; ties go to
+    the better-scored). Dies if a pair has no hypothesis."""
+    refs = open(reference, encoding="utf-8").read().split("\n")[:-1]
+    hyps = [[] for _ in refs]
+    with open(nbest, encoding="utf-8") as f:
+        for line in f:
+            index, hyp = line.split(" ||| ", 2)[:2]
+            hyps[int(index)].append(hyp)
+    with open(out + ".part", "w", encoding="utf-8") as g:
+        for i, (options, ref) in enumerate(zip(hyps, refs)):
+            if not options:
+                die(f"{nbest}: no hypothesis for line {i + 1}")
+            words = ref.split()
+            best = options[0] if pick == "top" else max(
+                options, key=lambda h: (sentence_bleu(h.split(), words), -options.index(h)))
+            g.write(best + "\n")
+    os.replace(out + ".part", out)
 
 
 def run_test(r, best, rerank_info):

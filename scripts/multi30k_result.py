@@ -65,10 +65,12 @@ def write(r, models, best, test_seconds, single_seconds, info):
         if per_epoch:
             train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
     # Sequence-level distillation: teachers, the beam and length penalty of their
-    # translation of the training source, and the number of students (None: off).
+    # translation of the training source, the number of students and which of the
+    # 5 best each learnt from (top or closest; None: off).
     d_info = info["distill"]
     distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
-                     "students": d_info[3]} if d_info else None)
+                     "students": d_info[3], "pick": d_info[4] if len(d_info) > 4 else "top"}
+                    if d_info else None)
     # Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
     # on val (None: the reranked output did not beat the plain one there), and the
     # plain system's val score (None: off).
