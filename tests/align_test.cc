@@ -13,7 +13,9 @@
 
 #include "base/error.h"
 #include "base/utf8.h"
+#include "model/batch.h"
 #include "model/checkpoint.h"
+#include "model/model.h"
 #include "test_util.h"
 #include "text/corpus.h"
 
@@ -24,6 +26,31 @@ using nmt::Link;
 
 const std::string W = "\xe2\x96\x81";  // SentencePiece word mark
 
+
+// Seq2Seq::alignment(), what forced alignment reads, runs forward_aligned()'s
+// steps and leaves out the output layer: the same weights, bit for bit, with
+// and without an alignment head, on every decoder and path.
+TEST(AlignTest, ModelAlignmentAloneGivesForwardAlignedsWeights) {
+  using Path = nmt::DecoderImpl::Path;
+  const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
+  torch::NoGradGuard no_grad;
+  for (const auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru})
+    for (const int64_t head : {int64_t{0}, int64_t{8}}) {
+      auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
+      opt.decoder = decoder;
+      opt.alignment_head = head;
+      torch::manual_seed(1);
+      nmt::Seq2Seq model(opt);
+      model->eval();
+      for (const auto path : {Path::kPlain, Path::kOptimized, Path::kRecurrence}) {
+        SCOPED_TRACE("decoder " + std::to_string(static_cast<int>(decoder)) + ", head " + std::to_string(head) +
+                     ", path " + std::to_string(static_cast<int>(path)));
+        model->decoder->set_path(path);
+        const auto full = model->forward_aligned(b.src, b.src_len, b.tgt_in, b.tgt_out).second;
+        EXPECT_TRUE(torch::equal(model->alignment(b.src, b.src_len, b.tgt_in, b.tgt_out), full));
+      }
+    }
+}
 
 TEST(AlignTest, MergeToWordsSumsSourcePiecesAndAveragesTargetPieces) {
   AttentionMatrix m;

@@ -3,6 +3,7 @@
 #include "model/decoder.h"
 
 #include <cmath>
+#include <tuple>
 #include <limits>
 
 #include "base/error.h"
@@ -198,20 +199,34 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::run_steps(c
   return {torch::stack(ss, 1), torch::stack(cs, 1), as.empty() ? torch::Tensor() : torch::stack(as, 1)};
 }
 
+DecoderImpl::Forced DecoderImpl::teacher_forced(const torch::Tensor& tgt_in, const EncoderOutput& enc,
+                                                bool want_alpha, const torch::Tensor& tgt_out) {
+  const auto mem = memory(enc);
+  Forced f;
+  f.ey = drop(word_drop(embed(tgt_in)));  // [B, T, E]
+  const bool head = want_alpha && has_alignment_head() && tgt_out.defined();
+  // [B, T, D], [B, T, C], [B, T, S]
+  torch::Tensor alphas;
+  std::tie(f.states, f.contexts, alphas) =
+      runs_recurrence() ? run_recurrence(f.ey, enc, mem) : run_steps(f.ey, enc, mem, want_alpha && !head);
+  if (head)
+    f.alpha = align_head(f.states, f.contexts, drop(embed(tgt_out)), mem.annotations(), mem.mask_bias);  // [B, T, S]
+  else if (want_alpha)
+    f.alpha = alphas;
+  return f;
+}
+
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out,
                                    const torch::Tensor& tgt_out) {
-  const auto mem = memory(enc);
-  auto ey = drop(word_drop(embed(tgt_in)));  // [B, T, E]
-  const bool head = alpha_out != nullptr && has_alignment_head() && tgt_out.defined();
-  // [B, T, D], [B, T, C], [B, T, S]
-  auto [states, contexts, alphas] =
-      runs_recurrence() ? run_recurrence(ey, enc, mem) : run_steps(ey, enc, mem, alpha_out && !head);
-  if (head)
-    *alpha_out = align_head(states, contexts, drop(embed(tgt_out)), mem.annotations(), mem.mask_bias);  // [B, T, S]
-  else if (alpha_out)
-    *alpha_out = alphas;
+  auto f = teacher_forced(tgt_in, enc, alpha_out != nullptr, tgt_out);
+  if (alpha_out) *alpha_out = f.alpha;
   // The output layer and vocabulary projection run once over all steps.
-  return output(states, contexts, ey);  // [B, T, V]
+  return output(f.states, f.contexts, f.ey);  // [B, T, V]
+}
+
+torch::Tensor DecoderImpl::alignment(const torch::Tensor& tgt_in, const EncoderOutput& enc,
+                                     const torch::Tensor& tgt_out) {
+  return teacher_forced(tgt_in, enc, /*want_alpha=*/true, tgt_out).alpha;  // [B, T, S]
 }
 
 std::shared_ptr<const StepWeights> DecoderImpl::make_step_weights(const StepWeightsFor& what) {

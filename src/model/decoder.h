@@ -33,6 +33,10 @@ class DecoderImpl : public torch::nn::Module {
   // defined, the head's weights for those pieces (Seq2SeqImpl::forward_aligned()).
   torch::Tensor forward(const torch::Tensor& tgt_in, const EncoderOutput& enc, torch::Tensor* alpha_out = nullptr,
                         const torch::Tensor& tgt_out = {});
+  // The weights forward() gives in *alpha_out ([B, T, S]; the alignment
+  // head's for tgt_out when the model has one), without the output layer
+  // and its [B, T, V] logits: what forced alignment reads.
+  torch::Tensor alignment(const torch::Tensor& tgt_in, const EncoderOutput& enc, const torch::Tensor& tgt_out);
   // Whether the model has an alignment head (ModelOptions::alignment_head).
   bool has_alignment_head() const { return !align_head.is_empty(); }
   // The per-batch part of every step: keys, values and mask of `enc`, for
@@ -108,6 +112,14 @@ class DecoderImpl : public torch::nn::Module {
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_recurrence(const torch::Tensor& ey,
                                                                         const EncoderOutput& enc,
                                                                         const DecoderMemory& mem);
+  // Teacher forcing up to the output layer: its inputs (states [B, T, D],
+  // contexts [B, T, C], embeddings ey [B, T, E]) and, with `want_alpha`, the
+  // weights forward() returns in *alpha_out.
+  struct Forced {
+    torch::Tensor states, contexts, ey, alpha;
+  };
+  Forced teacher_forced(const torch::Tensor& tgt_in, const EncoderOutput& enc, bool want_alpha,
+                        const torch::Tensor& tgt_out);
   // Teacher forcing's steps one at a time (optimized or plain); alphas only with `alphas`.
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_steps(const torch::Tensor& ey, const EncoderOutput& enc,
                                                                    const DecoderMemory& mem, bool alphas);

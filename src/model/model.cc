@@ -24,6 +24,11 @@ std::pair<torch::Tensor, torch::Tensor> Seq2SeqImpl::forward_aligned(const torch
   return {logits, alignment};
 }
 
+torch::Tensor Seq2SeqImpl::alignment(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                                     const torch::Tensor& tgt_out) {
+  return decoder->alignment(tgt_in, encoder->forward(src, src_len), tgt_out);
+}
+
 std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt) {
   std::vector<ParameterShape> out;
   auto add = [&](std::string name, std::vector<int64_t> shape) { out.push_back({std::move(name), std::move(shape)}); };

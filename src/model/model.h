@@ -31,6 +31,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   // What guided alignment trains and forced alignment reads.
   std::pair<torch::Tensor, torch::Tensor> forward_aligned(const torch::Tensor& src, const torch::Tensor& src_len,
                                                           const torch::Tensor& tgt_in, const torch::Tensor& tgt_out);
+  // forward_aligned()'s weights alone [B, T, S], without the output layer.
+  torch::Tensor alignment(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
+                          const torch::Tensor& tgt_out);
   const ModelOptions& options() const { return opt_; }
   Encoder encoder{nullptr};
   Decoder decoder{nullptr};

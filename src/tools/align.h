@@ -35,9 +35,9 @@ std::vector<AttentionMatrix> forced_attention(Translator& tr, const std::vector<
 // Most pairs in one forward pass of the batched forced_attention().
 constexpr size_t kForcedAlignBatch = 32;
 
-// Most floats a batch of the batched forced_attention() may produce: rows
-// times target positions times (target vocabulary + source positions), its
-// logits and weights (32 MiB).
+// Most floats a batch of the batched forced_attention() may hold: rows
+// times target positions times (the decoder's widths per position + source
+// positions), its activations and weights (32 MiB). No logits are made.
 constexpr int64_t kForcedAlignFloats = int64_t{1} << 23;
 
 // Attention while the model translates `src` with `search` (greedy or beam),

@@ -46,8 +46,8 @@ std::vector<torch::Tensor> forced_weights(Translator& tr, const std::vector<Exam
   InferenceScope scope({model});
   const auto device = model->parameters().front().device();
   auto batch = make_batch(ex, rows).to(device);
-  const auto alpha = model->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)
-                         .second.to(torch::kFloat)
+  const auto alpha = model->alignment(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out)
+                         .to(torch::kFloat)
                          .cpu();  // [B, T, S]
   std::vector<torch::Tensor> out;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -100,16 +100,19 @@ std::vector<AttentionMatrix> forced_attention(Translator& tr, const std::vector<
     return std::make_pair(x.src.size(), x.tgt.size()) < std::make_pair(y.src.size(), y.tgt.size());
   });
   std::vector<AttentionMatrix> out(n);
-  const auto vocab = static_cast<int64_t>(tr.tgt_tokenizer().vocab_size());
+  // Floats a pass keeps per pair and target position besides its weights: the
+  // decoder's states, gates, contexts, embeddings and head queries.
+  const auto& o = tr.model()->options();
+  const int64_t width = 4 * o.dec_hidden + 2 * o.enc_hidden + o.emb_dim + std::max(o.attn_dim, o.alignment_head);
   for (size_t first = 0; first < n;) {
-    // As many pairs as fit kForcedAlignFloats ([rows, T, V] logits and [rows, T, S] weights), at least one.
+    // As many pairs as fit kForcedAlignFloats ([rows, T, width] activations and [rows, T, S] weights), at least one.
     std::vector<int64_t> rows;
     int64_t S = 0, T = 0;
     for (size_t k = first; k < n && rows.size() < kForcedAlignBatch; ++k) {
       const Example& e = ex[static_cast<size_t>(order[k])];
       const int64_t s = std::max<int64_t>(S, static_cast<int64_t>(e.src.size()));
       const int64_t t = std::max<int64_t>(T, static_cast<int64_t>(e.tgt.size()) + 1);
-      if (!rows.empty() && static_cast<int64_t>(rows.size() + 1) * t * (vocab + s) > kForcedAlignFloats) break;
+      if (!rows.empty() && static_cast<int64_t>(rows.size() + 1) * t * (width + s) > kForcedAlignFloats) break;
       rows.push_back(order[k]);
       S = s;
       T = t;
