@@ -3,8 +3,8 @@
 #include "model/decoder.h"
 
 #include <cmath>
-#include <tuple>
 #include <limits>
+#include <tuple>
 
 #include "base/error.h"
 #include "model/packed_linear.h"
