@@ -46,8 +46,8 @@ made earlier with the same models, and newer than its inputs, is reused."""
 import collections
 import gzip
 import itertools
-import math
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -102,7 +102,7 @@ class Recipe:
     def fetch(self, split, lang, out_name=None):
         """Copies SPLIT.LANG of the form into the run's data folder (once)."""
         out = self.path(out_name or f"{split}.{lang}")
-        if os.path.getsize(out) if os.path.exists(out) else 0:
+        if nonempty(out):
             return
         if self.form == "raw":
             source = f"{self.data}/{split}.{lang}.gz"
@@ -346,8 +346,8 @@ def pick_targets(nbest, reference, out, pick):
             if not options:
                 die(f"{nbest}: no hypothesis for line {i + 1}")
             words = ref.split()
-            best = options[0] if pick == "top" else max(
-                options, key=lambda h: (sentence_bleu(h.split(), words), -options.index(h)))
+            # max() keeps the first of equal keys: ties go to the better-scored
+            best = options[0] if pick == "top" else max(options, key=lambda h: sentence_bleu(h.split(), words))
             g.write(best + "\n")
     os.replace(out + ".part", out)
 

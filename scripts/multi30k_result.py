@@ -69,7 +69,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
     # 5 best each learnt from (top or closest; None: off).
     d_info = info["distill"]
     distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
-                     "students": d_info[3], "pick": d_info[4] if len(d_info) > 4 else "top"}
+                     "students": d_info[3], "pick": d_info[4]}
                     if d_info else None)
     # Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
     # on val (None: the reranked output did not beat the plain one there), and the
