@@ -231,7 +231,7 @@ for ((r = 1; r <= rounds; r++)); do
     record "$r" nmt "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
     j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_REFERENCE=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
     record "$r" nmt-plain "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
-    if [[ $dev != cpu ]]; then  # greedy steps eagerly instead of replayed as CUDA graphs
+    if [[ $dev != cpu ]]; then  # search steps eagerly instead of replayed as CUDA graphs
       j=$(NMT_BENCH_DEVICE=$dev NMT_BENCH_NO_CUDA_GRAPHS=1 "$bin/nmt-bench-step" decode "$threads" 64 16 "$beam" 10 "$ckpt")
       record "$r" nmt-eager "decode_fixed_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
     fi

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "base/error.h"
@@ -290,6 +291,41 @@ TEST(BeamTest, BadOptionsAreRejected) {
   opt.n_best = 1;
   opt.max_length_ratio = 0;
   EXPECT_THROW(nmt::make_search(opt), nmt::Error);
+}
+
+// The beam search CUDA uses (fixed rows, a step that updates its tensors in
+// place, finished sentences extended by padding rather than dropped), run
+// here eagerly: beam search's n-best lists, scores and attention, with and
+// without length caps that end hypotheses.
+TEST(BeamTest, FixedRowBeamEqualsBeam) {
+  const auto& f = fixture();
+  for (int64_t max_length : {256, 4}) {
+    for (int64_t beam : {2, 5}) {
+      nmt::SearchOptions opt;
+      opt.beam_size = beam;
+      opt.n_best = beam;
+      opt.max_length = max_length;
+      const auto want = run(*nmt::make_beam_search(opt), f, all(f), /*att=*/true);
+      const auto got = run(*nmt::make_fixed_row_search(opt, /*capture=*/false), f, all(f), /*att=*/true);
+      const auto plain = run(*nmt::make_fixed_row_search(opt, /*capture=*/false), f, all(f));
+      ASSERT_EQ(got.size(), want.size());
+      for (int64_t i = 0; i < static_cast<int64_t>(want.size()); ++i) {
+        ASSERT_EQ(got[i].size(), want[i].size());
+        for (size_t r = 0; r < want[i].size(); ++r) {
+          const auto& w = want[i][r];
+          const auto& g = got[i][r];
+          const std::string where = "sentence " + std::to_string(i) + ", beam " + std::to_string(beam) + ", rank " +
+                                    std::to_string(r) + ", max length " + std::to_string(max_length);
+          EXPECT_EQ(g.ids, w.ids) << where;
+          EXPECT_EQ(plain[i][r].ids, w.ids) << where << ", without attention";
+          // Fixed rows multiply all rows to the end where beam search drops finished sentences: other products.
+          EXPECT_TRUE(within(g.score, w.score, score_bound(f, i, w))) << where;
+          ASSERT_EQ(g.attention.sizes(), w.attention.sizes()) << where;
+          EXPECT_TRUE(within(g.attention, w.attention, logits_bound(f, i, w.ids.size()))) << where;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

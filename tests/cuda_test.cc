@@ -127,27 +127,41 @@ TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
   }
 }
 
-// Greedy search on CUDA as make_search() gives it there (steps replayed as
-// CUDA graphs where the build has them) against the same search run eagerly.
-TEST(CudaSearchTest, GraphedGreedyEqualsEagerGreedy) {
+// Greedy and beam search on CUDA as make_search() gives them there (steps
+// replayed as CUDA graphs where the build has them) against the same
+// searches run eagerly.
+TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
   SKIP_WITHOUT_CUDA();
   if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
   const auto& path = nmt::test::trained_toy_checkpoint();
   auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
   const auto batch = toy_source_batch(gpu.src_tok, 40, 7).to(torch::kCUDA);
-  nmt::SearchOptions eager_opt;
-  eager_opt.no_cuda_graphs = true;
   c10::InferenceMode guard;
   nmt::InferenceScope scope({gpu.model});
-  for (bool with_attention : {false, true}) {
-    const auto want = nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
-    auto graphed = nmt::make_search(nmt::SearchOptions{}, torch::kCUDA);
-    for (int round = 0; round < 2; ++round) {  // a search object runs many batches
-      const auto got = nmt::test::run_search(*graphed, gpu.model, batch, with_attention);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(got[i][0].ids, want[i][0].ids) << "sentence " << i;
-        EXPECT_NEAR(got[i][0].score, want[i][0].score, 1e-3) << "sentence " << i;
+  for (int beam : {1, 5}) {
+    nmt::SearchOptions opt;
+    opt.beam_size = beam;
+    opt.n_best = beam;
+    nmt::SearchOptions eager_opt = opt;
+    eager_opt.no_cuda_graphs = true;
+    for (bool with_attention : {false, true}) {
+      const auto want =
+          nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
+      auto graphed = nmt::make_search(opt, torch::kCUDA);
+      for (int round = 0; round < 2; ++round) {  // a search object runs many batches
+        const auto got = nmt::test::run_search(*graphed, gpu.model, batch, with_attention);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i].size(), want[i].size());
+          for (size_t r = 0; r < want[i].size(); ++r) {
+            EXPECT_EQ(got[i][r].ids, want[i][r].ids) << "sentence " << i << ", beam " << beam << ", rank " << r;
+            EXPECT_NEAR(got[i][r].score, want[i][r].score, 1e-3) << "sentence " << i << ", beam " << beam;
+            if (with_attention) {
+              ASSERT_EQ(got[i][r].attention.sizes(), want[i][r].attention.sizes());
+              EXPECT_TRUE(torch::allclose(got[i][r].attention, want[i][r].attention, 0, 1e-4)) << "sentence " << i;
+            }
+          }
+        }
       }
     }
   }

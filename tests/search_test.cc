@@ -31,7 +31,7 @@ using nmt::test::same_greedy_hypothesis;
 using nmt::test::within;
 
 // Whether a hypothesis of `src_len` source pieces ended by choosing EOS
-// rather than at its length cap (search/search.cc: length_caps()).
+// rather than at its length cap (search/search_parts.cc: length_caps()).
 bool ended_by_eos(const nmt::Hypothesis& h, size_t src_len, const nmt::SearchOptions& opt) {
   const auto cap = std::min<int64_t>(static_cast<int64_t>(src_len * opt.max_length_ratio) + 5, opt.max_length);
   return static_cast<int64_t>(h.ids.size()) < cap;
@@ -177,7 +177,7 @@ TEST(SearchTest, FixedRowGreedyEqualsGreedy) {
       for (bool with_attention : {false, true}) {
         auto s1 = nmt::test::scorer_of(models), s2 = nmt::test::scorer_of(models);
         const auto want = nmt::make_search(opt)->run(s1, batch, with_attention);
-        const auto got = nmt::make_fixed_row_greedy_search(opt, /*capture=*/false)->run(s2, batch, with_attention);
+        const auto got = nmt::make_fixed_row_search(opt, /*capture=*/false)->run(s2, batch, with_attention);
         ASSERT_EQ(got.size(), want.size());
         int compared = 0;
         for (size_t i = 0; i < want.size(); ++i) {

@@ -121,7 +121,7 @@ bool greedy_near_tie(nmt::Translator& tr, const std::string& line, const nmt::Hy
   if (line.empty()) return false;
   const auto src = tr.encode_source(line);
   // Search stops a hypothesis at min(S x ratio + 5, max_length) pieces
-  // (search.cc: length_caps()); one shorter than that chose EOS.
+  // (search_parts.cc: length_caps()); one shorter than that chose EOS.
   const auto cap = std::min<int64_t>(static_cast<int64_t>(src.size() * opt.max_length_ratio) + 5, opt.max_length);
   const bool eos_chosen = static_cast<int64_t>(h.ids.size()) < cap;
   const double bound = model_rounding_bound(

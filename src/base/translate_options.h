@@ -22,7 +22,7 @@ struct SearchOptions {
   double max_length_ratio = 2.0;  // stop a hypothesis at ratio * source length + 5 tokens
   int64_t max_length = 256;
   int64_t n_best = 1;             // hypotheses returned per sentence (<= beam_size)
-  bool no_cuda_graphs = false;    // CUDA: run greedy steps eagerly instead of replaying each as a CUDA graph
+  bool no_cuda_graphs = false;    // CUDA: run search steps (greedy and beam) eagerly instead of replaying each as a CUDA graph
 
   // Throws nmt::Error naming the first option out of its range.
   void validate() const;
@@ -37,7 +37,7 @@ struct SearchOptions {
     v(Field{"n-best", "Print the N best hypotheses in Moses' form 'i ||| hyp ||| features ||| score' (without -b: beam N)",
             g},
       s.n_best);
-    v(Field{"no-cuda-graphs", "CUDA: run greedy steps eagerly instead of replaying each as a CUDA graph", g},
+    v(Field{"no-cuda-graphs", "CUDA: run search steps (greedy and beam) eagerly instead of replaying each as a CUDA graph", g},
       s.no_cuda_graphs);
   }
 };

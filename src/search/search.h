@@ -28,16 +28,18 @@ class Search {
 };
 
 // Greedy for beam_size 1 (a fast path without beam bookkeeping), beam search
-// otherwise; on `device` CUDA, greedy steps replayed as CUDA graphs where the
-// build has them (step_graph.h) and opt.no_cuda_graphs is off. Throws
-// nmt::Error on bad options (opt.validate()).
+// otherwise; on `device` CUDA, both over fixed rows with each step replayed as
+// a CUDA graph where the build has them (step_graph.h) and
+// opt.no_cuda_graphs is off. Throws nmt::Error on bad options (opt.validate()).
 std::unique_ptr<Search> make_search(const SearchOptions& opt, const torch::Device& device = torch::kCPU);
 
-// Greedy search over fixed rows (finished sentences stay in the batch), each
-// step one StepGraph run: with `capture` on CUDA a replayed CUDA graph, else
-// the step itself. What make_search() uses on CUDA; here for tests on any
-// device. Throws nmt::Error on bad options.
-std::unique_ptr<Search> make_fixed_row_greedy_search(const SearchOptions& opt, bool capture);
+// Greedy (beam_size 1) or beam search over fixed rows: finished sentences
+// stay in the batch, masked, and each step is one StepGraph run (with
+// `capture` on CUDA a replayed CUDA graph, else the step itself) that reads
+// nothing on the host. What make_search() uses on CUDA; here for tests on
+// any device. Gives the hypotheses of make_search()'s CPU searches (to the
+// float rounding of other batch sizes). Throws nmt::Error on bad options.
+std::unique_ptr<Search> make_fixed_row_search(const SearchOptions& opt, bool capture);
 
 // Beam search for any beam size, 1 included (the reference the greedy fast
 // path is tested against). Throws nmt::Error on bad options.
