@@ -29,6 +29,12 @@
 #             greedy and beam-5 translations on both devices compared line by line
 #   multi30k  scripts/multi30k.sh on the device (tok form, the config's recipe); stopped
 #             150 s before the deadline (for the benchmark), it resumes in the next call
+#   recipe    the whole recipe on the device, timed: NMT_SEEDS=3 NMT_DISTILL=1 NMT_R2L=2
+#             scripts/multi30k.sh (three teachers, distillation, a student and two
+#             right-to-left models, selection on val, test) with NMT_JOBS=3 (models and
+#             translations three at a time); cut at the deadline, it resumes in the next
+#             call, and runs/gpu-recipe/calls.tsv adds up each call's seconds.
+#             NMT_GPU_TRAIN_FLAGS: more nmt-train flags (e.g. --cuda-graphs)
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1)
@@ -75,9 +81,10 @@ for step in "$@"; do
     multi30k)  # a bench step after it keeps 150 s
       [[ $later == *" bench "* ]] && ((left > 300)) && left=$((left - 150))
       multi30k_step "$build" "$out" "$device" "$data" "$left" ;;
+    recipe) recipe_step "$build" "$out" "$device" "$data" "$left" ;;
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
     headers) headers_step "$out" ;;
-    *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, bench, hansards, headers)" >&2
+    *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, recipe, bench, hansards, headers)" >&2
        exit 2 ;;
   esac
 done
@@ -332,6 +339,39 @@ multi30k_step() {
   else
     echo "multi30k: stopped (exit $rc) at $(tail -n1 runs/gpu-multi30k/model-1/metrics.jsonl 2>/dev/null |
       cut -c1-80); run the step again to resume" | tee -a "$out/steps.log"
+  fi
+}
+
+# The whole Multi30k recipe on the device, models and translations NMT_GPU_JOBS
+# (3) at a time, within $5 seconds; a later call resumes it. Each call's wall
+# time goes to runs/gpu-recipe/calls.tsv (and $out), whose sum is the recipe's.
+recipe_step() {
+  local build=$1 out=$2 device=$3 data=$4 budget=$5 run=runs/gpu-recipe
+  deps_env
+  local flags="--device $device ${NMT_GPU_TRAIN_FLAGS:-}"
+  [[ ${NMT_GPU_TINY:-0} == 1 ]] &&
+    flags="$flags --max-epochs 4 --batch-sentences 8 --emb-dim 32 --enc-hidden 32 --dec-hidden 64 --attn-dim 64"
+  mkdir -p "$run"
+  local rc=0 t0=$SECONDS
+  NMT_BUILD_DIR=$build NMT_RUN=$run NMT_TRAIN_FLAGS=$flags NMT_JOBS=${NMT_GPU_JOBS:-3} \
+    NMT_SEEDS=3 NMT_DISTILL=1 NMT_R2L=2 \
+    timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" en-de tok >>"$out/recipe.log" 2>&1 || rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "${NMT_GPU_COMMIT:-unknown}" "$((SECONDS - t0))" "$rc" >>"$run/calls.tsv"
+  cp "$run/calls.tsv" "$run/select/selection.tsv" "$out/" 2>/dev/null || true
+  for m in "$run"/*/metrics.jsonl; do [[ -f $m ]] && cp "$m" "$out/recipe-$(basename "$(dirname "$m")")-metrics.jsonl"; done
+  local total
+  total=$(awk -F'\t' '{s += $3} END {print s}' "$run/calls.tsv")
+  if ((rc == 0)); then
+    local result
+    result=$(sed -n 's/^wrote //p' "$out/recipe.log" | tail -n1)
+    [[ -n $result ]] && mv "$result" "$out/"
+    echo "recipe: finished in $total s over $(wc -l <"$run/calls.tsv") call(s); $(grep -h 'selected on val' "$out/recipe.log" | tail -n1)" |
+      tee -a "$out/steps.log"
+  elif ((rc == 124)); then
+    echo "recipe: cut at the deadline after $total s in all; $(ls "$run"/*/trained 2>/dev/null | wc -l) models" \
+      "trained; run the step again to resume" | tee -a "$out/steps.log"
+  else
+    echo "recipe: failed (exit $rc; $out/recipe.log): $(tail -n1 "$out/recipe.log")" | tee -a "$out/steps.log"
   fi
 }
 

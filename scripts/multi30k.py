@@ -16,7 +16,13 @@ Environment:
                     and both are scored on test (the result's single_model)
   NMT_TRAIN_FLAGS   extra nmt-train flags (e.g. "--max-epochs 12"), recorded in
                     model-N.flags when model N starts
-  NMT_THREADS       threads for training and translation (default: all cores)
+  NMT_THREADS       threads for each training and translation (default: the cores
+                    divided among NMT_JOBS)
+  NMT_JOBS=N        models that train at once, and translations that run at once
+                    (default 1): the teachers side by side, the students beside the
+                    right-to-left models, the selection's translations N at a time.
+                    On one GPU, whose small steps wait on the host, N processes go
+                    about N times as fast. Models and choices are those of N = 1
   NMT_RUN           run folder (default runs/multi30k-PAIR-FORM)
   NMT_BUILD_DIR     build folder (default build)
   NMT_VAL_ONLY=1    stop after the selection on val (the test set is not read)
@@ -43,11 +49,10 @@ A model folder that holds a finished run (its `trained` file) is not trained
 again: delete the folder to retrain. Test data is read only in the last step.
 Every step's command and output files stay in the run folder; a translation
 made earlier with the same models, and newer than its inputs, is reused."""
-import collections
+import concurrent.futures
 import gzip
 import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -55,7 +60,8 @@ import sys
 import time
 
 import multi30k_result
-from multi30k_rerank import choose_rerank, evaluate, rerank, train_r2l
+from multi30k_distill import student_specs
+from multi30k_rerank import choose_rerank, evaluate, r2l_specs, rerank, train_r2l
 
 
 def die(message):
@@ -80,7 +86,10 @@ class Recipe:
         self.config = f"configs/multi30k-{pair}.toml"
         self.bin = os.environ.get("NMT_BUILD_DIR", "build")
         self.run = os.environ.get("NMT_RUN", f"runs/multi30k-{pair}-{form}")
-        self.threads = str(env_int("NMT_THREADS", os.cpu_count() or 1))
+        self.jobs = env_int("NMT_JOBS", 1)
+        if self.jobs < 1:
+            die("NMT_JOBS must be at least 1")
+        self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
         self.sel = f"{self.run}/select"
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
@@ -116,9 +125,10 @@ class Recipe:
         os.replace(out + ".part", out)
 
     # --- training -------------------------------------------------------------
-    def train_model(self, seed, folder, target, valid, spm=()):
+    def train_model(self, seed, folder, target, valid, spm=(), echo=True):
         """Trains FOLDER on the training source and TARGET (validating on VALID),
-        unless it holds a finished run; resumes a stopped one."""
+        unless it holds a finished run; resumes a stopped one. Its log goes to
+        FOLDER.log, and with ECHO to the terminal too. Dies if nmt-train fails."""
         if os.path.exists(f"{folder}/trained"):
             print(f"{folder}: trained earlier, kept")
             return
@@ -134,15 +144,40 @@ class Recipe:
                "--train-tgt", self.path(target), "--valid-src", self.path(f"val.{self.src}"),
                "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + self.extra
         t0 = time.time()
+        if not echo:
+            print(f"{folder}: training (log: {folder}.log)", flush=True)
         with open(f"{folder}.log", "a") as log:
             proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
             for line in proc.stderr:  # to the terminal and the model's log
-                sys.stderr.write(line)
+                if echo:
+                    sys.stderr.write(line)
                 log.write(line)
             if proc.wait() != 0:
                 die(f"nmt-train failed for {folder} (see {folder}.log)")
         with open(f"{folder}/trained", "w") as f:
             f.write(f"{time.time() - t0:.1f}\n")
+        if not echo:
+            print(f"{folder}: trained in {time.time() - t0:.0f} s", flush=True)
+
+    def train_models(self, specs):
+        """train_model() of every (seed, folder, target, valid, spm) of SPECS, in
+        order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
+        waits until they are made. Dies when a model fails (after the others
+        running beside it end) or waits on models that no model makes."""
+        if self.jobs == 1:
+            for spec in specs:
+                self.train_model(*spec)
+            return
+        pending, running = list(specs), set()
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            while pending or running:
+                while pending and len(running) < self.jobs and all(map(os.path.exists, pending[0][4][1::2])):
+                    running.add(pool.submit(self.train_model, *pending.pop(0), echo=False))
+                if pending and not running:
+                    die(f"{pending[0][1]}: its SentencePiece models {pending[0][4][1::2]} were not made")
+                done, running = concurrent.futures.wait(running, timeout=2, return_when="FIRST_COMPLETED")
+                for job in done:
+                    job.result()  # raises what the job raised
 
     def shared_spm(self, first="model-1"):
         return ["--src-spm", f"{self.run}/{first}/src.spm.model", "--tgt-spm", f"{self.run}/{first}/tgt.spm.model"]
@@ -171,6 +206,12 @@ class Recipe:
                 f.write(made + "\n")
         return json.load(open(out + ".json"))[self.key]
 
+    def translate_many(self, items):
+        """translate() of every (name, beam, lp, models) of ITEMS, NMT_JOBS at a
+        time; their scores in order. Dies as translate() does."""
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(lambda item: self.translate(*item), items))
+
     def logged(self, name, beam, lp, score):
         self.log_rows.append((name, beam, lp, score))
         with open(f"{self.sel}/selection.tsv", "w") as f:
@@ -184,15 +225,13 @@ class Recipe:
 
     def score_models(self, folders):
         """Each model's best and average checkpoints at beam 5, lp 1.0; keeps the best single one."""
-        for folder in folders:
-            for ckpt in ("best", "average"):
-                path = f"{folder}/{ckpt}.ckpt"
-                if not os.path.exists(path):
-                    continue
-                name = f"{os.path.basename(folder)}-{ckpt}"
-                score = self.logged(name, 5, "1.0", self.translate(f"{name}-b5", 5, "1.0", [path]))
-                if score > self.single["score"]:
-                    self.single = {"name": name, "models": [path], "score": score, "beam": 5, "lp": "1.0"}
+        runs = [(f"{os.path.basename(folder)}-{ckpt}", f"{folder}/{ckpt}.ckpt")
+                for folder in folders for ckpt in ("best", "average") if os.path.exists(f"{folder}/{ckpt}.ckpt")]
+        scores = self.translate_many([(f"{name}-b5", 5, "1.0", [path]) for name, path in runs])
+        for (name, path), score in zip(runs, scores):
+            self.logged(name, 5, "1.0", score)
+            if score > self.single["score"]:
+                self.single = {"name": name, "models": [path], "score": score, "beam": 5, "lp": "1.0"}
 
     def members(self, folders):
         """Each model's better checkpoint on val (best or average)."""
@@ -208,10 +247,10 @@ class Recipe:
         logged already) -> the best {beam, lp, score} and the best lp at beam 5."""
         best = {"beam": 5, "lp": "1.0", "score": self.at_b5(name)}
         best5 = dict(best)
-        for beam, lp in itertools.product((5, 10), ("0.6", "1.0", "1.4")):
-            if (beam, lp) == (5, "1.0"):
-                continue
-            score = self.logged(name, beam, lp, self.translate(f"{name}-b{beam}-lp{lp}", beam, lp, models))
+        settings = [(beam, lp) for beam, lp in itertools.product((5, 10), ("0.6", "1.0", "1.4")) if (beam, lp) != (5, "1.0")]
+        scores = self.translate_many([(f"{name}-b{beam}-lp{lp}", beam, lp, models) for beam, lp in settings])
+        for (beam, lp), score in zip(settings, scores):
+            self.logged(name, beam, lp, score)
             if score > best["score"]:
                 best = {"beam": beam, "lp": lp, "score": score}
             if beam == 5 and score > best5["score"]:
@@ -236,23 +275,28 @@ def main():
 
     # Training, one model per seed; every model after the first uses its SentencePiece models.
     models = [f"{r.run}/model-{seed}" for seed in range(1, seeds + 1)]
-    for seed, folder in enumerate(models, 1):
-        if only and seed != only:
-            continue
-        fresh = not os.path.exists(f"{folder}/last.ckpt")
-        if seed > 1 and fresh and not os.path.exists(f"{r.run}/model-1/tgt.spm.model"):
-            die(f"{r.run}/model-1/tgt.spm.model: not there yet (model {seed} shares model 1's "
-                "SentencePiece models; start model 1 first)")
-        r.train_model(seed, folder, f"train.{r.tgt}", f"val.{r.tgt}", r.shared_spm() if seed > 1 else ())
+    specs = [(seed, folder, f"train.{r.tgt}", f"val.{r.tgt}", r.shared_spm() if seed > 1 else ())
+             for seed, folder in enumerate(models, 1)]
     if only:
+        folder = models[only - 1]
+        if only > 1 and not os.path.exists(f"{folder}/last.ckpt") and not nonempty(f"{r.run}/model-1/tgt.spm.model"):
+            die(f"{r.run}/model-1/tgt.spm.model: not there yet (model {only} shares model 1's "
+                "SentencePiece models; start model 1 first)")
+        r.train_model(*specs[only - 1])
         return
+    r.train_models(specs)
 
     os.makedirs(r.sel, exist_ok=True)
     r.single = {"name": "", "models": [], "score": -1.0}
     r.score_models(models)
     info = {"distill": None, "rerank": None}
     if distill:
-        models += train_students(r, models, seeds, distill, info)
+        students, specs = student_specs(r, models, seeds, distill, info)
+        if r2l and r.jobs > 1:  # the right-to-left models train beside the students
+            specs += r2l_specs(r, seeds + distill, r2l, True)[1]
+        r.train_models(specs)
+        r.score_models(students)
+        models += students
     best_single, _ = r.tune(r.single["name"], r.single["models"])
     r.single.update(best_single)
     best = dict(r.single)
@@ -279,77 +323,8 @@ def main():
     multi30k_result.write(r, models + r2l_models, best, test_seconds, single_seconds, info)
 
 
-def train_students(r, teachers_dirs, seeds, k, info):
-    """Distillation: the teachers' ensemble translates the training source once
-    (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept);
-    K students train on the pick of NMT_DISTILL_PICK among them."""
-    teachers, lp = r.members(teachers_dirs), "1.0"
-    pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
-    if pick not in ("top", "closest"):
-        die(f"NMT_DISTILL_PICK must be top or closest, got '{pick}'")
-    if seeds > 1:
-        r.ensemble_b5(f"teachers-{seeds}", teachers)
-        _, lp = r.tune(f"teachers-{seeds}", teachers)
-    top = f"train.distilled.{r.tgt}"
-    target = top if pick == "top" else f"train.distilled-closest.{r.tgt}"
-    nbest = r.path(f"train.distilled.nbest.{r.tgt}")
-    if not nonempty(r.path(target)):
-        if not nonempty(nbest):
-            print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
-                  f"length penalty {lp}, 5 best")
-            r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
-                                       "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
-        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(target), pick)
-    prefix = "student" if pick == "top" else "student-closest"
-    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
-    for i, folder in enumerate(students, 1):
-        r.train_model(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm())
-    r.score_models(students)
-    info["distill"] = (seeds, 5, lp, k, pick)
-    return students
-
-
 def nonempty(path):
     return os.path.exists(path) and os.path.getsize(path) > 0
-
-
-def sentence_bleu(hyp, ref):
-    """BLEU of one tokenized hypothesis against one reference, 1-4-grams, with
-    add-one smoothing of the 2-4-gram precisions (Lin & Och 2004)."""
-    if not hyp:
-        return 0.0
-    log_sum = 0.0
-    for n in range(1, 5):
-        h = collections.Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-        g = collections.Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-        match, total = sum((h & g).values()), max(len(hyp) - n + 1, 0)
-        add = 0 if n == 1 else 1
-        if match + add == 0:
-            return 0.0
-        log_sum += math.log((match + add) / (total + add))
-    return math.exp(min(0.0, 1.0 - len(ref) / len(hyp)) + log_sum / 4)
-
-
-def pick_targets(nbest, reference, out, pick):
-    """OUT: one target per training pair from NBEST (nmt-translate --n-best lines
-    'i ||| hyp ||| features ||| score', best first): the first (top), or the one
-    with the highest sentence BLEU against REFERENCE's line (closest; ties go to
-    the better-scored). Dies if a pair has no hypothesis."""
-    refs = open(reference, encoding="utf-8").read().split("\n")[:-1]
-    hyps = [[] for _ in refs]
-    with open(nbest, encoding="utf-8") as f:
-        for line in f:
-            index, hyp = line.split(" ||| ", 2)[:2]
-            hyps[int(index)].append(hyp)
-    with open(out + ".part", "w", encoding="utf-8") as g:
-        for i, (options, ref) in enumerate(zip(hyps, refs)):
-            if not options:
-                die(f"{nbest}: no hypothesis for line {i + 1}")
-            words = ref.split()
-            # max() keeps the first of equal keys: ties go to the better-scored
-            best = options[0] if pick == "top" else max(options, key=lambda h: sentence_bleu(h.split(), words))
-            g.write(best + "\n")
-    os.replace(out + ".part", out)
 
 
 def run_test(r, best, rerank_info):

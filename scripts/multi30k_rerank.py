@@ -2,6 +2,7 @@
 models trained on the targets with each line's words reversed rescore the
 selected system's beam (nmt-translate --r2l-model), with the weight and
 length exponent that do best on val."""
+import concurrent.futures
 import itertools
 import json
 import os
@@ -21,16 +22,22 @@ def reverse_words(path, out):
     os.replace(out + ".part", out)
 
 
-def train_r2l(r, first_seed, k, distilled):
-    """K right-to-left models on the (distilled) targets with each line's words
-    reversed; the first trains its SentencePiece models, the others share them."""
+def r2l_specs(r, first_seed, k, distilled):
+    """The K right-to-left models' folders and training specs (Recipe.train_models())
+    on the (distilled) targets with each line's words reversed (written now);
+    the first trains its SentencePiece models, the others share them."""
     target = f"train.distilled.{r.tgt}" if distilled else f"train.{r.tgt}"
     for name in (target, f"val.{r.tgt}"):
         reverse_words(r.path(name), r.path(name + ".r2l"))
     folders = [f"{r.run}/r2l-{i}" for i in range(1, k + 1)]
-    for i, folder in enumerate(folders, 1):
-        spm = r.shared_spm("r2l-1") if i > 1 else ()
-        r.train_model(first_seed + i, folder, target + ".r2l", f"val.{r.tgt}.r2l", spm)
+    return folders, [(first_seed + i, folder, target + ".r2l", f"val.{r.tgt}.r2l",
+                      r.shared_spm("r2l-1") if i > 1 else ()) for i, folder in enumerate(folders, 1)]
+
+
+def train_r2l(r, first_seed, k, distilled):
+    """Trains (or keeps) r2l_specs()'s models; returns their folders."""
+    folders, specs = r2l_specs(r, first_seed, k, distilled)
+    r.train_models(specs)
     return folders
 
 
@@ -57,12 +64,18 @@ def evaluate(r, hyp, ref, scores, log_path=None):
 def choose_rerank(r, best, r2l_models):
     """(w, a, score) of the reranking that beats the plain output on val, or None."""
     prefix = f"{r.sel}/rerank-val"
+    settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
+
+    def score(setting):
+        out = f"{prefix}-w{setting[0]}-a{setting[1]}"
+        rerank(r, best, r2l_models, *setting, r.path(f"val.{r.src}"), out + ".out", out + ".translate.log")
+        return evaluate(r, out + ".out", r.path(f"val.{r.tgt}"), out + ".json")
+
+    with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:  # NMT_JOBS at a time
+        scores = list(pool.map(score, settings))
     chosen, top = None, best["score"]
-    for w, a in itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)):
-        out = f"{prefix}-w{w}-a{a}"
-        rerank(r, best, r2l_models, w, a, r.path(f"val.{r.src}"), out + ".out", out + ".translate.log")
-        score = r.logged(f"{best['name']}+r2l-w{w}-a{a}", best["beam"], best["lp"],
-                         evaluate(r, out + ".out", r.path(f"val.{r.tgt}"), out + ".json"))
-        if score > top:
-            chosen, top = (w, a, score), score
+    for (w, a), s in zip(settings, scores):
+        r.logged(f"{best['name']}+r2l-w{w}-a{a}", best["beam"], best["lp"], s)
+        if s > top:
+            chosen, top = (w, a, s), s
     return chosen

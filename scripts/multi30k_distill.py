@@ -1,0 +1,84 @@
+"""Sequence-level knowledge distillation in the Multi30k recipe
+(scripts/multi30k.py, Kim & Rush 2016): the teachers' ensemble translates the
+training source once, keeping its 5 best of each line, and the students learn
+from the first of them (top) or from the one nearest the training target
+(closest: seq-inter)."""
+import collections
+import math
+import os
+
+
+def die(message):
+    raise SystemExit(f"multi30k.py: {message}")
+
+
+def nonempty(path):
+    return os.path.exists(path) and os.path.getsize(path) > 0
+
+
+def student_specs(r, teachers_dirs, seeds, k, info):
+    """Distillation: the teachers' ensemble translates the training source once
+    (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept).
+    Returns the K students' folders and their training specs for
+    Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5."""
+    teachers, lp = r.members(teachers_dirs), "1.0"
+    pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
+    if pick not in ("top", "closest"):
+        die(f"NMT_DISTILL_PICK must be top or closest, got '{pick}'")
+    if seeds > 1:
+        r.ensemble_b5(f"teachers-{seeds}", teachers)
+        _, lp = r.tune(f"teachers-{seeds}", teachers)
+    top = f"train.distilled.{r.tgt}"
+    target = top if pick == "top" else f"train.distilled-closest.{r.tgt}"
+    nbest = r.path(f"train.distilled.nbest.{r.tgt}")
+    if not nonempty(r.path(target)):
+        if not nonempty(nbest):
+            print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
+                  f"length penalty {lp}, 5 best")
+            r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
+                                       "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
+        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(target), pick)
+    prefix = "student" if pick == "top" else "student-closest"
+    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
+    info["distill"] = (seeds, 5, lp, k, pick)
+    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm())
+                      for i, folder in enumerate(students, 1)]
+
+
+def sentence_bleu(hyp, ref):
+    """BLEU of one tokenized hypothesis against one reference, 1-4-grams, with
+    add-one smoothing of the 2-4-gram precisions (Lin & Och 2004)."""
+    if not hyp:
+        return 0.0
+    log_sum = 0.0
+    for n in range(1, 5):
+        h = collections.Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+        g = collections.Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
+        match, total = sum((h & g).values()), max(len(hyp) - n + 1, 0)
+        add = 0 if n == 1 else 1
+        if match + add == 0:
+            return 0.0
+        log_sum += math.log((match + add) / (total + add))
+    return math.exp(min(0.0, 1.0 - len(ref) / len(hyp)) + log_sum / 4)
+
+
+def pick_targets(nbest, reference, out, pick):
+    """OUT: one target per training pair from NBEST (nmt-translate --n-best lines
+    'i ||| hyp ||| features ||| score', best first): the first (top), or the one
+    with the highest sentence BLEU against REFERENCE's line (closest; ties go to
+    the better-scored). Dies if a pair has no hypothesis."""
+    refs = open(reference, encoding="utf-8").read().split("\n")[:-1]
+    hyps = [[] for _ in refs]
+    with open(nbest, encoding="utf-8") as f:
+        for line in f:
+            index, hyp = line.split(" ||| ", 2)[:2]
+            hyps[int(index)].append(hyp)
+    with open(out + ".part", "w", encoding="utf-8") as g:
+        for i, (options, ref) in enumerate(zip(hyps, refs)):
+            if not options:
+                die(f"{nbest}: no hypothesis for line {i + 1}")
+            words = ref.split()
+            # max() keeps the first of equal keys: ties go to the better-scored
+            best = options[0] if pick == "top" else max(options, key=lambda h: sentence_bleu(h.split(), words))
+            g.write(best + "\n")
+    os.replace(out + ".part", out)
