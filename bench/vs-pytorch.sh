@@ -259,7 +259,9 @@ fi
 
 local sgemm flops
 sgemm=$("${pyenv[@]}" "$py" "$ref" sgemm --threads "$threads" --device "$dev" $([[ $dev == cpu ]] || echo "--n 8192"))
-flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15)  # Multi30k's mean pieces per sentence, about
+local decoding=()
+[[ -f $ckpt ]] && decoding=(-m "$ckpt")  # decoding's products, with that model's sizes
+flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15 "${decoding[@]}")  # Multi30k's mean pieces per sentence, about
 
 local commit host
 commit=$(git rev-parse --short HEAD)

@@ -71,6 +71,12 @@ result = {
     "device": sgemm.get("device", "cpu"),
     "achieved_gflops_training": {s: med[(s, "train_corpus_tok_s")] * fpt / 1e9 for s in ("nmt", "nmt-graphs", "pytorch")
                                  if (s, "train_corpus_tok_s") in med},
+    # decoding val: sentences/s x the products of a sentence of Multi30k's mean lengths
+    # (the decoding model's sizes; a translation counted as long as the references)
+    "achieved_gflops_decoding": {s: {f"beam{b}": med[(s, f"decode_b{b}_sent_s")] * fps / 1e9
+                                     for b in (1, 5) for fps in [flops.get(f"decode_flops_per_sentence_b{b}")]
+                                     if fps and (s, f"decode_b{b}_sent_s") in med}
+                                 for s in ("nmt", "pytorch")},
     "threads": int(threads), "commit": commit, "host": host,
     "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),
     # the vector units, which tell machines of one "model name" apart
@@ -103,5 +109,5 @@ for t in table:
           + " ".join(f"{fmt(t['nmt_' + x]):>14} {rnd(t[x + '_ratio'], 5)}" for x in variants))
 print(f"contention: {result['contention']}")
 print(f"FLOPs per target token {fpt:.3g}; fp32 peak {sgemm['gflops']:.1f} GFLOP/s; "
-      f"achieved {result['achieved_gflops_training']}")
+      f"achieved in training {result['achieved_gflops_training']}, decoding {result['achieved_gflops_decoding']}")
 print(f"wrote {out}")

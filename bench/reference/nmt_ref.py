@@ -12,7 +12,9 @@ Adam) and searches (src/search/search.cc), so both sides do the same work.
   nmt_ref.py decode -m nmt.ckpt --src-spm M --tgt-spm M --input F --beam K [--output F]
   nmt_ref.py decode-fixed -m nmt.ckpt --batch 64 --src-len 16 --steps REPS --beam K
   nmt_ref.py sgemm [--n 2048]        measured fp32 matrix-product peak
-  nmt_ref.py flops [sizes] --src-len S --tgt-len T   model FLOPs per target token
+  nmt_ref.py flops [sizes] --src-len S --tgt-len T [-m nmt.ckpt]
+                                                    model FLOPs per target token (training), and
+                                                    with -m per sentence (decoding, beam 1 and 5)
 
 Each prints one JSON line on stdout. Threads: torch.set_num_threads(--threads).
 --device cuda runs on the GPU (timings synchronize the device before each clock read).
@@ -79,10 +81,10 @@ def train_steps(model, batches, lr, label_smoothing, clip):
 
 # --- FLOPs --------------------------------------------------------------------
 
-def flops_per_target_token(z, src_len, tgt_len):
-    """Multiply-adds x 2 of one training step per target token, counting
-    forward as the matrix products and backward as twice those (the usual
-    3x rule); elementwise work is left out."""
+def products(z, src_len):
+    """Multiply-adds of one sentence's encoder and attention keys over SRC_LEN
+    pieces, and of one decoder step of one row (the output layer over the
+    whole vocabulary included); elementwise work is left out."""
     E, H, D, A, V, C = z.emb, z.enc_hidden, z.dec_hidden, z.attn, z.tgt_vocab, 2 * z.enc_hidden
     enc = src_len * (2 * 3 * H * (E + H))                       # both directions, per sentence
     keys = src_len * C * A
@@ -90,8 +92,24 @@ def flops_per_target_token(z, src_len, tgt_len):
     per_step = 3 * D * (dec_in + D) + D * A + src_len * (A + C) + (D + C + E) * E + E * V
     if z.decoder == "cgru":
         per_step += 3 * D * (C + D)
-    forward = 2 * ((enc + keys) / tgt_len + per_step)
+    return enc + keys, per_step
+
+
+def flops_per_target_token(z, src_len, tgt_len):
+    """Multiply-adds x 2 of one training step per target token, counting
+    forward as the matrix products and backward as twice those (the usual
+    3x rule); elementwise work is left out."""
+    sentence, per_step = products(z, src_len)
+    forward = 2 * (sentence / tgt_len + per_step)
     return 3 * forward
+
+
+def decode_flops_per_sentence(z, src_len, tgt_len, beam):
+    """Multiply-adds x 2 of translating one sentence of SRC_LEN pieces into
+    TGT_LEN (EOS included) with BEAM rows a step: the encoder once, and each
+    step's products for every row; the search's own work is left out."""
+    sentence, per_step = products(z, src_len)
+    return 2 * (sentence + beam * tgt_len * per_step)
 
 
 # --- commands -----------------------------------------------------------------
@@ -239,6 +257,11 @@ def main():
     elif a.command == "flops":
         z = sizes_from(a, a.src_vocab, a.tgt_vocab)
         result.update(flops_per_tgt_token=flops_per_target_token(z, a.src_len, a.tgt_len))
+        if a.model:  # decoding: the sizes of the model that decodes
+            zd = load_nmt_checkpoint(a.model)[1]
+            result.update(decode_decoder=zd.decoder, **{f"decode_flops_per_sentence_b{b}":
+                                                         decode_flops_per_sentence(zd, a.src_len, a.tgt_len, b)
+                                                         for b in (1, 5)})
     print(json.dumps(result))
 
 
