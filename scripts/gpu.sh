@@ -81,7 +81,9 @@ for step in "$@"; do
     multi30k)  # a bench step after it keeps 150 s
       [[ $later == *" bench "* ]] && ((left > 300)) && left=$((left - 150))
       multi30k_step "$build" "$out" "$device" "$data" "$left" ;;
-    recipe) recipe_step "$build" "$out" "$device" "$data" "$left" ;;
+    recipe)  # a bench or test step after it keeps 150 s
+      [[ $later == *" bench "* || $later == *" test "* ]] && ((left > 300)) && left=$((left - 150))
+      recipe_step "$build" "$out" "$device" "$data" "$left" ;;
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
     headers) headers_step "$out" ;;
     *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, recipe, bench, hansards, headers)" >&2

@@ -39,7 +39,8 @@ Environment:
                     seq-inter); closest students are student-closest-1..K, seeded as the
                     top ones, so the two differ only in their targets
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
-                    on the targets with each line's words reversed; the selected
+                    on the targets (with NMT_DISTILL, the teachers' first choice,
+                    whichever the students' pick) with each line's words reversed; the selected
                     system's beam is rescored (nmt-translate --r2l-model) with
                     ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a, w and a
                     chosen on val, and replaces the plain output only if it scores
@@ -55,8 +56,10 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import multi30k_result
@@ -66,6 +69,13 @@ from multi30k_rerank import choose_rerank, evaluate, r2l_specs, rerank, train_r2
 
 def die(message):
     sys.exit(f"multi30k.py: {message}")
+
+
+# Set by SIGTERM or SIGINT. The trainers and translators, in the same process
+# group, get the signal too: trainers save their checkpoints and exit, and the
+# recipe reads their logs to the end before it stops (a reader gone would
+# leave them to die of SIGPIPE before they save).
+STOP = threading.Event()
 
 
 def env_int(name, default):
@@ -146,14 +156,19 @@ class Recipe:
         t0 = time.time()
         if not echo:
             print(f"{folder}: training (log: {folder}.log)", flush=True)
+        interrupted = False
         with open(f"{folder}.log", "a") as log:
             proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
             for line in proc.stderr:  # to the terminal and the model's log
                 if echo:
                     sys.stderr.write(line)
                 log.write(line)
+                interrupted = interrupted or "training finished (interrupted)" in line
             if proc.wait() != 0:
-                die(f"nmt-train failed for {folder} (see {folder}.log)")
+                die(f"{folder}: stopped by a signal" if STOP.is_set() else
+                    f"nmt-train failed for {folder} (see {folder}.log)")
+        if interrupted or STOP.is_set():  # saved; not `trained`, so the next run resumes it
+            die(f"{folder}: stopped by a signal; run the recipe again to resume it")
         with open(f"{folder}/trained", "w") as f:
             f.write(f"{time.time() - t0:.1f}\n")
         if not echo:
@@ -171,8 +186,11 @@ class Recipe:
         pending, running = list(specs), set()
         with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
             while pending or running:
-                while pending and len(running) < self.jobs and all(map(os.path.exists, pending[0][4][1::2])):
+                while (pending and len(running) < self.jobs and not STOP.is_set()
+                       and all(map(os.path.exists, pending[0][4][1::2]))):
                     running.add(pool.submit(self.train_model, *pending.pop(0), echo=False))
+                if pending and not running and STOP.is_set():
+                    die("stopped by a signal; run the recipe again to resume it")
                 if pending and not running:
                     die(f"{pending[0][1]}: its SentencePiece models {pending[0][4][1::2]} were not made")
                 done, running = concurrent.futures.wait(running, timeout=2, return_when="FIRST_COMPLETED")
@@ -187,7 +205,7 @@ class Recipe:
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
         with open(log, "w") as f:
             if subprocess.run(cmd + ["--threads", self.threads] + args, stderr=f).returncode != 0:
-                die(f"nmt-translate failed (see {log})")
+                die("stopped by a signal" if STOP.is_set() else f"nmt-translate failed (see {log})")
 
     def translate(self, name, beam, lp, models, split="val"):
         """The val score of MODELS at BEAM and length penalty LP (reused when an
@@ -264,6 +282,8 @@ class Recipe:
 def main():
     args = sys.argv[1:] + [None] * 3
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: STOP.set())
     r = Recipe(args[0] or "../shared/data/multi30k", args[1] or "en-de", args[2] or "tok")
     seeds, only = env_int("NMT_SEEDS", 1), env_int("NMT_TRAIN_ONLY", 0)
     distill, r2l = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0)

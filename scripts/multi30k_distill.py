@@ -31,13 +31,16 @@ def student_specs(r, teachers_dirs, seeds, k, info):
     top = f"train.distilled.{r.tgt}"
     target = top if pick == "top" else f"train.distilled-closest.{r.tgt}"
     nbest = r.path(f"train.distilled.nbest.{r.tgt}")
-    if not nonempty(r.path(target)):
+    # The top pick is written whichever the students learn from: the right-to-left models learn from it.
+    for name, how in ((top, "top"), (target, pick)):
+        if nonempty(r.path(name)):
+            continue
         if not nonempty(nbest):
             print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
                   f"length penalty {lp}, 5 best")
             r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
                                        "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
-        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(target), pick)
+        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
     prefix = "student" if pick == "top" else "student-closest"
     students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
     info["distill"] = (seeds, 5, lp, k, pick)
