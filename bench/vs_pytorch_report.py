@@ -57,6 +57,7 @@ for row in ["train_corpus_tok_s", "train_fixed_tok_s"] + fixed_rows + ["decode_b
 alone, busy = med.get(("nmt", "train_corpus_tok_s")), med.get(("nmt", "train_corpus_tok_s_beside_busy"))
 busy_fixed = med.get(("nmt", "train_corpus_tok_s_beside_busy_fixed_threads"))
 fpt = flops["flops_per_tgt_token"]
+decode_flops = {b: flops[f"decode_flops_per_sentence_b{b}"] for b in (1, 5) if f"decode_flops_per_sentence_b{b}" in flops}
 result = {
     "table": table,
     "same_lines": {f"beam{b}": med.get(("both", f"decode_b{b}_same_lines")) for b in (1, 5)},
@@ -74,8 +75,7 @@ result = {
     # decoding val: sentences/s x the products of a sentence of Multi30k's mean lengths
     # (the decoding model's sizes; a translation counted as long as the references)
     "achieved_gflops_decoding": {s: {f"beam{b}": med[(s, f"decode_b{b}_sent_s")] * fps / 1e9
-                                     for b in (1, 5) for fps in [flops.get(f"decode_flops_per_sentence_b{b}")]
-                                     if fps and (s, f"decode_b{b}_sent_s") in med}
+                                     for b, fps in decode_flops.items() if (s, f"decode_b{b}_sent_s") in med}
                                  for s in ("nmt", "pytorch")},
     "threads": int(threads), "commit": commit, "host": host,
     "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),

@@ -2,10 +2,6 @@
 // search (B sentences x K hypotheses decoded as one batch of B*K rows).
 #include "search/search.h"
 
-#include <cmath>
-
-#include "base/error.h"
-#include "base/validate.h"
 #include "search/search_parts.h"
 #include "search/step_graph.h"
 #include "text/tokenizer.h"
