@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
       "  nmt-serve -m a.ckpt -m b.ckpt --port 9000 -b 5\n"
       "  curl -s localhost:8080/translate -d '{\"text\": [\"a sentence .\"], \"alignment\": \"soft\"}'");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
+  nmt::install_signal_handlers("nmt-serve", &g_stop);  // a second signal leaves at once; before the first log line
   nmt::setup_logging(tool.verbose);
-  nmt::install_signal_handlers("nmt-serve", &g_stop);  // a second signal leaves at once
   return nmt::run_guarded([&] {
     nmt::serve(opt, g_stop);
     return nmt::kExitOk;

@@ -72,9 +72,10 @@ int main(int argc, char** argv) {
     });
   }
   opt.given = tool.given();
+  // Before the first log line: a closed log pipe must not end the run (SIGPIPE ignored).
+  nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
   nmt::setup_logging(tool.verbose, /*warnings_only=*/opt.dist.world_size > 1 && opt.dist.rank > 0);
   return nmt::run_guarded([&] {
-    nmt::install_signal_handlers("nmt-train", &g_stop);  // a second signal leaves at once
     nmt::train(opt, tok, model, &g_stop);  // an interrupted run has saved last.ckpt: still a success
     return nmt::kExitOk;
   });

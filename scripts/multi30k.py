@@ -73,8 +73,9 @@ def die(message):
 
 # Set by SIGTERM or SIGINT. The trainers and translators, in the same process
 # group, get the signal too: trainers save their checkpoints and exit, and the
-# recipe reads their logs to the end before it stops (a reader gone would
-# leave them to die of SIGPIPE before they save).
+# recipe reads their logs to the end before it stops, to tell a finished run
+# from an interrupted one (and nmt-train before 2026-11-28 died of SIGPIPE
+# before it saved when its log's reader had gone).
 STOP = threading.Event()
 
 

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,8 @@
 #include "model/checkpoint.h"
 #include "test_util.h"
 #include "train/trainer.h"
+
+extern char** environ;
 
 namespace {
 namespace fs = std::filesystem;
@@ -143,6 +146,49 @@ TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
   fin.push_back("--resume");
   EXPECT_EQ(run_to_end(fin, dir + "/final.log"), 0) << read_all(dir + "/final.log");
   EXPECT_TRUE(temporaries(dir + "/run").empty());
+}
+
+// `nmt-train ... 2>&1 | head -1`, or a log reader that dies: the run's
+// stdout and stderr are a pipe whose reader has gone before the first line
+// (SIGPIPE at its default action in the child, whatever this process has).
+TEST(ReliabilityTest, AClosedLogPipeDoesNotEndTraining) {
+  const auto dir = nmt::test::temp_dir("closed-pipe");
+  const auto args = demo_train_args(dir + "/run", 20);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &pipe_signal);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[0]);  // the reader goes away before the run writes a line
+  ::close(fds[1]);
+  ASSERT_EQ(rc, 0);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The log went to train.log in full, and the run saved its last step.
+  EXPECT_NE(read_all(dir + "/run/train.log").find("training finished (max_steps)"), std::string::npos)
+      << read_all(dir + "/run/train.log");
+  torch::optim::Adam probe(nmt::load_checkpoint(dir + "/run/last.ckpt", torch::kCPU).model->parameters());
+  EXPECT_EQ(nmt::load_train_state(dir + "/run/last.ckpt", probe, torch::kCPU).step, 20);
 }
 
 // Trains a few steps into `out`, then rewrites last.ckpt with `poison`

@@ -26,6 +26,10 @@ std::atomic<bool>* g_stop = nullptr;
 void write_stderr(const char* s) { (void)!::write(2, s, std::strlen(s)); }
 
 extern "C" void on_signal(int sig) {
+  if (sig == SIGPIPE) {  // the reader of our output went away (`nmt-translate | head`): leave quietly
+    remove_temporaries_now();
+    ::_exit(128 + sig);
+  }
   if (g_stop != nullptr && !g_stop->exchange(true)) return;  // first signal: finish cleanly
   remove_temporaries_now();
   const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
@@ -55,6 +59,11 @@ void install_signal_handlers(const char* tool, std::atomic<bool>* stop) {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  // A tool that stops cleanly writes only logs to its pipes: a log reader that
+  // goes away must not end the run (writes to it fail quietly; nmt-train keeps
+  // its log in the run folder too). The others leave as a pipe's writer does.
+  if (stop != nullptr) std::signal(SIGPIPE, SIG_IGN);
+  else sigaction(SIGPIPE, &sa, nullptr);
   std::signal(SIGXFSZ, SIG_IGN);
 }
 

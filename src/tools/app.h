@@ -32,8 +32,11 @@ void setup_logging(bool verbose = false, bool warnings_only = false);
 // signal removes this process's temporary files (io.h), prints one error
 // line and exits with 128 + the signal (130, 143, 129): a file being
 // written keeps its old content. With `stop`, the first signal only sets
-// *stop (the tool finishes cleanly) and a second acts as above. SIGXFSZ is
-// ignored, so a file-size limit becomes a write error with a message.
+// *stop (the tool finishes cleanly) and a second acts as above. SIGPIPE (the
+// reader of a pipe we write went away) is ignored with `stop`, so a closed log
+// pipe never ends a training run or a server; without it, the tool removes
+// its temporary files and exits 141 without a word, as `cmd | head` expects.
+// SIGXFSZ is ignored, so a file-size limit becomes a write error with a message.
 void install_signal_handlers(const char* tool, std::atomic<bool>* stop = nullptr);
 
 // argv as one line that sh (bash for $'...') reads back into the same words: each
