@@ -37,7 +37,12 @@ Environment:
                     the ensemble's best) or closest (the one nearest the training target
                     by smoothed sentence BLEU on whitespace tokens: Kim & Rush's
                     seq-inter); closest students are student-closest-1..K, seeded as the
-                    top ones, so the two differ only in their targets
+                    top ones, so the two differ only in their targets. diverse:
+                    student-diverse-1..K learn from the training pairs 2 + (teachers)
+                    times over, with the training targets, the ensemble's best and each
+                    teacher's own (Nguyen et al. 2020's data diversification); an epoch
+                    is that many times longer (NMT_TRAIN_FLAGS="--max-epochs 3
+                    --lr-decay-start 2" keeps the steps of 15 epochs with 3 teachers)
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
                     on the targets (with NMT_DISTILL, the teachers' first choice,
                     whichever the students' pick) with each line's words reversed; the selected
@@ -136,10 +141,11 @@ class Recipe:
         os.replace(out + ".part", out)
 
     # --- training -------------------------------------------------------------
-    def train_model(self, seed, folder, target, valid, spm=(), echo=True):
-        """Trains FOLDER on the training source and TARGET (validating on VALID),
-        unless it holds a finished run; resumes a stopped one. Its log goes to
-        FOLDER.log, and with ECHO to the terminal too. Dies if nmt-train fails."""
+    def train_model(self, seed, folder, target, valid, spm=(), source=None, echo=True):
+        """Trains FOLDER on SOURCE (default: the training source) and TARGET,
+        validating on VALID, unless it holds a finished run; resumes a stopped one.
+        Its log goes to FOLDER.log, and with ECHO to the terminal too. Dies if
+        nmt-train fails."""
         if os.path.exists(f"{folder}/trained"):
             print(f"{folder}: trained earlier, kept")
             return
@@ -151,7 +157,7 @@ class Recipe:
             with open(f"{folder}.flags", "w") as f:
                 f.write(os.environ.get("NMT_TRAIN_FLAGS", "") + "\n")
         cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
-               "--threads", self.threads, "--train-src", self.path(f"train.{self.src}"),
+               "--threads", self.threads, "--train-src", self.path(source or f"train.{self.src}"),
                "--train-tgt", self.path(target), "--valid-src", self.path(f"val.{self.src}"),
                "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + self.extra
         t0 = time.time()
@@ -176,7 +182,7 @@ class Recipe:
             print(f"{folder}: trained in {time.time() - t0:.0f} s", flush=True)
 
     def train_models(self, specs):
-        """train_model() of every (seed, folder, target, valid, spm) of SPECS, in
+        """train_model() of every (seed, folder, target, valid, spm[, source]) of SPECS, in
         order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
         waits until they are made. Dies when a model fails (after the others
         running beside it end) or waits on models that no model makes."""

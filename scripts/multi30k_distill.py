@@ -1,9 +1,12 @@
 """Sequence-level knowledge distillation in the Multi30k recipe
 (scripts/multi30k.py, Kim & Rush 2016): the teachers' ensemble translates the
 training source once, keeping its 5 best of each line, and the students learn
-from the first of them (top) or from the one nearest the training target
-(closest: seq-inter)."""
+from the first of them (top), from the one nearest the training target
+(closest: seq-inter), or from the training targets, the first of them and each
+teacher's own first choice side by side (diverse: Nguyen et al. 2020's data
+diversification, forward side)."""
 import collections
+import concurrent.futures
 import math
 import os
 
@@ -20,19 +23,20 @@ def student_specs(r, teachers_dirs, seeds, k, info):
     """Distillation: the teachers' ensemble translates the training source once
     (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept).
     Returns the K students' folders and their training specs for
-    Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5."""
+    Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5
+    (diverse: on diverse_data()'s pairs)."""
     teachers, lp = r.members(teachers_dirs), "1.0"
     pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
-    if pick not in ("top", "closest"):
-        die(f"NMT_DISTILL_PICK must be top or closest, got '{pick}'")
+    if pick not in PREFIX:
+        die(f"NMT_DISTILL_PICK must be top, closest or diverse, got '{pick}'")
     if seeds > 1:
         r.ensemble_b5(f"teachers-{seeds}", teachers)
         _, lp = r.tune(f"teachers-{seeds}", teachers)
     top = f"train.distilled.{r.tgt}"
-    target = top if pick == "top" else f"train.distilled-closest.{r.tgt}"
+    target = f"train.distilled-closest.{r.tgt}" if pick == "closest" else top
     nbest = r.path(f"train.distilled.nbest.{r.tgt}")
     # The top pick is written whichever the students learn from: the right-to-left models learn from it.
-    for name, how in ((top, "top"), (target, pick)):
+    for name, how in ((top, "top"), (target, pick if pick == "closest" else "top")):
         if nonempty(r.path(name)):
             continue
         if not nonempty(nbest):
@@ -41,11 +45,48 @@ def student_specs(r, teachers_dirs, seeds, k, info):
             r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
                                        "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
         pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
-    prefix = "student" if pick == "top" else "student-closest"
-    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
+    source = f"train.{r.src}"
+    if pick == "diverse":
+        source, target = diverse_data(r, teachers, lp, top)
+    students = [f"{r.run}/{PREFIX[pick]}-{i}" for i in range(1, k + 1)]
     info["distill"] = (seeds, 5, lp, k, pick)
-    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm())
+    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source)
                       for i, folder in enumerate(students, 1)]
+
+
+# The students' folder names (student-1, ...) by NMT_DISTILL_PICK: paired by seed.
+PREFIX = {"top": "student", "closest": "student-closest", "diverse": "student-diverse"}
+
+
+def diverse_data(r, teachers, lp, top):
+    """Data diversification (Nguyen et al. 2020, the forward side): each teacher
+    alone translates the training source (beam 5, length penalty LP; NMT_JOBS at
+    a time), and the training pairs are written 2 + T times over: with the
+    training targets, the ensemble's first choice (TOP) and each teacher's own.
+    Returns the data folder's (source, target) names. Dies as the translations do."""
+    src, tgt = f"train.{r.src}", f"train.{r.tgt}"
+    own = [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
+    todo = [(t, name) for t, name in zip(teachers, own) if not nonempty(r.path(name))]
+
+    def translate(item):
+        teacher, name = item
+        print(f"diversifying: {teacher} translates {src} with beam 5, length penalty {lp}", flush=True)
+        r.nmt_translate([teacher], ["-b", "5", "--length-penalty", lp, "-i", r.path(src), "-o", r.path(name)],
+                        r.path(name) + ".log")
+
+    with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:
+        list(pool.map(translate, todo))
+    parts = [tgt, top] + own
+    names = (f"train.diverse.{r.src}", f"train.diverse.{r.tgt}")
+    for name, files in zip(names, ([src] * len(parts), parts)):
+        if nonempty(r.path(name)):
+            continue
+        with open(r.path(name) + ".part", "wb") as g:
+            for f in files:
+                with open(r.path(f), "rb") as part:
+                    g.write(part.read())
+        os.replace(r.path(name) + ".part", r.path(name))
+    return names
 
 
 def sentence_bleu(hyp, ref):

@@ -66,7 +66,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
             train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
     # Sequence-level distillation: teachers, the beam and length penalty of their
     # translation of the training source, the number of students and which of the
-    # 5 best each learnt from (top or closest; None: off).
+    # 5 best each learnt from (top, closest or diverse; None: off).
     d_info = info["distill"]
     distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
                      "students": d_info[3], "pick": d_info[4]}
