@@ -25,11 +25,16 @@ multi30k_step() {
   fi
 }
 
-# The whole Multi30k recipe on the device, models and translations NMT_GPU_JOBS
-# (3) at a time, within $5 seconds; a later call resumes it. Each call's wall
-# time goes to runs/gpu-recipe/calls.tsv (and $out), whose sum is the recipe's.
+# The whole Multi30k recipe on the device for the pair NMT_GPU_PAIR (en-de, or
+# en-fr: the same recipe on the second pair), models and translations
+# NMT_GPU_JOBS (3) at a time, within $5 seconds; a later call resumes it. Each
+# call's wall time goes to the run's calls.tsv (and $out), whose sum is the
+# recipe's. The run: runs/gpu-recipe (en-de), runs/gpu-recipe-en-fr.
 recipe_step() {
-  local build=$1 out=$2 device=$3 data=$4 budget=$5 run=runs/gpu-recipe
+  local build=$1 out=$2 device=$3 data=$4 budget=$5 pair=${NMT_GPU_PAIR:-en-de}
+  [[ $pair == en-de || $pair == en-fr ]] || { echo "gpu.sh: NMT_GPU_PAIR must be en-de or en-fr, got '$pair'" >&2; return 2; }
+  local run=runs/gpu-recipe tag=recipe
+  [[ $pair == en-de ]] || run=runs/gpu-recipe-$pair tag=recipe-$pair
   deps_env
   local flags="--device $device ${NMT_GPU_TRAIN_FLAGS:-}"
   [[ ${NMT_GPU_TINY:-0} == 1 ]] &&
@@ -38,23 +43,24 @@ recipe_step() {
   local rc=0 t0=$SECONDS
   NMT_BUILD_DIR=$build NMT_RUN=$run NMT_TRAIN_FLAGS=$flags NMT_JOBS=${NMT_GPU_JOBS:-3} \
     NMT_SEEDS=3 NMT_DISTILL=1 NMT_R2L=2 \
-    timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" en-de tok >>"$out/recipe.log" 2>&1 || rc=$?
+    timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" "$pair" tok >>"$out/$tag.log" 2>&1 || rc=$?
   printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "${NMT_GPU_COMMIT:-unknown}" "$((SECONDS - t0))" "$rc" >>"$run/calls.tsv"
-  cp "$run/calls.tsv" "$run/select/selection.tsv" "$out/" 2>/dev/null || true
-  for m in "$run"/*/metrics.jsonl; do [[ -f $m ]] && cp "$m" "$out/recipe-$(basename "$(dirname "$m")")-metrics.jsonl"; done
+  cp "$run/calls.tsv" "$out/$tag-calls.tsv" 2>/dev/null || true
+  cp "$run/select/selection.tsv" "$out/$tag-selection.tsv" 2>/dev/null || true
+  for m in "$run"/*/metrics.jsonl; do [[ -f $m ]] && cp "$m" "$out/$tag-$(basename "$(dirname "$m")")-metrics.jsonl"; done
   local total
   total=$(awk -F'\t' '{s += $3} END {print s}' "$run/calls.tsv")
   if ((rc == 0)); then
     local result
-    result=$(sed -n 's/^wrote //p' "$out/recipe.log" | tail -n1)
+    result=$(sed -n 's/^wrote //p' "$out/$tag.log" | tail -n1)
     [[ -n $result ]] && mv "$result" "$out/"
-    echo "recipe: finished in $total s over $(wc -l <"$run/calls.tsv") call(s); $(grep -h 'selected on val' "$out/recipe.log" | tail -n1)" |
+    echo "$tag: finished in $total s over $(wc -l <"$run/calls.tsv") call(s); $(grep -h 'selected on val' "$out/$tag.log" | tail -n1)" |
       tee -a "$out/steps.log"
   elif ((rc == 124)); then
-    echo "recipe: cut at the deadline after $total s in all; $(find "$run" -mindepth 2 -maxdepth 2 -name trained | wc -l) models" \
+    echo "$tag: cut at the deadline after $total s in all; $(find "$run" -mindepth 2 -maxdepth 2 -name trained | wc -l) models" \
       "trained; run the step again to resume" | tee -a "$out/steps.log"
   else
-    echo "recipe: failed (exit $rc; $out/recipe.log): $(tail -n1 "$out/recipe.log")" | tee -a "$out/steps.log"
+    echo "$tag: failed (exit $rc; $out/$tag.log): $(tail -n1 "$out/$tag.log")" | tee -a "$out/steps.log"
   fi
 }
 

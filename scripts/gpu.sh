@@ -34,7 +34,8 @@
 #             right-to-left models, selection on val, test) with NMT_JOBS=3 (models and
 #             translations three at a time); cut at the deadline, it resumes in the next
 #             call, and runs/gpu-recipe/calls.tsv adds up each call's seconds.
-#             NMT_GPU_TRAIN_FLAGS: more nmt-train flags (e.g. --cuda-graphs)
+#             NMT_GPU_TRAIN_FLAGS: more nmt-train flags (e.g. --cuda-graphs);
+#             NMT_GPU_PAIR=en-fr: the same recipe on en-fr (runs/gpu-recipe-en-fr)
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1)
@@ -120,7 +121,7 @@ prepare() {
   local src=../shared/data/multi30k dst=.gpu-data/multi30k tiny=.gpu-data/multi30k-tiny
   mkdir -p "$dst" "$tiny"
   exclude .gpu-data
-  for l in en de; do
+  for l in en de fr; do
     cp "$src/train.lc.norm.tok.$l.gz" "$dst/"
     for f in val test_2016_flickr; do cp "$src/$f.lc.norm.tok.$l" "$dst/"; done
     head -n 400 <(zcat "$src/train.lc.norm.tok.$l.gz") | gzip >"$tiny/train.lc.norm.tok.$l.gz"
