@@ -35,8 +35,8 @@
 # runs there, and the contention row is left out), NMT_BENCH_FIXED_BATCHES
 # (sentences of the fixed-shape training rows, default "64"), NMT_BENCH_PAIRS
 # (6000), NMT_BENCH_VALID (500), NMT_BENCH_CKPT (a checkpoint to decode with,
-# e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model;
-# default: one trained here on the subset for 2 epochs), NMT_BENCH_ONLY
+# e.g. a Multi30k run's best.ckpt, with its run folder's src/tgt.spm.model, which
+# every row then uses; default: one trained here on the subset for 2 epochs), NMT_BENCH_ONLY
 # ("decode": only the decoding rows and the peak; default: every row).
 # Decoding rows on text also run the approximate options, their lines
 # compared with the float ones: nmt-translate --int8 (side "nmt-int8": the
@@ -46,8 +46,8 @@
 # tokenized training split over the checkpoint's pieces) and each precision
 # with the shortlist ("nmt-int8-shortlist", "nmt-bf16-shortlist").
 # nmt runs LibTorch's AVX-512 kernels where the CPU has them
-# (prefer_avx512_kernels(); LibTorch 1.13 keeps them opt-in), so the rows on
-# text also run the mirror with ATEN_CPU_CAPABILITY=avx512 (side
+# (prefer_avx512_kernels(); LibTorch 1.13 keeps them opt-in), so on the CPU the
+# rows on text also run the mirror with ATEN_CPU_CAPABILITY=avx512 (side
 # "pytorch-avx512"; the result's ratio_vs_pytorch_avx512): the ratio against
 # the mirror as PyTorch runs out of the box, and against it with the same kernels.
 # Both sides run the BLAS kernel family nmt runs (the mirror gets it as
@@ -110,23 +110,32 @@ head -n "$pairs" <(zcat "$data/train.lc.norm.tok.en.gz") >"$work/train.en"  # (z
 head -n "$pairs" <(zcat "$data/train.lc.norm.tok.de.gz") >"$work/train.de"
 head -n "$nvalid" "$data/val.lc.norm.tok.en" >"$work/val.en"
 
-# SentencePiece models (and a model to decode with): one short nmt-train run.
-local config=configs/multi30k-en-de.toml
 # The mirror's model and batches (nmt_ref.py's defaults), whatever the config's quality recipe says.
+local config=configs/multi30k-en-de.toml
 local common=(--config "$config" --threads "$threads" --device "$dev" --train-src "$work/train.en" --train-tgt "$work/train.de"
               --decoder bahdanau --batch-tokens 4096 --batch-sentences 128 --lr-decay-start 0 --average 0
               --log-every 100000 --keep-checkpoints 0)
-if [[ ! -f $work/model/last.ckpt ]]; then
-  rm -rf "$work/model"
-  "$bin/nmt-train" "${common[@]}" -o "$work/model" --max-epochs 2 2>"$work/model.log"
-fi
+# A model to decode with and the SentencePiece models every row uses: NMT_BENCH_CKPT's
+# and its folder's, or one short nmt-train run's.
 local ckpt=${NMT_BENCH_CKPT:-$work/model/last.ckpt}
-[[ -n ${NMT_BENCH_CKPT:-} ]] ||
+if [[ -z ${NMT_BENCH_CKPT:-} ]]; then
+  if [[ ! -f $work/model/last.ckpt ]]; then
+    rm -rf "$work/model"
+    "$bin/nmt-train" "${common[@]}" -o "$work/model" --max-epochs 2 2>"$work/model.log"
+  fi
   echo "vs-pytorch.sh: decoding with a model trained here for 2 epochs, whose translations run to their length" \
        "caps; set NMT_BENCH_CKPT to a trained model for decoding figures that say something" >&2
+fi
 local spm_dir
 spm_dir=$(dirname "$ckpt")
-local src_spm=$work/model/src.spm.model tgt_spm=$work/model/tgt.spm.model
+local src_spm=$spm_dir/src.spm.model tgt_spm=$spm_dir/tgt.spm.model
+for f in "$ckpt" "$src_spm" "$tgt_spm"; do
+  [[ -f $f ]] || { echo "vs-pytorch.sh: no $f (NMT_BENCH_CKPT wants its run folder's src/tgt.spm.model beside it)" >&2; exit 1; }
+done
+# The mirror as PyTorch runs out of the box, and on the CPU also with LibTorch's
+# AVX-512 kernels (ATEN_CPU_CAPABILITY touches no GPU kernel).
+local mirror_sides=(pytorch)
+[[ $dev == cpu ]] && mirror_sides+=(pytorch-avx512)
 
 # The lexical shortlist's table: ibm2 over the checkpoint's pieces of the whole training split.
 local lex=$work/lex.tsv
@@ -161,7 +170,7 @@ for ((r = 1; r <= rounds; r++)); do
       line=$(grep "training finished" "$work/nmt-train-graphs.log")
       record "$r" nmt-graphs train_corpus_tok_s "$(sed -E 's/.* steps, ([0-9.]+) target tokens\/s.*/\1/' <<<"$line")"
     fi
-    for side in pytorch pytorch-avx512; do
+    for side in "${mirror_sides[@]}"; do
       j=$(mirror "$side" train-corpus --threads "$threads" --device "$dev" --src "$work/train.en" \
             --tgt "$work/train.de" --src-spm "$src_spm" --tgt-spm "$tgt_spm" --epochs 1)
       record "$r" "$side" train_corpus_tok_s "$(field "$j" tgt_tokens_per_s)"
@@ -195,7 +204,7 @@ for ((r = 1; r <= rounds; r++)); do
         2>"$work/nmt-b$beam.log"
       record "$r" nmt "decode_b${beam}_sent_s" \
         "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
-      for side in pytorch pytorch-avx512; do
+      for side in "${mirror_sides[@]}"; do
         j=$(mirror "$side" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
               --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/$side-b$beam.out")
         record "$r" "$side" "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"

@@ -308,7 +308,10 @@ cuda_step() {
 bench_step() {
   local build=$1 out=$2 device=$3 data=$4 budget=$5
   deps_env
-  local rc=0 t0=$SECONDS rounds=${NMT_GPU_BENCH_ROUNDS:-1} pairs=6000 valid=500 model=()
+  # The training rows on the whole training split (about 230 steps): a graphed
+  # run's first two steps of each shape (eager, then captured) are not replayed,
+  # and on a 6,000-pair subset (about 50 steps) those were most of the epoch.
+  local rc=0 t0=$SECONDS rounds=${NMT_GPU_BENCH_ROUNDS:-1} pairs=29000 valid=500 model=()
   [[ ${NMT_GPU_TINY:-0} == 1 ]] && rounds=1 pairs=400 valid=40
   # a trained model (bench_model) for the decoding rows, when one travelled
   [[ ${NMT_GPU_TINY:-0} != 1 && -f .gpu-data/multi30k-model/model.ckpt ]] &&
@@ -317,11 +320,15 @@ bench_step() {
     NMT_BENCH_VALID=$valid NMT_BENCH_FIXED_BATCHES="64 256" \
     timeout --signal=TERM "$budget" bench/vs-pytorch.sh "$rounds" "$data" >"$out/bench.log" 2>&1 || rc=$?
   cp runs/vs-pytorch/measurements.tsv "$out/bench-measurements.tsv" 2>/dev/null || true
+  mkdir -p "$out/bench-logs" && cp runs/vs-pytorch/*.log "$out/bench-logs/" 2>/dev/null || true
   local result
   result=$(sed -n 's/^wrote //p' "$out/bench.log" | tail -n1)
   [[ -n $result ]] && mv "$result" "$out/"
   echo "bench: exit $rc, $((SECONDS - t0)) s; $(grep -E '^(train|decode)' "$out/bench.log" | tr -s ' ' | paste -sd ';')" |
     tee -a "$out/steps.log"
+  # how many batch shapes the graphed training row captured, and how many steps it replayed
+  grep -ho -- '--cuda-graphs: .*' runs/vs-pytorch/nmt-train-graphs.log 2>/dev/null | tail -n1 | sed 's/^/bench: /' |
+    tee -a "$out/steps.log" || true
 }
 
 
