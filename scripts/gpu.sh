@@ -318,6 +318,7 @@ bench_step() {
   # a trained model (bench_model) for the decoding rows, when one travelled
   [[ ${NMT_GPU_TINY:-0} != 1 && -f .gpu-data/multi30k-model/model.ckpt ]] &&
     model=(NMT_BENCH_CKPT="$PWD/.gpu-data/multi30k-model/model.ckpt")
+  rm -f runs/vs-pytorch/*.log  # an earlier run's logs are not this one's
   env "${model[@]}" NMT_BUILD_DIR=$build NMT_BENCH_DEVICE=$device NMT_PYTHON=${NMT_GPU_PYTHON:-python3} NMT_BENCH_PAIRS=$pairs \
     NMT_BENCH_VALID=$valid NMT_BENCH_FIXED_BATCHES="64 256" \
     timeout --signal=TERM "$budget" bench/vs-pytorch.sh "$rounds" "$data" >"$out/bench.log" 2>&1 || rc=$?
