@@ -38,7 +38,9 @@
 #             NMT_GPU_PAIR=en-fr: the same recipe on en-fr (runs/gpu-recipe-en-fr)
 #   bench     bench/vs-pytorch.sh on the device against the host's python3 PyTorch
 #             (fixed shapes at 64 and 256 sentences, and the Multi30k rows when that
-#             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1)
+#             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1);
+#             NMT_GPU_PYTHON: that Python (default python3; in a CPU rehearsal
+#             /usr/bin/python3, Debian's, which has torch)
 #   hansards  guided-alignment en-fr, en-fr and fr-en with alignment heads, and a plain
 #             fr-en trained side by side on the device (NMT_GPU_HANSARDS_STEPS steps,
 #             default 5,000), then every extraction method scored on the trial set (AER)
