@@ -212,8 +212,8 @@ for ((r = 1; r <= rounds; r++)); do
       record "$r" nmt "decode_b${beam}_sent_s" \
         "$(sed -nE 's/.*translated [0-9]+ sentences .* ([0-9.]+) sentences\/s.*/\1/p' "$work/nmt-b$beam.log")"
       for side in "${mirror_sides[@]}"; do
-        j=$(mirror "$side" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$spm_dir/src.spm.model" \
-              --tgt-spm "$spm_dir/tgt.spm.model" --input "$work/val.en" --beam "$beam" --output "$work/$side-b$beam.out")
+        j=$(mirror "$side" decode --threads "$threads" --device "$dev" -m "$ckpt" --src-spm "$src_spm" \
+              --tgt-spm "$tgt_spm" --input "$work/val.en" --beam "$beam" --output "$work/$side-b$beam.out")
         record "$r" "$side" "decode_b${beam}_sent_s" "$(field "$j" sentences_per_s)"
       done
       record "$r" both "decode_b${beam}_same_lines" \

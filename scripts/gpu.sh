@@ -331,7 +331,7 @@ bench_step() {
   [[ -n $result ]] && mv "$result" "$out/"
   echo "bench: exit $rc, $((SECONDS - t0)) s; $(grep -E '^(train|decode)' "$out/bench.log" | tr -s ' ' | paste -sd ';')" |
     tee -a "$out/steps.log"
-  # how many batch shapes the graphed training row captured, and how many steps it replayed
+  # how many batch shapes the graphed training row had, and how many of them replay a CUDA graph
   grep -ho -- '--cuda-graphs: .*' runs/vs-pytorch/nmt-train-graphs.log 2>/dev/null | tail -n1 | sed 's/^/bench: /' |
     tee -a "$out/steps.log" || true
 }
