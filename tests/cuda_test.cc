@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -129,13 +130,18 @@ TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
 
 // Greedy and beam search on CUDA as make_search() gives them there (steps
 // replayed as CUDA graphs where the build has them) against the same
-// searches run eagerly.
+// searches run eagerly. One graphed search decodes batches A, B and A again,
+// where B has A's shape but other sentences: B and the second A replay the
+// graph captured for A, from the state each refilled it with.
 TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
   SKIP_WITHOUT_CUDA();
   if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
   const auto& path = nmt::test::trained_toy_checkpoint();
   auto gpu = nmt::load_checkpoint(path, torch::kCUDA);
-  const auto batch = toy_source_batch(gpu.src_tok, 40, 7).to(torch::kCUDA);
+  auto a = toy_source_batch(gpu.src_tok, 40, 7), b = toy_source_batch(gpu.src_tok, 40, 8);
+  const int64_t S = std::max(a.src.size(1), b.src.size(1));
+  const std::vector<nmt::Batch> batches = {nmt::pad_batch(a, 40, S, 0).to(torch::kCUDA),
+                                           nmt::pad_batch(b, 40, S, 0).to(torch::kCUDA)};
   c10::InferenceMode guard;
   nmt::InferenceScope scope({gpu.model});
   for (int beam : {1, 5}) {
@@ -144,20 +150,23 @@ TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
     nmt::SearchOptions eager_opt = opt;
     eager_opt.no_cuda_graphs = true;
     for (bool with_attention : {false, true}) {
-      const auto want =
-          nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
       auto graphed = nmt::make_search(opt, torch::kCUDA);
-      for (int round = 0; round < 2; ++round) {  // a search object runs many batches
+      for (int k : {0, 1, 0}) {
+        const auto& batch = batches[k];
+        const auto want =
+            nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
         const auto got = nmt::test::run_search(*graphed, gpu.model, batch, with_attention);
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_EQ(got[i].size(), want[i].size());
           for (size_t r = 0; r < want[i].size(); ++r) {
-            EXPECT_EQ(got[i][r].ids, want[i][r].ids) << "sentence " << i << ", beam " << beam << ", rank " << r;
-            EXPECT_NEAR(got[i][r].score, want[i][r].score, 1e-3) << "sentence " << i << ", beam " << beam;
+            const auto where = "batch " + std::to_string(k) + ", sentence " + std::to_string(i) + ", beam " +
+                               std::to_string(beam) + ", rank " + std::to_string(r);
+            EXPECT_EQ(got[i][r].ids, want[i][r].ids) << where;
+            EXPECT_NEAR(got[i][r].score, want[i][r].score, 1e-3) << where;
             if (with_attention) {
               ASSERT_EQ(got[i][r].attention.sizes(), want[i][r].attention.sizes());
-              EXPECT_TRUE(torch::allclose(got[i][r].attention, want[i][r].attention, 0, 1e-4)) << "sentence " << i;
+              EXPECT_TRUE(torch::allclose(got[i][r].attention, want[i][r].attention, 0, 1e-4)) << where;
             }
           }
         }

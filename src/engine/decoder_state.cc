@@ -42,4 +42,21 @@ void DecoderState::copy_moving_from(const DecoderState& other) {
     if (e.rows == Rows::kMoveWithBeam) e.tensor.copy_(other.at(e.name));
 }
 
+void DecoderState::own_storage() {
+  for (auto& e : entries_)
+    if (e.tensor.defined()) e.tensor = e.tensor.clone(torch::MemoryFormat::Contiguous);
+}
+
+void DecoderState::copy_from(const DecoderState& other) {
+  if (other.entries_.size() != entries_.size())
+    throw Error("decoder state: " + std::to_string(other.entries_.size()) + " tensors copied into " +
+                std::to_string(entries_.size()));
+  for (auto& e : entries_) {
+    const auto& from = other.at(e.name);
+    if (from.defined() != e.tensor.defined() || (from.defined() && from.sizes() != e.tensor.sizes()))
+      throw Error("decoder state: tensor '" + e.name + "' of another shape copied in place");
+    if (from.defined()) e.tensor.copy_(from);
+  }
+}
+
 }  // namespace nmt

@@ -46,6 +46,13 @@ class DecoderState {
   // Copies the moving tensors of `other` (same names, shapes) into this
   // state's, in place. Throws nmt::Error when the names differ.
   void copy_moving_from(const DecoderState& other);
+  // Gives every tensor storage of its own (contiguous), so that copy_from()
+  // can refill all of them in place: one state serves batch after batch of
+  // one shape (a captured CUDA graph's).
+  void own_storage();
+  // Copies every tensor of `other` into this state's, in place; `extra` is
+  // left as it is. Throws nmt::Error when the names or shapes differ.
+  void copy_from(const DecoderState& other);
 
   // The engine's per-batch data; null when it has none.
   std::shared_ptr<const Extra> extra;

@@ -31,7 +31,7 @@ struct Batch {
 Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t>& indices,
                  bool with_target = true);
 
-// `b` (on the CPU) grown to `rows` rows, `src_positions` source and
+// `b` (on any device) grown to `rows` rows, `src_positions` source and
 // `tgt_positions` target positions (each at least b's): the new positions
 // are padding, and each new row holds one source word (kEosId) and no target
 // word, so that the model's loss and gradients on the result are b's (to

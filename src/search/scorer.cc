@@ -73,6 +73,17 @@ void Scorer::copy_moving(ScorerState& to, const ScorerState& from) {
   for (size_t i = 0; i < to.members.size(); ++i) to.members[i].copy_moving_from(from.members[i]);
 }
 
+void Scorer::own_storage(ScorerState& state) {
+  for (auto& ms : state.members) ms.own_storage();
+}
+
+void Scorer::copy_all(ScorerState& to, const ScorerState& from) {
+  if (!refillable() || to.vocab.defined() || from.vocab.defined())
+    throw Error("a search state with a shortlist cannot be refilled in place");
+  if (to.members.size() != from.members.size()) throw Error("search states of different ensembles");
+  for (size_t i = 0; i < to.members.size(); ++i) to.members[i].copy_from(from.members[i]);
+}
+
 torch::Tensor Scorer::forced_log_probs(const Batch& batch) {
   torch::Tensor sum;
   for (size_t i = 0; i < engines_.size(); ++i) {

@@ -74,11 +74,24 @@ class Scorer {
   void own_moving_storage(ScorerState& state);
   void copy_moving(ScorerState& to, const ScorerState& from);
 
+  // Whether copy_all() can refill a state in place: not with a shortlist,
+  // whose output rows each batch's engines keep outside the state's tensors.
+  bool refillable() const { return shortlist_ == nullptr; }
+  // Gives every tensor of every member's state storage of its own, and
+  // copies all of `from`'s (a state of the same shape) into them in place
+  // (DecoderState::own_storage(), copy_from()): one state serves batch after
+  // batch, for a step graph replayed across batches. copy_all() throws
+  // nmt::Error when the shapes differ or the scorer is not refillable().
+  void own_storage(ScorerState& state);
+  void copy_all(ScorerState& to, const ScorerState& from);
+
   // Teacher-forced log-probabilities [B, T, V] (float) of batch.tgt_in's
   // continuations: the mean over members of their log-softmax.
   torch::Tensor forced_log_probs(const Batch& batch);
 
   int64_t vocab_size() const { return vocab_; }
+  // The members, in order.
+  const std::vector<std::shared_ptr<Engine>>& engines() const { return engines_; }
   size_t size() const { return engines_.size(); }
   // Where the engines run.
   torch::Device device() const { return engines_.front()->device(); }

@@ -29,6 +29,7 @@ struct GreedyOutputs {
   torch::Tensor tokens;  // [B, steps] int64: target ids, then EOS, then padding
   torch::Tensor score;   // [B] float: summed log-probabilities
   torch::Tensor att;     // [B, steps, S] float attention rows; undefined: not asked for
+  GreedyOutputs() = default;
   GreedyOutputs(const Batch& batch, int64_t steps, bool with_attention);
 };
 
