@@ -52,13 +52,13 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   }
   const auto members = engines(precision);
   const auto device = members.front()->device();
-  auto search = make_search(opt.search, device);
   // Bytes of decoder state per hypothesis and source piece over all members.
   int64_t state_bytes = 0;
   for (const auto& e : members) state_bytes += e->memory_use().search_bytes;
   const auto shortlist = shortlist_for(opt.shortlist);
-  Scorer scorer(members);
-  scorer.set_shortlist(shortlist);
+  auto& kept = kept_search(opt.search, members, shortlist);
+  Search& search = *kept.search;
+  Scorer& scorer = *kept.scorer;
 
   std::vector<Example> examples(lines.size());
   std::vector<int64_t> order;
@@ -99,7 +99,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   };
   const int64_t workers = batch_workers(opt, static_cast<int64_t>(batches.size()), device);
   if (workers <= 1) {
-    for (size_t i = 0; i < batches.size(); ++i) run_batch(*search, scorer, i);
+    for (size_t i = 0; i < batches.size(); ++i) run_batch(search, scorer, i);
     return out;
   }
   // Each worker takes the next batch until none is left, on one thread:
@@ -137,6 +137,35 @@ std::vector<std::shared_ptr<Engine>> Translator::engines(Precision precision) {
     for (const auto& m : models_) engines_.push_back(std::make_shared<RnnEngine>(m, opt));
   }
   return {engines_.begin(), engines_.end()};
+}
+
+namespace {
+
+// Whether every field of SearchOptions (base/translate_options.h) is the same in a and b.
+bool same_search(const SearchOptions& a, const SearchOptions& b) {
+  return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty &&
+         a.max_length_ratio == b.max_length_ratio && a.max_length == b.max_length && a.n_best == b.n_best &&
+         a.no_cuda_graphs == b.no_cuda_graphs;
+}
+
+}  // namespace
+
+Translator::KeptSearch& Translator::kept_search(const SearchOptions& opt,
+                                                const std::vector<std::shared_ptr<Engine>>& members,
+                                                const std::shared_ptr<const Shortlist>& shortlist) {
+  const bool inference_mode = c10::InferenceMode::is_enabled();
+  if (kept_.search && same_search(kept_.options, opt) && kept_.inference_mode == inference_mode &&
+      kept_.engines == members && kept_.shortlist == shortlist)
+    return kept_;
+  kept_ = {};  // the old search (and its step graphs) goes before the new one is made
+  kept_.search = make_search(opt, members.front()->device());
+  kept_.scorer = std::make_unique<Scorer>(members);
+  kept_.scorer->set_shortlist(shortlist);
+  kept_.options = opt;
+  kept_.inference_mode = inference_mode;
+  kept_.engines = members;
+  kept_.shortlist = shortlist;
+  return kept_;
 }
 
 std::shared_ptr<const Shortlist> Translator::shortlist_for(const ShortlistOptions& opt) {

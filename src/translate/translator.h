@@ -2,11 +2,13 @@
 // runs a Search over batches on the models' engines (engine/rnn_engine.h,
 // built once per precision) and restores input order.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/rnn_engine.h"
 #include "model/checkpoint.h"
+#include "search/scorer.h"
 #include "search/search.h"
 #include "search/shortlist.h"
 
@@ -72,6 +74,22 @@ class Translator {
   // ones. Call with the models in eval mode. Throws nmt::Error as RnnEngine's
   // constructor.
   std::vector<std::shared_ptr<Engine>> engines(Precision precision);
+  // The search and scorer of the previous call while its search options,
+  // engines, shortlist and inference mode stay the same (a fixed-row search
+  // on CUDA keeps its step graphs and their tensors, shape by shape, from one
+  // call to the next: the windows of a stream, the batches of a server), else
+  // new ones. Throws nmt::Error as make_search() and Scorer's constructor.
+  struct KeptSearch {
+    SearchOptions options;
+    bool inference_mode = false;  // c10::InferenceMode's tensors change in place only inside it
+    std::vector<std::shared_ptr<Engine>> engines;
+    std::shared_ptr<const Shortlist> shortlist;
+    std::unique_ptr<Search> search;
+    std::unique_ptr<Scorer> scorer;
+  };
+  KeptSearch& kept_search(const SearchOptions& opt, const std::vector<std::shared_ptr<Engine>>& members,
+                          const std::shared_ptr<const Shortlist>& shortlist);
+  KeptSearch kept_;
   std::vector<Seq2Seq> models_;
   std::vector<std::shared_ptr<RnnEngine>> engines_;
   Tokenizer src_tok_;
