@@ -12,7 +12,6 @@
 // batch of that shape copies its encoder state into them and replays the
 // graph captured for an earlier one, instead of capturing its own.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <tuple>
@@ -59,8 +58,7 @@ struct Padded {
   Padded(const Batch& b, const Scorer& scorer, const SearchOptions& opt, bool with_attention)
       : batch(pad_batch(b, round_up(b.size()), round_up(b.src.size(1)), 0)) {
     const int64_t S = batch.src.size(1);
-    const auto cap = static_cast<int64_t>(std::floor(static_cast<double>(S) * opt.max_length_ratio)) + 5;
-    steps = std::min<int64_t>(cap, opt.max_length) + 1;
+    steps = length_cap(S, opt) + 1;
     std::vector<const Engine*> engines;
     for (const auto& e : scorer.engines()) engines.push_back(e.get());
     key = {batch.size(), S, with_attention, std::move(engines)};

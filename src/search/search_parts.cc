@@ -2,6 +2,7 @@
 #include "search/search_parts.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "text/tokenizer.h"
 
@@ -12,9 +13,18 @@ torch::Tensor length_penalty(const torch::Tensor& n, double alpha) {
   return ((n + 5.0) / 6.0).pow(alpha);
 }
 
+int64_t length_cap(int64_t src_len, const SearchOptions& opt) {
+  const auto cap = static_cast<int64_t>(std::floor(static_cast<double>(src_len) * opt.max_length_ratio)) + 5;
+  return std::min(cap, opt.max_length);
+}
+
 torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
-  auto caps = (batch.src_len.to(torch::kDouble) * opt.max_length_ratio).floor().to(torch::kInt64) + 5;
-  return caps.clamp_max(opt.max_length);  // [B] on CPU
+  auto lengths = batch.src_len.contiguous();
+  auto caps = torch::empty_like(lengths);  // [B] on CPU
+  const auto* len = lengths.data_ptr<int64_t>();
+  auto* cap = caps.data_ptr<int64_t>();
+  for (int64_t b = 0; b < lengths.numel(); ++b) cap[b] = length_cap(len[b], opt);
+  return caps;
 }
 
 GreedyOutputs::GreedyOutputs(const Batch& batch, int64_t steps, bool with_attention) {
