@@ -17,7 +17,6 @@
 #include "search/step_graph.h"
 #include "train/losses.h"
 #include "search_util.h"
-#include "search_util.h"
 #include "test_util.h"
 
 namespace nmt {
@@ -130,9 +129,11 @@ TEST(CudaSearchTest, GreedyAndBeamHypothesesMatchTheCpu) {
 
 // Greedy and beam search on CUDA as make_search() gives them there (steps
 // replayed as CUDA graphs where the build has them) against the same
-// searches run eagerly. One graphed search decodes batches A, B and A again,
-// where B has A's shape but other sentences: B and the second A replay the
-// graph captured for A, from the state each refilled it with.
+// searches run eagerly. One graphed search with one scorer (as a Translator
+// keeps them) decodes batches A, B and A again, where B has A's shape but
+// other sentences: B and the second A replay the graph captured for A, from
+// the state each refilled it with. The count of captures tells replay from
+// a capture per batch and from the eager fallback: exactly one each time.
 TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
   SKIP_WITHOUT_CUDA();
   if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
@@ -151,11 +152,13 @@ TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
     eager_opt.no_cuda_graphs = true;
     for (bool with_attention : {false, true}) {
       auto graphed = nmt::make_search(opt, torch::kCUDA);
+      auto scorer = nmt::test::scorer_of({gpu.model});
+      const int64_t captures_before = nmt::StepGraph::captures();
       for (int k : {0, 1, 0}) {
         const auto& batch = batches[k];
         const auto want =
             nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), gpu.model, batch, with_attention);
-        const auto got = nmt::test::run_search(*graphed, gpu.model, batch, with_attention);
+        const auto got = graphed->run(scorer, batch, with_attention);
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_EQ(got[i].size(), want[i].size());
@@ -171,6 +174,9 @@ TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
           }
         }
       }
+      EXPECT_EQ(nmt::StepGraph::captures() - captures_before, 1)
+          << "beam " << beam << ", attention " << with_attention
+          << ": the three batches of one shape should share one captured graph";
     }
   }
 }

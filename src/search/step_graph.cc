@@ -2,6 +2,8 @@
 // 2.x with CUDA (NMT_WITH_CUDA, set by CMake where libtorch_cuda exists).
 #include "search/step_graph.h"
 
+#include <atomic>
+
 #if defined(NMT_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
 #define NMT_CUDA_GRAPHS 1
 #include <ATen/cuda/CUDAGraph.h>
@@ -15,6 +17,9 @@
 #endif
 
 namespace nmt {
+namespace {
+std::atomic<int64_t> g_captures{0};  // StepGraph::captures()
+}  // namespace
 
 bool cuda_graphs_built() {
 #ifdef NMT_CUDA_GRAPHS
@@ -58,6 +63,8 @@ bool StepGraph::captured() const {
 #endif
 }
 
+int64_t StepGraph::captures() { return g_captures.load(); }
+
 void StepGraph::run() {
 #ifdef NMT_CUDA_GRAPHS
   if (impl_) {
@@ -87,6 +94,7 @@ void StepGraph::run() {
           throw;
         }
         g.graph->capture_end();
+        g_captures.fetch_add(1);
       } catch (const std::exception& e) {
         // Nothing ran on the device: this step, and every later one, runs eagerly.
         g.graph.reset();

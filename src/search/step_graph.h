@@ -7,6 +7,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -38,6 +39,11 @@ class StepGraph {
 
   // Whether runs replay a captured graph (after a successful capture).
   bool captured() const;
+
+  // How many graphs this process has captured successfully so far, all
+  // StepGraphs and threads together: tests tell a replayed graph from a new
+  // capture, or from the eager fallback, by it. 0 where none can be captured.
+  static int64_t captures();
 
  private:
   struct Impl;
