@@ -137,6 +137,31 @@ TEST(FixedRowTest, WithAShortlistEveryBatchDecodesAsInAFreshSearch) {
   }
 }
 
+// More shapes than a search keeps: the least recently used make room, and a
+// shape that comes back after its tensors went decodes as in a fresh search.
+TEST(FixedRowTest, MoreShapesThanKeptStillDecodeAsInAFreshSearch) {
+  auto m = nmt::test::eval_model(45);
+  const auto base = nmt::make_batch(source_examples(3, 37), iota(3), false);
+  std::vector<nmt::Batch> batches;
+  for (int64_t i = 0; i < 18; ++i) batches.push_back(nmt::pad_batch(base, 3, base.src.size(1) + 8 * i, 0));
+  batches.push_back(batches[0]);   // the first to go
+  batches.push_back(batches[17]);  // still kept
+  torch::NoGradGuard ng;
+  for (int64_t beam : {1, 2}) {
+    nmt::SearchOptions opt;
+    opt.beam_size = beam;
+    opt.n_best = beam;
+    auto kept = nmt::make_fixed_row_search(opt, /*capture=*/false);
+    auto scorer = scorer_of({m});
+    for (size_t k = 0; k < batches.size(); ++k) {
+      auto fresh = scorer_of({m});
+      expect_same(kept->run(scorer, batches[k], true),
+                  nmt::make_fixed_row_search(opt, false)->run(fresh, batches[k], true),
+                  "beam " + std::to_string(beam) + ", batch " + std::to_string(k));
+    }
+  }
+}
+
 // A state is refilled only from one of its own shape.
 TEST(FixedRowTest, RefillingAStateFromAnotherShapeThrows) {
   auto m = nmt::test::eval_model(44);

@@ -117,10 +117,38 @@ class Slots {
     return *slots_.back();
   }
 
+  // Forgets `slot` (after a run that threw: its graph may have run its
+  // warm-up, or been captured, half way, so the next batch of its shape
+  // starts afresh).
+  void drop(const S& slot) {
+    slots_.erase(std::remove_if(slots_.begin(), slots_.end(), [&](const auto& s) { return s.get() == &slot; }),
+                 slots_.end());
+  }
+
  private:
   std::vector<std::unique_ptr<S>> slots_;
   uint64_t clock_ = 0;
 };
+
+// Marks the rows of pad_batch()'s padding sentences (from `real` on) as
+// finished before the first step: they produce nothing anyone reads, and the
+// check of run_steps() then waits for the real sentences alone.
+void finish_padding(const torch::Tensor& finished, int64_t real) {
+  const int64_t rows = finished.size(0);
+  if (real < rows) finished.narrow(0, real, rows - real).fill_(true);
+}
+
+// run_steps() on `slot`'s graph; a run that throws takes the slot with it
+// (Slots::drop()) before the exception goes on.
+template <class Buffers>
+void run_or_drop(Slots<Buffers>& slots, Slot<Buffers>& slot, int64_t steps, const torch::Tensor& finished) {
+  try {
+    run_steps(*slot.graph, steps, finished);
+  } catch (...) {
+    slots.drop(slot);
+    throw;
+  }
+}
 
 // What greedy search's step reads and writes besides the decoder state.
 struct GreedyBuffers {
@@ -155,8 +183,9 @@ class FixedRowGreedySearch : public Search {
     b.caps.copy_(caps);
     b.y.fill_(kBosId);
     b.finished.zero_();
+    finish_padding(b.finished, batch.size());
     b.t.zero_();
-    run_steps(*slot.graph, steps, b.finished);
+    run_or_drop(slots_, slot, steps, b.finished);
     auto hyps = greedy_hypotheses(p.batch, b.out, opt_.length_penalty);
     hyps.resize(batch.size());
     return hyps;
@@ -230,8 +259,9 @@ class FixedRowBeamSearch : public Search {
     b.capsK.copy_(caps.repeat_interleave(K).unsqueeze(1));
     b.y.fill_(kBosId);
     b.finished.zero_();
+    finish_padding(b.finished, batch.size());
     b.t.zero_();
-    run_steps(*slot.graph, steps, b.finished);
+    run_or_drop(slots_, slot, steps, b.finished);
     auto hyps = beam_hypotheses(p.batch, b.cur, opt_);
     hyps.resize(batch.size());
     return hyps;

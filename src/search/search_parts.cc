@@ -19,6 +19,9 @@ int64_t length_cap(int64_t src_len, const SearchOptions& opt) {
 }
 
 torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt) {
+  TORCH_CHECK(batch.src_len.device().is_cpu() && batch.src_len.scalar_type() == torch::kInt64,
+              "length_caps: source lengths must be int64 on the CPU, got ", batch.src_len.toString(), " on ",
+              batch.src_len.device());
   auto lengths = batch.src_len.contiguous();
   auto caps = torch::empty_like(lengths);  // [B] on CPU
   const auto* len = lengths.data_ptr<int64_t>();

@@ -21,7 +21,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 torch::Tensor length_penalty(const torch::Tensor& n, double alpha);
 
 // Per-sentence output cap [B] int64 on the CPU: ratio * source length + 5, at
-// most max_length.
+// most max_length. Throws c10::Error unless batch.src_len is int64 on the CPU.
 torch::Tensor length_caps(const Batch& batch, const SearchOptions& opt);
 // The cap of one sentence of `src_len` source pieces, as length_caps() gives it.
 int64_t length_cap(int64_t src_len, const SearchOptions& opt);
