@@ -309,4 +309,37 @@ TEST(TranslatorTest, OrderEmptyLinesAndBatching) {
   EXPECT_THROW(tr.translate_text(s, opt), nmt::Error);
 }
 
+// A Translator keeps its search between calls only while the search options
+// stay the same: each call, whatever came before it, translates as a fresh
+// Translator does with the same options.
+TEST(TranslatorTest, AKeptSearchFollowsEveryChangeOfTheSearchOptions) {
+  auto model = tiny_model(8);
+  const auto& tok = nmt::test::toy_tokenizer();
+  nmt::Translator kept(model, tok, tok);
+  std::vector<std::string> s, t;
+  nmt::test::toy_corpus(6, 16, &s, &t);
+  std::vector<nmt::TranslateOptions> calls(6);
+  calls[1].search.beam_size = 4;
+  calls[1].search.n_best = 4;
+  calls[2] = calls[1];
+  calls[2].search.length_penalty = 1.0;
+  calls[3] = calls[2];
+  calls[3].search.max_length = 2;
+  calls[4] = calls[3];
+  calls[4].search.n_best = 2;
+  // calls[0] and calls[5]: greedy, the defaults
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const auto got = kept.translate(s, calls[c]);
+    const auto want = nmt::Translator(model, tok, tok).translate(s, calls[c]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].size(), want[i].size()) << "call " << c << ", line " << i;
+      for (size_t r = 0; r < want[i].size(); ++r) {
+        EXPECT_EQ(got[i][r].ids, want[i][r].ids) << "call " << c << ", line " << i << ", rank " << r;
+        EXPECT_EQ(got[i][r].score, want[i][r].score) << "call " << c << ", line " << i << ", rank " << r;
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -22,6 +22,9 @@ class DecoderState {
     kFixedPerSource,  // the same for every hypothesis of a sentence: only keep() moves it
   };
   // Per-batch data an engine attaches (derive from it); the same for all rows.
+  // copy_from() leaves it as it is, so a kept state refilled for another batch
+  // keeps the first batch's: an engine whose Extra differs between batches
+  // must make its scorer refuse refills (Scorer::refillable(), as a shortlist does).
   struct Extra {
     virtual ~Extra() = default;
   };

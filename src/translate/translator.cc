@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/validate.h"
 #include "model/quantized.h"
@@ -141,11 +142,12 @@ std::vector<std::shared_ptr<Engine>> Translator::engines(Precision precision) {
 
 namespace {
 
-// Whether every field of SearchOptions (base/translate_options.h) is the same in a and b.
+// Whether every field of SearchOptions (base/translate_options.h) is the same
+// in a and b: compared through the field list, so a field added there counts
+// here too (each double written in the shortest form that reads back to it,
+// so unequal values never print alike).
 bool same_search(const SearchOptions& a, const SearchOptions& b) {
-  return a.beam_size == b.beam_size && a.length_penalty == b.length_penalty &&
-         a.max_length_ratio == b.max_length_ratio && a.max_length == b.max_length && a.n_best == b.n_best &&
-         a.no_cuda_graphs == b.no_cuda_graphs;
+  return ConfigWriter().add(a).str() == ConfigWriter().add(b).str();
 }
 
 }  // namespace

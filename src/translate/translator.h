@@ -19,6 +19,10 @@ namespace nmt {
 // sentence always runs.
 constexpr int64_t kSearchStateBytes = int64_t{256} << 20;
 
+// Not thread-safe: one caller at a time (nmt-serve gives each model one
+// batcher thread). Between calls it keeps its engines and, while the search
+// options, engines, shortlist and inference mode stay the same, its search and
+// scorer, whose kept CUDA graphs and states two concurrent calls would share.
 class Translator {
  public:
   // Uses `model` (moved to eval mode by translate calls) with its tokenizers.
