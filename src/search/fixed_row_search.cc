@@ -130,11 +130,13 @@ class Slots {
   uint64_t clock_ = 0;
 };
 
-// Marks the rows of pad_batch()'s padding sentences (from `real` on) as
-// finished before the first step: they produce nothing anyone reads, and the
-// check of run_steps() then waits for the real sentences alone.
-void finish_padding(const torch::Tensor& finished, int64_t real) {
+// Resets `finished` [rows(, K)] for a batch's first step: the real sentences
+// (rows before `real`) unfinished, pad_batch()'s padding sentences finished,
+// since they produce nothing anyone reads and the check of run_steps() then
+// waits for the real sentences alone.
+void reset_finished(const torch::Tensor& finished, int64_t real) {
   const int64_t rows = finished.size(0);
+  finished.zero_();
   if (real < rows) finished.narrow(0, real, rows - real).fill_(true);
 }
 
@@ -182,8 +184,7 @@ class FixedRowGreedySearch : public Search {
     if (with_attention) b.out.att.zero_();
     b.caps.copy_(caps);
     b.y.fill_(kBosId);
-    b.finished.zero_();
-    finish_padding(b.finished, batch.size());
+    reset_finished(b.finished, batch.size());
     b.t.zero_();
     run_or_drop(slots_, slot, steps, b.finished);
     auto hyps = greedy_hypotheses(p.batch, b.out, opt_.length_penalty);
@@ -258,8 +259,7 @@ class FixedRowBeamSearch : public Search {
     if (with_attention) b.cur.attention.zero_();
     b.capsK.copy_(caps.repeat_interleave(K).unsqueeze(1));
     b.y.fill_(kBosId);
-    b.finished.zero_();
-    finish_padding(b.finished, batch.size());
+    reset_finished(b.finished, batch.size());
     b.t.zero_();
     run_or_drop(slots_, slot, steps, b.finished);
     auto hyps = beam_hypotheses(p.batch, b.cur, opt_);
