@@ -37,7 +37,10 @@ Environment:
                     the ensemble's best) or closest (the one nearest the training target
                     by smoothed sentence BLEU on whitespace tokens: Kim & Rush's
                     seq-inter); closest students are student-closest-1..K, seeded as the
-                    top ones, so the two differ only in their targets. diverse:
+                    top ones, so the two differ only in their targets. reranked (needs
+                    NMT_R2L): the right-to-left models train first, on the top pick, and
+                    the teachers' beam reranked by them (w and a chosen on val) is what
+                    student-reranked-1..K learn. diverse:
                     student-diverse-1..K learn from the training pairs 2 + (teachers)
                     times over, with the training targets, the ensemble's best and each
                     teacher's own (Nguyen et al. 2020's data diversification); an epoch
@@ -52,7 +55,10 @@ Environment:
                     higher on val.
 
 A model folder that holds a finished run (its `trained` file) is not trained
-again: delete the folder to retrain. Test data is read only in the last step.
+again: delete the folder to retrain. Runs of several picks can share one run
+folder (the teachers and right-to-left models train once): a pick other than
+top keeps its selection log (select/selection-PICK.tsv), test outputs
+(test-PICK.*) and result file (multi30k-PAIR-FORM-PICK-HOST-COMMIT.json) apart. Test data is read only in the last step.
 Every step's command and output files stay in the run folder; a translation
 made earlier with the same models, and newer than its inputs, is reused."""
 import concurrent.futures
@@ -108,6 +114,10 @@ class Recipe:
         self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
         self.sel = f"{self.run}/select"
+        # A distillation pick other than top names its own selection log, test
+        # outputs and result file, so picks can share the run folder's models.
+        pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
+        self.tag = f"-{pick}" if env_int("NMT_DISTILL", 0) and pick != "top" else ""
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -239,7 +249,7 @@ class Recipe:
 
     def logged(self, name, beam, lp, score):
         self.log_rows.append((name, beam, lp, score))
-        with open(f"{self.sel}/selection.tsv", "w") as f:
+        with open(f"{self.sel}/selection{self.tag}.tsv", "w") as f:
             f.write(f"candidate\tbeam\tlength_penalty\tval_{self.key}\n")
             for row in self.log_rows:
                 f.write("\t".join(str(x) for x in row) + "\n")
@@ -318,7 +328,7 @@ def main():
     r.score_models(models)
     info = {"distill": None, "rerank": None}
     if distill:
-        students, specs = student_specs(r, models, seeds, distill, info)
+        students, specs = student_specs(r, models, seeds, distill, r2l, info)
         if r2l and r.jobs > 1:  # the right-to-left models train beside the students
             specs += r2l_specs(r, seeds + distill, r2l, True)[1]
         r.train_models(specs)
@@ -342,7 +352,7 @@ def main():
             best.update(name=best["name"] + "+r2l", score=rerank[2])
     print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
           f"({r.key} {best['score']})")
-    with open(f"{r.sel}/selected.tsv", "w") as f:
+    with open(f"{r.sel}/selected{r.tag}.tsv", "w") as f:
         f.write(f"{best['name']}\t{best['beam']}\t{best['lp']}\t{best['score']}\n")
     if os.environ.get("NMT_VAL_ONLY") == "1":
         return
@@ -356,31 +366,33 @@ def nonempty(path):
 
 def run_test(r, best, rerank_info):
     """Translates and scores the test set once with the selected system (and
-    the best single model when that is another); returns both times in seconds."""
+    the best single model when that is another) into the run's test{tag}.* and
+    test-single{tag}.* files; returns both times in seconds."""
     r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
     r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
     test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
+    test, single = f"{r.run}/test{r.tag}", f"{r.run}/test-single{r.tag}"
 
     def translate(out, system):
         t0 = time.time()
         r.nmt_translate(system["models"], ["-b", str(system["beam"]), "--length-penalty", system["lp"],
-                                           "-i", test_src, "-o", f"{r.run}/{out}.hyp", "--reference", test_ref,
-                                           "--scores-json", f"{r.run}/{out}.scores.json"], f"{r.run}/{out}.log")
+                                           "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
+                                           "--scores-json", f"{out}.scores.json"], f"{out}.log")
         return round(time.time() - t0, 1)
 
     t0 = time.time()
     chosen = rerank_info[1] if rerank_info else None
     if chosen:
         rerank(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)], chosen[0], chosen[1],
-               test_src, f"{r.run}/test.hyp", f"{r.run}/test-rerank.log")
-        evaluate(r, f"{r.run}/test.hyp", test_ref, f"{r.run}/test.scores.json", f"{r.run}/test.log")
+               test_src, f"{test}.hyp", f"{test}-rerank.log")
+        evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")
         test_seconds = round(time.time() - t0, 1)
     else:
-        test_seconds = translate("test", best)
-    print(open(f"{r.run}/test.log").read(), end="")
+        test_seconds = translate(test, best)
+    print(open(f"{test}.log").read(), end="")
     if best["name"] != r.single["name"]:
-        return test_seconds, translate("test-single", r.single)
-    shutil.copy(f"{r.run}/test.scores.json", f"{r.run}/test-single.scores.json")
+        return test_seconds, translate(single, r.single)
+    shutil.copy(f"{test}.scores.json", f"{single}.scores.json")
     return test_seconds, test_seconds
 
 

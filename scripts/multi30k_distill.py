@@ -4,11 +4,14 @@ training source once, keeping its 5 best of each line, and the students learn
 from the first of them (top), from the one nearest the training target
 (closest: seq-inter), or from the training targets, the first of them and each
 teacher's own first choice side by side (diverse: Nguyen et al. 2020's data
-diversification, forward side)."""
+diversification, forward side), or from the teachers' beam reranked by the
+right-to-left models (reranked)."""
 import collections
 import concurrent.futures
 import math
 import os
+
+from multi30k_rerank import choose_rerank, rerank, train_r2l
 
 
 def die(message):
@@ -19,16 +22,19 @@ def nonempty(path):
     return os.path.exists(path) and os.path.getsize(path) > 0
 
 
-def student_specs(r, teachers_dirs, seeds, k, info):
+def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     """Distillation: the teachers' ensemble translates the training source once
     (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept).
     Returns the K students' folders and their training specs for
     Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5
-    (diverse: on diverse_data()'s pairs)."""
+    (diverse: on diverse_data()'s pairs; reranked: on reranked_targets(), which
+    trains the R2L right-to-left models first)."""
     teachers, lp = r.members(teachers_dirs), "1.0"
     pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
     if pick not in PREFIX:
-        die(f"NMT_DISTILL_PICK must be top, closest or diverse, got '{pick}'")
+        die(f"NMT_DISTILL_PICK must be top, closest, reranked or diverse, got '{pick}'")
+    if pick == "reranked" and r2l < 1:
+        die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
     if seeds > 1:
         r.ensemble_b5(f"teachers-{seeds}", teachers)
         _, lp = r.tune(f"teachers-{seeds}", teachers)
@@ -45,17 +51,49 @@ def student_specs(r, teachers_dirs, seeds, k, info):
             r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
                                        "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
         pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
-    source = f"train.{r.src}"
+    source, reranking = f"train.{r.src}", None
     if pick == "diverse":
         source, target = diverse_data(r, teachers, lp, top)
+    if pick == "reranked":
+        target, reranking = reranked_targets(r, teachers, seeds, lp, seeds + k, r2l)
     students = [f"{r.run}/{PREFIX[pick]}-{i}" for i in range(1, k + 1)]
-    info["distill"] = (seeds, 5, lp, k, pick)
+    info["distill"] = (seeds, 5, lp, k, pick, reranking)
     return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source)
                       for i, folder in enumerate(students, 1)]
 
 
 # The students' folder names (student-1, ...) by NMT_DISTILL_PICK: paired by seed.
-PREFIX = {"top": "student", "closest": "student-closest", "diverse": "student-diverse"}
+PREFIX = {"top": "student", "closest": "student-closest", "reranked": "student-reranked",
+          "diverse": "student-diverse"}
+
+
+def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
+    """Distillation from the reranked ensemble: trains (or keeps) the K
+    right-to-left models of the recipe (seeds FIRST_R2L_SEED + 1.., on the top
+    pick, as NMT_R2L trains them anyway), chooses on val the weight and length
+    exponent with which they rerank the teachers' beam (5, length penalty LP),
+    and has the reranked teachers translate the training source with them.
+    Returns the students' target file name and the (w, a) chosen; when no
+    reranking beats the teachers' plain beam on val, the top pick and None.
+    Dies as the training and translations do."""
+    r2l_models = train_r2l(r, first_r2l_seed, k, True)
+    label = f"teachers-{seeds}"
+    plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
+    system = {"name": label, "models": teachers, "beam": 5, "lp": lp, "score": plain}
+    chosen = choose_rerank(r, system, r2l_models)
+    if not chosen:
+        print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
+              "the students learn the top pick")
+        return f"train.distilled.{r.tgt}", None
+    name = f"train.distilled-reranked.{r.tgt}"
+    if not nonempty(r.path(name)):
+        print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
+              f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "
+              f"against {plain})", flush=True)
+        rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), r.path(name) + ".part",
+               f"{r.run}/distill-reranked.log")
+        os.replace(r.path(name) + ".part", r.path(name))
+    return name, chosen[:2]
 
 
 def diverse_data(r, teachers, lp, top):

@@ -62,8 +62,10 @@ def evaluate(r, hyp, ref, scores, log_path=None):
 
 
 def choose_rerank(r, best, r2l_models):
-    """(w, a, score) of the reranking that beats the plain output on val, or None."""
-    prefix = f"{r.sel}/rerank-val"
+    """(w, a, score) of the reranking of system BEST (its name, models, beam,
+    length penalty and val score) that beats its plain output on val, or None.
+    Each setting's val output is select/rerank-val-NAME-wW-aA.out."""
+    prefix = f"{r.sel}/rerank-val-{best['name']}"
     settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
 
     def score(setting):

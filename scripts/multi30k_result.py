@@ -1,5 +1,5 @@
 """The result file of the Multi30k recipe (scripts/multi30k.py):
-bench/results/multi30k-PAIR-FORM-HOST-COMMIT.json with the selection on val,
+bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT.json with the selection on val,
 the test figures, every model's training and the machine."""
 import json
 import os
@@ -34,8 +34,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
     if subprocess.run(["git", "diff", "--quiet", "HEAD"]).returncode != 0:
         commit += "-dirty"
     os.makedirs("bench/results", exist_ok=True)
-    result = f"bench/results/multi30k-{pair}-{form}-{platform.node().split('.')[0]}-{commit}.json"
-    scores = json.load(open(f"{run}/test.scores.json"))
+    result = f"bench/results/multi30k-{pair}-{form}{r.tag}-{platform.node().split('.')[0]}-{commit}.json"
+    scores = json.load(open(f"{run}/test{r.tag}.scores.json"))
     tok = form == "tok"
     train = []
     for d in models:
@@ -66,10 +66,14 @@ def write(r, models, best, test_seconds, single_seconds, info):
             train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
     # Sequence-level distillation: teachers, the beam and length penalty of their
     # translation of the training source, the number of students and which of the
-    # 5 best each learnt from (top, closest or diverse; None: off).
+    # 5 best each learnt from (top, closest, reranked or diverse; None: off); with
+    # reranked, the right-to-left weight and length exponent chosen on val (None:
+    # reranking did not beat the teachers' beam there, and the top pick was learnt).
     d_info = info["distill"]
     distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
-                     "students": d_info[3], "pick": d_info[4]}
+                     "students": d_info[3], "pick": d_info[4],
+                     "pick_rerank": ({"weight": d_info[5][0], "length_exponent": d_info[5][1]}
+                                     if d_info[5] else None)}
                     if d_info else None)
     # Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
     # on val (None: the reranked output did not beat the plain one there), and the
@@ -90,14 +94,14 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
         "extra_train_flags": extra,
         "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
-                             for l in list(open(f"{run}/select/selection.tsv"))[1:]],
+                             for l in list(open(f"{r.sel}/selection{r.tag}.tsv"))[1:]],
         "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
                      "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
         **figures(scores, tok),
         # The best single checkpoint on val, with its own beam and length penalty
         # (the selected system itself when that is a single model).
         "single_model": {"models": s_name, "beam": int(s_beam), "length_penalty": float(s_lp),
-                         "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single.scores.json")), tok),
+                         "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single{r.tag}.scores.json")), tok),
                          "test_translate_seconds": float(s_seconds)},
         "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
         "test_scores": scores,
