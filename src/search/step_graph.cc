@@ -83,7 +83,15 @@ void StepGraph::run() {
       g.graph = std::make_unique<at::cuda::CUDAGraph>();
       try {
         c10::cuda::CUDAStreamGuard guard(g.stream);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+        // Thread-local mode: only this thread's unsafe calls (a cudaMalloc, a
+        // synchronisation) break the capture, not another thread's, such as a
+        // second model's batcher in nmt-serve. LibTorch 2.0 captures in CUDA's
+        // global mode only.
+        g.graph->capture_begin(/*pool=*/{0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
         g.graph->capture_begin();
+#endif
         try {
           step_();
         } catch (...) {
