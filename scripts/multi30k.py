@@ -74,7 +74,7 @@ import threading
 import time
 
 import multi30k_result
-from multi30k_distill import student_specs
+from multi30k_distill import PREFIX, student_specs
 from multi30k_rerank import choose_rerank, evaluate, r2l_specs, rerank, train_r2l
 
 
@@ -88,6 +88,13 @@ def die(message):
 # from an interrupted one (and nmt-train before 2026-11-28 died of SIGPIPE
 # before it saved when its log's reader had gone).
 STOP = threading.Event()
+
+
+def say(line):
+    """Prints LINE and its newline in one write, flushed: the training and
+    translation threads' lines do not run into each other."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def env_int(name, default):
@@ -114,10 +121,15 @@ class Recipe:
         self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
         self.sel = f"{self.run}/select"
-        # A distillation pick other than top names its own selection log, test
-        # outputs and result file, so picks can share the run folder's models.
-        pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
-        self.tag = f"-{pick}" if env_int("NMT_DISTILL", 0) and pick != "top" else ""
+        # The distillation pick (checked before anything trains). One other than
+        # top names its own selection log, test outputs and result file, so picks
+        # can share the run folder's models.
+        self.pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
+        if self.pick not in PREFIX:
+            die(f"NMT_DISTILL_PICK must be one of {', '.join(PREFIX)}, got '{self.pick}'")
+        if self.pick == "reranked" and env_int("NMT_R2L", 0) < 1:
+            die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
+        self.tag = f"-{self.pick}" if env_int("NMT_DISTILL", 0) and self.pick != "top" else ""
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -157,7 +169,7 @@ class Recipe:
         Its log goes to FOLDER.log, and with ECHO to the terminal too. Dies if
         nmt-train fails."""
         if os.path.exists(f"{folder}/trained"):
-            print(f"{folder}: trained earlier, kept")
+            say(f"{folder}: trained earlier, kept")
             return
         resume = os.path.exists(f"{folder}/last.ckpt")
         if not resume:
@@ -172,7 +184,7 @@ class Recipe:
                "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + self.extra
         t0 = time.time()
         if not echo:
-            print(f"{folder}: training (log: {folder}.log)", flush=True)
+            say(f"{folder}: training (log: {folder}.log)")
         interrupted = False
         with open(f"{folder}.log", "a") as log:
             proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -189,7 +201,7 @@ class Recipe:
         with open(f"{folder}/trained", "w") as f:
             f.write(f"{time.time() - t0:.1f}\n")
         if not echo:
-            print(f"{folder}: trained in {time.time() - t0:.0f} s", flush=True)
+            say(f"{folder}: trained in {time.time() - t0:.0f} s")
 
     def train_models(self, specs):
         """train_model() of every (seed, folder, target, valid, spm[, source]) of SPECS, in

@@ -29,12 +29,7 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5
     (diverse: on diverse_data()'s pairs; reranked: on reranked_targets(), which
     trains the R2L right-to-left models first)."""
-    teachers, lp = r.members(teachers_dirs), "1.0"
-    pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
-    if pick not in PREFIX:
-        die(f"NMT_DISTILL_PICK must be top, closest, reranked or diverse, got '{pick}'")
-    if pick == "reranked" and r2l < 1:
-        die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
+    teachers, lp, pick = r.members(teachers_dirs), "1.0", r.pick  # the pick checked by Recipe
     if seeds > 1:
         r.ensemble_b5(f"teachers-{seeds}", teachers)
         _, lp = r.tune(f"teachers-{seeds}", teachers)
@@ -108,7 +103,8 @@ def diverse_data(r, teachers, lp, top):
 
     def translate(item):
         teacher, name = item
-        print(f"diversifying: {teacher} translates {src} with beam 5, length penalty {lp}", flush=True)
+        # one write with its newline: the threads' lines do not run into each other
+        print(f"diversifying: {teacher} translates {src} with beam 5, length penalty {lp}\n", end="", flush=True)
         r.nmt_translate([teacher], ["-b", "5", "--length-penalty", lp, "-i", r.path(src), "-o", r.path(name)],
                         r.path(name) + ".log")
 
