@@ -25,6 +25,7 @@ Environment:
                     about N times as fast. Models and choices are those of N = 1
   NMT_RUN           run folder (default runs/multi30k-PAIR-FORM)
   NMT_BUILD_DIR     build folder (default build)
+  NMT_RESULTS_DIR   where the result file goes (default bench/results)
   NMT_VAL_ONLY=1    stop after the selection on val (the test set is not read)
   NMT_TRAIN_ONLY=K  train model K alone and stop before the selection, so seeds can
                     train side by side; K > 1 needs model 1's SentencePiece models
@@ -75,7 +76,7 @@ import time
 
 import multi30k_result
 from multi30k_distill import PREFIX, student_specs
-from multi30k_rerank import choose_rerank, evaluate, r2l_specs, rerank, train_r2l
+from multi30k_rerank import choose_rerank, r2l_specs, train_r2l
 
 
 def die(message):
@@ -368,44 +369,12 @@ def main():
         f.write(f"{best['name']}\t{best['beam']}\t{best['lp']}\t{best['score']}\n")
     if os.environ.get("NMT_VAL_ONLY") == "1":
         return
-    test_seconds, single_seconds = run_test(r, best, info["rerank"])
+    test_seconds, single_seconds = multi30k_result.run_test(r, best, info["rerank"])
     multi30k_result.write(r, models + r2l_models, best, test_seconds, single_seconds, info)
 
 
 def nonempty(path):
     return os.path.exists(path) and os.path.getsize(path) > 0
-
-
-def run_test(r, best, rerank_info):
-    """Translates and scores the test set once with the selected system (and
-    the best single model when that is another) into the run's test{tag}.* and
-    test-single{tag}.* files; returns both times in seconds."""
-    r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
-    r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
-    test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
-    test, single = f"{r.run}/test{r.tag}", f"{r.run}/test-single{r.tag}"
-
-    def translate(out, system):
-        t0 = time.time()
-        r.nmt_translate(system["models"], ["-b", str(system["beam"]), "--length-penalty", system["lp"],
-                                           "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
-                                           "--scores-json", f"{out}.scores.json"], f"{out}.log")
-        return round(time.time() - t0, 1)
-
-    t0 = time.time()
-    chosen = rerank_info[1] if rerank_info else None
-    if chosen:
-        rerank(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)], chosen[0], chosen[1],
-               test_src, f"{test}.hyp", f"{test}-rerank.log")
-        evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")
-        test_seconds = round(time.time() - t0, 1)
-    else:
-        test_seconds = translate(test, best)
-    print(open(f"{test}.log").read(), end="")
-    if best["name"] != r.single["name"]:
-        return test_seconds, translate(single, r.single)
-    shutil.copy(f"{test}.scores.json", f"{single}.scores.json")
-    return test_seconds, test_seconds
 
 
 if __name__ == "__main__":

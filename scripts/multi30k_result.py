@@ -1,11 +1,16 @@
-"""The result file of the Multi30k recipe (scripts/multi30k.py):
-bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT.json with the selection on val,
-the test figures, every model's training and the machine."""
+"""The test and the result file of the Multi30k recipe (scripts/multi30k.py):
+the selected system translates test_2016_flickr once (run_test), and write()
+makes bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT.json (the folder:
+NMT_RESULTS_DIR) with the selection on val, the test figures, every model's
+training and the machine."""
 import json
 import os
 import platform
 import shutil
 import subprocess
+import time
+
+from multi30k_rerank import evaluate, rerank
 
 
 def figures(scores, tok):
@@ -33,8 +38,9 @@ def write(r, models, best, test_seconds, single_seconds, info):
     commit = commit or "unknown"
     if subprocess.run(["git", "diff", "--quiet", "HEAD"]).returncode != 0:
         commit += "-dirty"
-    os.makedirs("bench/results", exist_ok=True)
-    result = f"bench/results/multi30k-{pair}-{form}{r.tag}-{platform.node().split('.')[0]}-{commit}.json"
+    results = os.environ.get("NMT_RESULTS_DIR", "") or "bench/results"
+    os.makedirs(results, exist_ok=True)
+    result = f"{results}/multi30k-{pair}-{form}{r.tag}-{platform.node().split('.')[0]}-{commit}.json"
     scores = json.load(open(f"{run}/test{r.tag}.scores.json"))
     tok = form == "tok"
     train = []
@@ -125,3 +131,35 @@ def write(r, models, best, test_seconds, single_seconds, info):
         f.write("\n")
     os.replace(result + ".part", result)
     print(f"wrote {result}")
+
+
+def run_test(r, best, rerank_info):
+    """Translates and scores the test set once with the selected system (and
+    the best single model when that is another) into the run's test{tag}.* and
+    test-single{tag}.* files; returns both times in seconds."""
+    r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
+    r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
+    test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
+    test, single = f"{r.run}/test{r.tag}", f"{r.run}/test-single{r.tag}"
+
+    def translate(out, system):
+        t0 = time.time()
+        r.nmt_translate(system["models"], ["-b", str(system["beam"]), "--length-penalty", system["lp"],
+                                           "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
+                                           "--scores-json", f"{out}.scores.json"], f"{out}.log")
+        return round(time.time() - t0, 1)
+
+    t0 = time.time()
+    chosen = rerank_info[1] if rerank_info else None
+    if chosen:
+        rerank(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)], chosen[0], chosen[1],
+               test_src, f"{test}.hyp", f"{test}-rerank.log")
+        evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")
+        test_seconds = round(time.time() - t0, 1)
+    else:
+        test_seconds = translate(test, best)
+    print(open(f"{test}.log").read(), end="")
+    if best["name"] != r.single["name"]:
+        return test_seconds, translate(single, r.single)
+    shutil.copy(f"{test}.scores.json", f"{single}.scores.json")
+    return test_seconds, test_seconds
