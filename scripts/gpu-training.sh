@@ -49,7 +49,7 @@ recipe_step() {
     timeout --signal=TERM "$budget" scripts/multi30k.sh "$data" "$pair" tok >>"$out/$tag.log" 2>&1 || rc=$?
   printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "${NMT_GPU_COMMIT:-unknown}" "$((SECONDS - t0))" "$rc" >>"$run/calls.tsv"
   cp "$run/calls.tsv" "$out/$tag-calls.tsv" 2>/dev/null || true
-  cp "$run/select/selection.tsv" "$out/$tag-selection.tsv" 2>/dev/null || true
+  for f in "$run"/select/selection*.tsv; do [[ -f $f ]] && cp "$f" "$out/$tag-$(basename "$f")"; done
   for m in "$run"/*/metrics.jsonl; do [[ -f $m ]] && cp "$m" "$out/$tag-$(basename "$(dirname "$m")")-metrics.jsonl"; done
   local total
   total=$(awk -F'\t' '{s += $3} END {print s}' "$run/calls.tsv")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Multi30k recipe (task 1): trains nmt, selects the model and the search
 settings on val, translates test_2016_flickr once, scores it, and writes
-bench/results/multi30k-PAIR-FORM-HOST-COMMIT.json (multi30k_result.py).
+bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT.json (multi30k_result.py).
 
   scripts/multi30k.py [DATA_DIR] [PAIR] [FORM]
     DATA_DIR  default ../shared/data/multi30k
@@ -25,7 +25,8 @@ Environment:
                     about N times as fast. Models and choices are those of N = 1
   NMT_RUN           run folder (default runs/multi30k-PAIR-FORM)
   NMT_BUILD_DIR     build folder (default build)
-  NMT_RESULTS_DIR   where the result file goes (default bench/results)
+  NMT_RESULTS_DIR   where the result file goes (default bench/results; a relative
+                    folder, like NMT_RUN's, is taken from the project root)
   NMT_VAL_ONLY=1    stop after the selection on val (the test set is not read)
   NMT_TRAIN_ONLY=K  train model K alone and stop before the selection, so seeds can
                     train side by side; K > 1 needs model 1's SentencePiece models
@@ -59,9 +60,12 @@ A model folder that holds a finished run (its `trained` file) is not trained
 again: delete the folder to retrain. Runs of several picks can share one run
 folder (the teachers and right-to-left models train once): a pick other than
 top keeps its selection log (select/selection-PICK.tsv), test outputs
-(test-PICK.*) and result file (multi30k-PAIR-FORM-PICK-HOST-COMMIT.json) apart. Test data is read only in the last step.
-Every step's command and output files stay in the run folder; a translation
-made earlier with the same models, and newer than its inputs, is reused."""
+(test-PICK.*), ensemble names (ensemble-N-PICK) and result file
+(multi30k-PAIR-FORM-PICK-HOST-COMMIT.json) apart; give them the same NMT_SEEDS,
+NMT_DISTILL and NMT_R2L, which number the models' seeds. Test data is read only
+in the last step. Every step's command and output files stay in the run
+folder; a translation made earlier with the same models, and newer than its
+inputs, is reused."""
 import concurrent.futures
 import gzip
 import itertools
@@ -128,9 +132,10 @@ class Recipe:
         self.pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
         if self.pick not in PREFIX:
             die(f"NMT_DISTILL_PICK must be one of {', '.join(PREFIX)}, got '{self.pick}'")
-        if self.pick == "reranked" and env_int("NMT_R2L", 0) < 1:
+        distill = env_int("NMT_DISTILL", 0)
+        if distill and self.pick == "reranked" and env_int("NMT_R2L", 0) < 1:
             die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
-        self.tag = f"-{self.pick}" if env_int("NMT_DISTILL", 0) and self.pick != "top" else ""
+        self.tag = f"-{self.pick}" if distill and self.pick != "top" else ""
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -351,7 +356,7 @@ def main():
     r.single.update(best_single)
     best = dict(r.single)
     if len(models) > 1:  # the ensemble of every model's better checkpoint
-        name, members = f"ensemble-{len(models)}", r.members(models)
+        name, members = f"ensemble-{len(models)}{r.tag}", r.members(models)
         r.ensemble_b5(name, members)
         tuned, _ = r.tune(name, members)
         if tuned["score"] > best["score"]:

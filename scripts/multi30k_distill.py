@@ -8,8 +8,10 @@ diversification, forward side), or from the teachers' beam reranked by the
 right-to-left models (reranked)."""
 import collections
 import concurrent.futures
+import glob
 import math
 import os
+import shutil
 
 from multi30k_rerank import choose_rerank, rerank, train_r2l
 
@@ -67,28 +69,47 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     right-to-left models of the recipe (seeds FIRST_R2L_SEED + 1.., on the top
     pick, as NMT_R2L trains them anyway), chooses on val the weight and length
     exponent with which they rerank the teachers' beam (5, length penalty LP),
-    and has the reranked teachers translate the training source with them.
-    Returns the students' target file name and the (w, a) chosen; when no
-    reranking beats the teachers' plain beam on val, the top pick and None.
-    Dies as the training and translations do."""
+    and has the reranked teachers translate the training source with them into
+    train.distilled-reranked.TGT, the students' targets; when no reranking
+    beats the teachers' plain beam on val, that file is the top pick. A .made
+    file beside it says how it was made; a file made otherwise (other
+    settings, or older than a model) is made again, unless a student already
+    learnt from it: then this dies, naming the student to delete. Returns the
+    file's name and the (w, a) chosen (None: the top pick). Dies as the
+    training and translations do."""
     r2l_models = train_r2l(r, first_r2l_seed, k, True)
     label = f"teachers-{seeds}"
     plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
     system = {"name": label, "models": teachers, "beam": 5, "lp": lp, "score": plain}
     chosen = choose_rerank(r, system, r2l_models)
-    if not chosen:
-        print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
-              "the students learn the top pick")
-        return f"train.distilled.{r.tgt}", None
+    r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"
-    if not nonempty(r.path(name)):
+    out, made = r.path(name), (f"reranked: w {chosen[0]}, a {chosen[1]}, beam 5, length penalty {lp}, "
+                               f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}" if chosen
+                               else f"the top pick: reranking does not beat {label} on val")
+    inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
+    if (nonempty(out) and os.path.exists(out + ".made") and open(out + ".made").read().strip() == made
+            and all(os.path.getmtime(out) > os.path.getmtime(p) for p in inputs)):
+        return name, chosen[:2] if chosen else None
+    learnt = sorted(glob.glob(f"{r.run}/{PREFIX['reranked']}-*/trained"))
+    if learnt:
+        die(f"{os.path.dirname(learnt[0])} learnt from a {name} made otherwise than now ({made}); "
+            "delete the student-reranked-* folders to train them on the new one")
+    if chosen:
         print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
               f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "
               f"against {plain})", flush=True)
-        rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), r.path(name) + ".part",
+        rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), out + ".part",
                f"{r.run}/distill-reranked.log")
-        os.replace(r.path(name) + ".part", r.path(name))
-    return name, chosen[:2]
+    else:
+        print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
+              "the students learn the top pick", flush=True)
+        shutil.copyfile(r.path(f"train.distilled.{r.tgt}"), out + ".part")
+    with open(out + ".made.part", "w") as f:
+        f.write(made + "\n")
+    os.replace(out + ".part", out)
+    os.replace(out + ".made.part", out + ".made")
+    return name, chosen[:2] if chosen else None
 
 
 def diverse_data(r, teachers, lp, top):

@@ -64,8 +64,9 @@ def evaluate(r, hyp, ref, scores, log_path=None):
 def choose_rerank(r, best, r2l_models):
     """(w, a, score) of the reranking of system BEST (its name, models, beam,
     length penalty and val score) that beats its plain output on val, or None.
-    Each setting's val output is select/rerank-val-NAME-wW-aA.out."""
-    prefix = f"{r.sel}/rerank-val-{best['name']}"
+    Each setting's val output is select/rerank-val[-PICK]-NAME-wW-aA.out (the
+    pick's tag: two picks may select the same system)."""
+    prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}"
     settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
 
     def score(setting):

@@ -4,7 +4,8 @@ corpus made from data/demo, with tiny models of a few steps: two teachers,
 distillation, a student and a right-to-left model, selection on val, test,
 and the result file; then the reranked distillation pick in the same run
 folder, which must reuse the teachers and keep the first pick's files apart;
-then the bad settings that must fail before anything trains.
+the reranked targets made again when the choice on val changes; and the bad
+settings that must fail before anything trains.
 
   tests/recipe_test.py SOURCE_DIR BUILD_DIR
 
@@ -13,12 +14,16 @@ needs no ../shared and writes only under a temporary folder."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
-TINY = ("--max-steps 24 --vocab-size 200 --emb-dim 16 --enc-hidden 16 --dec-hidden 16 --attn-dim 16 "
-        "--valid-every 12 --max-epochs 2")
+# Tiny models that still say something after 3 epochs of 200 pairs (at the
+# config's rate of 1e-3 the teachers' best checkpoint can be one that outputs
+# nothing, which leaves the students no training pairs).
+TINY = ("--max-epochs 3 --learning-rate 0.01 --batch-sentences 8 --vocab-size 200 --emb-dim 16 "
+        "--enc-hidden 16 --dec-hidden 32 --attn-dim 32")
 
 
 def check(ok, what):
@@ -50,9 +55,18 @@ def result(results, pattern):
     return json.load(open(files[0]))
 
 
+def snapshot(run):
+    """Every file under RUN with its (mtime_ns, size)."""
+    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, os.stat(os.path.join(d, f)).st_size)
+            for d, _, files in os.walk(run) for f in files}
+
+
 def first_pick(source, env, run, results):
     rc, out = recipe(source, env)
     check(rc == 0, f"the top pick's run exits 0 (got {rc}):\n{out[-3000:]}")
+    with open(f"{run}/data/train.distilled.de") as f:
+        said = sum(1 for line in f if line.strip())
+    check(said >= 100, f"the teachers translate most training sources into something ({said} of 200)")
     r = result(results, "multi30k-en-de-tok-*.json")
     check(r["distillation"]["pick"] == "top" and r["distillation"]["pick_rerank"] is None,
           f"the result names the top pick: {r['distillation']}")
@@ -60,28 +74,65 @@ def first_pick(source, env, run, results):
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
-    return {name: open(f"{run}/{name}").read() for name in ("select/selection.tsv", "test.scores.json")}
+    return snapshot(run)
 
 
 def second_pick(source, env, run, results, kept):
     rc, out = recipe(source, env, NMT_DISTILL_PICK="reranked")
     check(rc == 0, f"the reranked pick's run exits 0 (got {rc}):\n{out[-3000:]}")
     for model in ("model-1", "model-2", "r2l-1"):
-        check(f"{run}/{model}: trained earlier, kept" in out, f"{model} is reused, not trained again")
+        check(f"{run}/{model}: training" not in out, f"{model} is reused, not trained again")
     r = result(results, "multi30k-en-de-tok-reranked-*.json")
     d = r["distillation"]
     check(d["pick"] == "reranked", f"the result names the reranked pick: {d}")
     folders = sorted(os.path.basename(t["folder"]) for t in r["training"])
     check(folders == ["model-1", "model-2", "r2l-1", "student-reranked-1"], f"the models: {folders}")
-    if d["pick_rerank"]:  # reranking beat the teachers on val: the students learnt its translation
-        with open(f"{run}/data/train.distilled-reranked.de") as f:
-            check(sum(1 for _ in f) == 200, "the reranked translation has a line per training pair")
-    else:
-        check("the students learn the top pick" in out, "the fallback to the top pick is said")
-    for name, text in kept.items():
-        check(open(f"{run}/{name}").read() == text, f"the top pick's {name} is left as it was")
+    with open(f"{run}/data/train.distilled-reranked.de") as f:
+        check(sum(1 for _ in f) == 200, "the students' targets have a line per training pair")
+    made = open(f"{run}/data/train.distilled-reranked.de.made").read()
+    check(made.startswith("reranked: w ") if d["pick_rerank"] else made.startswith("the top pick"),
+          f"the targets' .made file agrees with the result's pick_rerank {d['pick_rerank']}: {made}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the top pick's files are left as they were; changed: {changed}")
     for name in ("select/selection-reranked.tsv", "test-reranked.scores.json", "test-single-reranked.scores.json"):
         check(os.path.exists(f"{run}/{name}"), f"the reranked pick writes {name}")
+
+
+def remade_targets(source, env, run):
+    """reranked_targets() with the choice on val forced (the tiny models may go
+    either way): targets made again when the choice changes, refused once a
+    student has learnt from them."""
+    sys.path.insert(0, f"{source}/scripts")
+    os.environ.update({k: v for k, v in env.items() if k.startswith("NMT_")})
+    os.environ["NMT_DISTILL_PICK"] = "reranked"
+    import multi30k
+    import multi30k_distill
+    r = multi30k.Recipe(env["DATA"], "en-de", "tok")
+    teachers = [f"{run}/model-{i}/best.ckpt" for i in (1, 2)]
+    target = f"{run}/data/train.distilled-reranked.de"
+    shutil.rmtree(f"{run}/student-reranked-1")
+    for choice, want in (((0.25, 1.0, 99.0), "reranked: w 0.25, a 1.0"), (None, "the top pick"),
+                         ((0.5, 0.6, 99.0), "reranked: w 0.5, a 0.6")):
+        multi30k_distill.choose_rerank = lambda *_, c=choice: c
+        name, setting = multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
+        check(name == "train.distilled-reranked.de" and setting == (choice[:2] if choice else None),
+              f"reranked_targets() returns the file and {choice}: {name}, {setting}")
+        check(open(target + ".made").read().startswith(want), f"the targets are made again for {choice}")
+        with open(target) as f:
+            lines = f.read().split("\n")[:-1]
+        check(len(lines) == 200, f"{len(lines)} targets for {choice}, not 200")
+        if not choice:
+            check(lines == open(f"{run}/data/train.distilled.de").read().split("\n")[:-1],
+                  "without a reranking that wins, the targets are the top pick")
+    os.makedirs(f"{run}/student-reranked-1")
+    open(f"{run}/student-reranked-1/trained", "w").close()
+    multi30k_distill.choose_rerank = lambda *_: (0.75, 1.4, 99.0)
+    try:
+        multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
+    except SystemExit as e:
+        check("student-reranked-1 learnt from" in str(e), f"the refusal names the student: {e}")
+    else:
+        check(False, "new targets are refused where a student learnt from the old ones")
 
 
 def bad_settings(source, env, tmp):
@@ -107,6 +158,7 @@ def main():
         bad_settings(source, env, tmp)
         kept = first_pick(source, env, run, results)
         second_pick(source, env, run, results, kept)
+        remade_targets(source, env, run)
     print("recipe_test.py: every check holds")
 
 

@@ -11,7 +11,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <spdlog/spdlog.h>
-#include <torch/cuda.h>
 
 #include <string>
 #endif
@@ -69,14 +68,17 @@ void StepGraph::run() {
 #ifdef NMT_CUDA_GRAPHS
   if (impl_) {
     auto& g = *impl_;
-    const auto index = g.device.index();
+    // Synchronisation is by stream, never the whole device: another thread's
+    // capture on this device (a second model's batcher) must not be waited on,
+    // which would break it.
+    const auto caller = c10::cuda::getCurrentCUDAStream(g.device.index());
     if (g.runs++ == 0) {  // warm-up: eagerly, on the capture's stream
-      torch::cuda::synchronize(index);
+      caller.synchronize();  // the inputs the caller's stream wrote
       {
         c10::cuda::CUDAStreamGuard guard(g.stream);
         step_();
       }
-      torch::cuda::synchronize(index);
+      g.stream.synchronize();  // the outputs, before the caller's stream reads them
       return;
     }
     if (!g.graph && !g.eager) {  // capture records the kernels without running them: replay below runs this step
@@ -111,7 +113,7 @@ void StepGraph::run() {
         spdlog::warn("a step could not be captured as a CUDA graph, so it runs eagerly: {}",
                      what.substr(0, what.find('\n')));
       }
-      torch::cuda::synchronize(index);
+      g.stream.synchronize();
     }
     if (g.graph) {
       g.graph->replay();
