@@ -102,6 +102,7 @@ def remade_targets(source, env, run):
     """reranked_targets() with the choice on val forced (the tiny models may go
     either way): targets made again when the choice changes, refused once a
     student has learnt from them."""
+    os.chdir(source)  # as multi30k.main() does: the recipe's paths are the project root's
     sys.path.insert(0, f"{source}/scripts")
     os.environ.update({k: v for k, v in env.items() if k.startswith("NMT_")})
     os.environ["NMT_DISTILL_PICK"] = "reranked"
