@@ -11,7 +11,6 @@ import concurrent.futures
 import glob
 import math
 import os
-import shutil
 
 from multi30k_rerank import choose_rerank, rerank, train_r2l
 
@@ -30,7 +29,8 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     Returns the K students' folders and their training specs for
     Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5
     (diverse: on diverse_data()'s pairs; reranked: on reranked_targets(), which
-    trains the R2L right-to-left models first)."""
+    trains the R2L right-to-left models first, and when no reranking wins on
+    val the students are the top pick's own, student-K, trained only once)."""
     teachers, lp, pick = r.members(teachers_dirs), "1.0", r.pick  # the pick checked by Recipe
     if seeds > 1:
         r.ensemble_b5(f"teachers-{seeds}", teachers)
@@ -48,12 +48,14 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
             r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
                                        "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
         pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
-    source, reranking = f"train.{r.src}", None
+    source, reranking, prefix = f"train.{r.src}", None, PREFIX[pick]
     if pick == "diverse":
         source, target = diverse_data(r, teachers, lp, top)
     if pick == "reranked":
         target, reranking = reranked_targets(r, teachers, seeds, lp, seeds + k, r2l)
-    students = [f"{r.run}/{PREFIX[pick]}-{i}" for i in range(1, k + 1)]
+        if reranking is None:  # the top pick's students, same seeds and targets: trained once
+            prefix = PREFIX["top"]
+    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
     info["distill"] = (seeds, 5, lp, k, pick, reranking)
     return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source)
                       for i, folder in enumerate(students, 1)]
@@ -70,46 +72,44 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     pick, as NMT_R2L trains them anyway), chooses on val the weight and length
     exponent with which they rerank the teachers' beam (5, length penalty LP),
     and has the reranked teachers translate the training source with them into
-    train.distilled-reranked.TGT, the students' targets; when no reranking
-    beats the teachers' plain beam on val, that file is the top pick. A .made
-    file beside it says how it was made; a file made otherwise (other
-    settings, or older than a model) is made again, unless a student already
-    learnt from it: then this dies, naming the student to delete. Returns the
-    file's name and the (w, a) chosen (None: the top pick). Dies as the
+    train.distilled-reranked.TGT, the students' targets. A .made file beside it
+    says how it was made; a file made otherwise (other settings, or older than
+    a model) is made again, unless a student already learnt from it: then this
+    dies, naming the student to delete. Returns the file's name and the (w, a)
+    chosen; when no reranking beats the teachers' plain beam on val, the top
+    pick's file and None, and the reranked file is left as it is. Dies as the
     training and translations do."""
     r2l_models = train_r2l(r, first_r2l_seed, k, True)
     label = f"teachers-{seeds}"
     plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
     system = {"name": label, "models": teachers, "beam": 5, "lp": lp, "score": plain}
     chosen = choose_rerank(r, system, r2l_models)
+    if not chosen:
+        print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
+              f"the students are the top pick's ({PREFIX['top']}-K)", flush=True)
+        return f"train.distilled.{r.tgt}", None
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"
     out, made = r.path(name), (f"reranked: w {chosen[0]}, a {chosen[1]}, beam 5, length penalty {lp}, "
-                               f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}" if chosen
-                               else f"the top pick: reranking does not beat {label} on val")
+                               f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
     inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
     if (nonempty(out) and os.path.exists(out + ".made") and open(out + ".made").read().strip() == made
             and all(os.path.getmtime(out) > os.path.getmtime(p) for p in inputs)):
-        return name, chosen[:2] if chosen else None
+        return name, chosen[:2]
     learnt = sorted(glob.glob(f"{r.run}/{PREFIX['reranked']}-*/trained"))
     if learnt:
         die(f"{os.path.dirname(learnt[0])} learnt from a {name} made otherwise than now ({made}); "
             "delete the student-reranked-* folders to train them on the new one")
-    if chosen:
-        print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
-              f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "
-              f"against {plain})", flush=True)
-        rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), out + ".part",
-               f"{r.run}/distill-reranked.log")
-    else:
-        print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
-              "the students learn the top pick", flush=True)
-        shutil.copyfile(r.path(f"train.distilled.{r.tgt}"), out + ".part")
+    print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
+          f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "
+          f"against {plain})", flush=True)
+    rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), out + ".part",
+           f"{r.run}/distill-reranked.log")
     with open(out + ".made.part", "w") as f:
         f.write(made + "\n")
     os.replace(out + ".part", out)
     os.replace(out + ".made.part", out + ".made")
-    return name, chosen[:2] if chosen else None
+    return name, chosen[:2]
 
 
 def diverse_data(r, teachers, lp, top):

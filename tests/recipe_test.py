@@ -86,12 +86,18 @@ def second_pick(source, env, run, results, kept):
     d = r["distillation"]
     check(d["pick"] == "reranked", f"the result names the reranked pick: {d}")
     folders = sorted(os.path.basename(t["folder"]) for t in r["training"])
-    check(folders == ["model-1", "model-2", "r2l-1", "student-reranked-1"], f"the models: {folders}")
-    with open(f"{run}/data/train.distilled-reranked.de") as f:
-        check(sum(1 for _ in f) == 200, "the students' targets have a line per training pair")
-    made = open(f"{run}/data/train.distilled-reranked.de.made").read()
-    check(made.startswith("reranked: w ") if d["pick_rerank"] else made.startswith("the top pick"),
-          f"the targets' .made file agrees with the result's pick_rerank {d['pick_rerank']}: {made}")
+    # The tiny models may go either way on val: without a reranking that wins,
+    # the students are the top pick's, not trained again.
+    student = "student-reranked-1" if d["pick_rerank"] else "student-1"
+    check(folders == ["model-1", "model-2", "r2l-1", student], f"the models: {folders}")
+    check(f"{run}/student-1: training" not in out, "student-1 is reused, not trained again")
+    if d["pick_rerank"]:
+        with open(f"{run}/data/train.distilled-reranked.de") as f:
+            check(sum(1 for _ in f) == 200, "the students' targets have a line per training pair")
+        made = open(f"{run}/data/train.distilled-reranked.de.made").read()
+        w, a = d["pick_rerank"]["weight"], d["pick_rerank"]["length_exponent"]
+        check(made.startswith(f"reranked: w {w}, a {a}"),
+              f"the targets' .made file agrees with the result's pick_rerank {d['pick_rerank']}: {made}")
     changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
     check(not changed, f"the top pick's files are left as they were; changed: {changed}")
     for name in ("select/selection-reranked.tsv", "test-reranked.scores.json", "test-single-reranked.scores.json"):
@@ -100,8 +106,9 @@ def second_pick(source, env, run, results, kept):
 
 def remade_targets(source, env, run):
     """reranked_targets() with the choice on val forced (the tiny models may go
-    either way): targets made again when the choice changes, refused once a
-    student has learnt from them."""
+    either way): targets made again when the choice changes, left alone and
+    replaced by the top pick's when no reranking wins, refused once a student
+    has learnt from them; student_specs() then names the top pick's students."""
     os.chdir(source)  # as multi30k.main() does: the recipe's paths are the project root's
     sys.path.insert(0, f"{source}/scripts")
     os.environ.update({k: v for k, v in env.items() if k.startswith("NMT_")})
@@ -111,20 +118,17 @@ def remade_targets(source, env, run):
     r = multi30k.Recipe(env["DATA"], "en-de", "tok")
     teachers = [f"{run}/model-{i}/best.ckpt" for i in (1, 2)]
     target = f"{run}/data/train.distilled-reranked.de"
-    shutil.rmtree(f"{run}/student-reranked-1")
-    for choice, want in (((0.25, 1.0, 99.0), "reranked: w 0.25, a 1.0"), (None, "the top pick"),
+    shutil.rmtree(f"{run}/student-reranked-1", ignore_errors=True)
+    for choice, want in (((0.25, 1.0, 99.0), "reranked: w 0.25, a 1.0"), (None, "reranked: w 0.25, a 1.0"),
                          ((0.5, 0.6, 99.0), "reranked: w 0.5, a 0.6")):
         multi30k_distill.choose_rerank = lambda *_, c=choice: c
         name, setting = multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
-        check(name == "train.distilled-reranked.de" and setting == (choice[:2] if choice else None),
-              f"reranked_targets() returns the file and {choice}: {name}, {setting}")
+        wanted = ("train.distilled-reranked.de", choice[:2]) if choice else ("train.distilled.de", None)
+        check((name, setting) == wanted, f"reranked_targets() returns {wanted} for {choice}: {name}, {setting}")
         check(open(target + ".made").read().startswith(want), f"the targets are made again for {choice}")
         with open(target) as f:
             lines = f.read().split("\n")[:-1]
         check(len(lines) == 200, f"{len(lines)} targets for {choice}, not 200")
-        if not choice:
-            check(lines == open(f"{run}/data/train.distilled.de").read().split("\n")[:-1],
-                  "without a reranking that wins, the targets are the top pick")
     os.makedirs(f"{run}/student-reranked-1")
     open(f"{run}/student-reranked-1/trained", "w").close()
     multi30k_distill.choose_rerank = lambda *_: (0.75, 1.4, 99.0)
@@ -134,6 +138,12 @@ def remade_targets(source, env, run):
         check("student-reranked-1 learnt from" in str(e), f"the refusal names the student: {e}")
     else:
         check(False, "new targets are refused where a student learnt from the old ones")
+    multi30k_distill.choose_rerank = lambda *_: None
+    info = {}
+    students, specs = multi30k_distill.student_specs(r, [f"{run}/model-1", f"{run}/model-2"], 2, 1, 1, info)
+    check(students == [f"{run}/student-1"] and specs[0][2] == "train.distilled.de",
+          f"without a reranking that wins, the students are the top pick's: {students}, {specs}")
+    check(info["distill"][4:] == ("reranked", None), f"the result records the pick and no reranking: {info}")
 
 
 def bad_settings(source, env, tmp):
