@@ -38,7 +38,7 @@ TEST(EngineTest, DecoderStateReordersByBeamAndKeepsBySentence) {
   EXPECT_TRUE(torch::equal(st.at("h").view({-1}), torch::tensor({3, 2}, torch::kLong)));
   EXPECT_TRUE(torch::equal(st.at("src").view({-1}), torch::tensor({12, 13}, torch::kLong)));
   auto copy = st;
-  copy.own_moving_storage();
+  copy.own_storage();
   copy.at("h").fill_(7);
   EXPECT_TRUE(torch::equal(st.at("h").view({-1}), torch::tensor({3, 2}, torch::kLong))) << "own storage";
   st.copy_moving_from(copy);

@@ -32,11 +32,6 @@ void DecoderState::keep(const torch::Tensor& rows) {
   for (auto& e : entries_) e.tensor = e.tensor.index_select(0, rows);
 }
 
-void DecoderState::own_moving_storage() {
-  for (auto& e : entries_)
-    if (e.rows == Rows::kMoveWithBeam) e.tensor = e.tensor.clone();
-}
-
 void DecoderState::copy_moving_from(const DecoderState& other) {
   for (auto& e : entries_)
     if (e.rows == Rows::kMoveWithBeam) e.tensor.copy_(other.at(e.name));

@@ -42,12 +42,9 @@ class DecoderState {
   // Rows `rows` [R'] of every tensor, in that order: unlike reorder(), rows
   // may come from any sentences (a search drops finished sentences so).
   void keep(const torch::Tensor& rows);
-  // Gives the tensors that move with the beam storage of their own, so that
-  // copy_moving_from() can update them in place (a replayed CUDA graph reads
-  // fixed addresses).
-  void own_moving_storage();
   // Copies the moving tensors of `other` (same names, shapes) into this
-  // state's, in place. Throws nmt::Error when the names differ.
+  // state's, in place (a replayed CUDA graph reads fixed addresses: see
+  // own_storage()). Throws nmt::Error when the names differ.
   void copy_moving_from(const DecoderState& other);
   // Gives every tensor storage of its own (contiguous), so that copy_from()
   // can refill all of them in place: one state serves batch after batch of

@@ -65,10 +65,6 @@ void Scorer::keep(ScorerState& state, const torch::Tensor& rows) {
   for (auto& ms : state.members) ms.keep(rows);
 }
 
-void Scorer::own_moving_storage(ScorerState& state) {
-  for (auto& ms : state.members) ms.own_moving_storage();
-}
-
 void Scorer::copy_moving(ScorerState& to, const ScorerState& from) {
   for (size_t i = 0; i < to.members.size(); ++i) to.members[i].copy_moving_from(from.members[i]);
 }

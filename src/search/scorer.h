@@ -69,9 +69,8 @@ class Scorer {
   // search drops the rows of finished sentences with it).
   void keep(ScorerState& state, const torch::Tensor& rows);
 
-  // Gives every member's moving tensors storage of their own, and copies
-  // `from`'s into them in place (DecoderState): for steps replayed as CUDA graphs.
-  void own_moving_storage(ScorerState& state);
+  // Copies every member's moving tensors from `from` into `to`'s, in place
+  // (DecoderState::copy_moving_from()): for steps replayed as CUDA graphs.
   void copy_moving(ScorerState& to, const ScorerState& from);
 
   // Whether copy_all() can refill a state in place: not with a shortlist,
