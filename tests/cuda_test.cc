@@ -1,13 +1,17 @@
 // CUDA against CPU on tiny models: the same weights give the same logits,
 // attention and gradients within float tolerance, the same greedy and beam
-// hypotheses, and a checkpoint written from one device loads on the other.
+// hypotheses, graphed searches equal to eager ones (on two threads at once too),
+// and a checkpoint written from one device loads on the other.
 // Every test skips itself where CUDA is not available (the CPU build and CI).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/batch.h"
@@ -178,6 +182,64 @@ TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
           << "beam " << beam << ", attention " << with_attention
           << ": the three batches of one shape should share one captured graph";
     }
+  }
+}
+
+// Two threads at once, each with a model, a graphed search and a scorer of
+// its own (as nmt-serve's batchers, one per model), decode batches A, B and A
+// again, round after round: every output equals the eager search's, and each
+// thread's search captures exactly one graph. A capture broken by the other
+// thread's work (a synchronisation, an allocation, a capture of its own)
+// falls back to eager steps: the outputs stay right but the count falls short.
+TEST(CudaSearchTest, GraphedSearchesOnTwoThreadsAtOnceEachEqualEagerSearch) {
+  SKIP_WITHOUT_CUDA();
+  if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
+  const auto& path = nmt::test::trained_toy_checkpoint();
+  std::vector<nmt::LoadedModel> models;
+  for (int t = 0; t < 2; ++t) models.push_back(nmt::load_checkpoint(path, torch::kCUDA));
+  auto a = toy_source_batch(models[0].src_tok, 40, 7), b = toy_source_batch(models[0].src_tok, 40, 8);
+  const int64_t S = std::max(a.src.size(1), b.src.size(1));
+  const std::vector<nmt::Batch> batches = {nmt::pad_batch(a, 40, S, 0).to(torch::kCUDA),
+                                           nmt::pad_batch(b, 40, S, 0).to(torch::kCUDA)};
+  for (int beam : {1, 5}) {
+    nmt::SearchOptions opt;
+    opt.beam_size = beam;
+    nmt::SearchOptions eager_opt = opt;
+    eager_opt.no_cuda_graphs = true;
+    std::vector<std::vector<std::vector<nmt::Hypothesis>>> want;  // [batch][sentence][rank]
+    {
+      nmt::InferenceScope scope({models[0].model});
+      for (const auto& batch : batches)
+        want.push_back(nmt::test::run_search(*nmt::make_search(eager_opt, torch::kCUDA), models[0].model, batch, false));
+    }
+    const int64_t captures_before = nmt::StepGraph::captures();
+    std::atomic<int> mismatches{0}, failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          nmt::InferenceScope scope({models[t].model});  // InferenceMode is per thread
+          auto graphed = nmt::make_search(opt, torch::kCUDA);
+          auto scorer = nmt::test::scorer_of({models[t].model});
+          for (int round = 0; round < 4; ++round)
+            for (int k : {0, 1, 0}) {
+              const auto got = graphed->run(scorer, batches[k], false);
+              bool same = got.size() == want[k].size();
+              for (size_t i = 0; same && i < got.size(); ++i)
+                same = !got[i].empty() && got[i][0].ids == want[k][i][0].ids &&
+                       std::abs(got[i][0].score - want[k][i][0].score) <= 1e-3;
+              if (!same) ++mismatches;
+            }
+        } catch (const std::exception& e) {
+          ++failures;
+          ADD_FAILURE() << "thread " << t << ", beam " << beam << ": " << e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0) << "beam " << beam;
+    EXPECT_EQ(mismatches.load(), 0) << "beam " << beam << ": batches whose best hypotheses differ from eager search's";
+    EXPECT_EQ(nmt::StepGraph::captures() - captures_before, 2)
+        << "beam " << beam << ": each thread's search should capture one graph and replay it";
   }
 }
 
