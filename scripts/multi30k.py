@@ -191,21 +191,25 @@ class Recipe:
         t0 = time.time()
         if not echo:
             say(f"{folder}: training (log: {folder}.log)")
-        interrupted = False
+        finished = False  # nmt-train's "training finished (REASON)" line, REASON not interrupted
         with open(f"{folder}.log", "a") as log:
             proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
             for line in proc.stderr:  # to the terminal and the model's log
                 if echo:
                     sys.stderr.write(line)
                 log.write(line)
-                interrupted = interrupted or "training finished (interrupted)" in line
+                if "training finished (" in line:
+                    finished = "training finished (interrupted)" not in line
             if proc.wait() != 0:
                 die(f"{folder}: stopped by a signal" if STOP.is_set() else
                     f"nmt-train failed for {folder} (see {folder}.log)")
-        if interrupted or STOP.is_set():  # saved; not `trained`, so the next run resumes it
+        # A run that finished is `trained`, even when a signal came during its
+        # last validation; an interrupted one saved, and the next start resumes it.
+        if finished:
+            with open(f"{folder}/trained", "w") as f:
+                f.write(f"{time.time() - t0:.1f}\n")
+        if not finished or STOP.is_set():
             die(f"{folder}: stopped by a signal; run the recipe again to resume it")
-        with open(f"{folder}/trained", "w") as f:
-            f.write(f"{time.time() - t0:.1f}\n")
         if not echo:
             say(f"{folder}: trained in {time.time() - t0:.0f} s")
 

@@ -74,8 +74,8 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     and has the reranked teachers translate the training source with them into
     train.distilled-reranked.TGT, the students' targets. A .made file beside it
     says how it was made; a file made otherwise (other settings, or older than
-    a model) is made again, unless a student already learnt from it: then this
-    dies, naming the student to delete. Returns the file's name and the (w, a)
+    a model) is made again, unless a student already learnt from it (or began
+    to: a last.ckpt): then this dies, naming the student to delete. Returns the file's name and the (w, a)
     chosen; when no reranking beats the teachers' plain beam on val, the top
     pick's file and None, and the reranked file is left as it is. Dies as the
     training and translations do."""
@@ -96,9 +96,11 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     if (nonempty(out) and os.path.exists(out + ".made") and open(out + ".made").read().strip() == made
             and all(os.path.getmtime(out) > os.path.getmtime(p) for p in inputs)):
         return name, chosen[:2]
-    learnt = sorted(glob.glob(f"{r.run}/{PREFIX['reranked']}-*/trained"))
+    # a student that trained (or started to: it would resume) on the old targets
+    learnt = sorted({os.path.dirname(p) for marker in ("trained", "last.ckpt")
+                     for p in glob.glob(f"{r.run}/{PREFIX['reranked']}-*/{marker}")})
     if learnt:
-        die(f"{os.path.dirname(learnt[0])} learnt from a {name} made otherwise than now ({made}); "
+        die(f"{learnt[0]} learnt from a {name} made otherwise than now ({made}); "
             "delete the student-reranked-* folders to train them on the new one")
     print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
           f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "

@@ -4,7 +4,8 @@ corpus made from data/demo, with tiny models of a few steps: two teachers,
 distillation, a student and a right-to-left model, selection on val, test,
 and the result file; then the reranked distillation pick in the same run
 folder, which must reuse the teachers and keep the first pick's files apart;
-the reranked targets made again when the choice on val changes; and the bad
+the reranked targets made again when the choice on val changes; a model
+that finishes as the recipe's stop signal comes, marked trained; and the bad
 settings that must fail before anything trains.
 
   tests/recipe_test.py SOURCE_DIR BUILD_DIR
@@ -130,20 +131,48 @@ def remade_targets(source, env, run):
             lines = f.read().split("\n")[:-1]
         check(len(lines) == 200, f"{len(lines)} targets for {choice}, not 200")
     os.makedirs(f"{run}/student-reranked-1")
-    open(f"{run}/student-reranked-1/trained", "w").close()
     multi30k_distill.choose_rerank = lambda *_: (0.75, 1.4, 99.0)
-    try:
-        multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
-    except SystemExit as e:
-        check("student-reranked-1 learnt from" in str(e), f"the refusal names the student: {e}")
-    else:
-        check(False, "new targets are refused where a student learnt from the old ones")
+    for marker in ("last.ckpt", "trained"):  # a student stopped part way, then one that finished
+        open(f"{run}/student-reranked-1/{marker}", "w").close()
+        try:
+            multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
+        except SystemExit as e:
+            check("student-reranked-1 learnt from" in str(e), f"the refusal names the student ({marker}): {e}")
+        else:
+            check(False, f"new targets are refused where a student learnt from the old ones ({marker})")
+        os.remove(f"{run}/student-reranked-1/{marker}")
     multi30k_distill.choose_rerank = lambda *_: None
     info = {}
     students, specs = multi30k_distill.student_specs(r, [f"{run}/model-1", f"{run}/model-2"], 2, 1, 1, info)
     check(students == [f"{run}/student-1"] and specs[0][2] == "train.distilled.de",
           f"without a reranking that wins, the students are the top pick's: {students}, {specs}")
     check(info["distill"][4:] == ("reranked", None), f"the result records the pick and no reranking: {info}")
+    return r
+
+
+def signal_at_the_end(r, tmp):
+    """train_model() when the recipe's stop signal came while nmt-train (here a
+    stand-in script) was finishing: a run that says it finished is `trained`
+    and an interrupted one is not (it resumes); the recipe stops either way."""
+    import multi30k
+    r.bin = f"{tmp}/fake-bin"
+    os.makedirs(r.bin)
+    multi30k.STOP.set()
+    for reason, trained in (("max_epochs", True), ("interrupted", False)):
+        with open(f"{r.bin}/nmt-train", "w") as f:
+            f.write(f"#!/bin/sh\necho 'training finished ({reason}): 7 steps' >&2\n")
+        os.chmod(f"{r.bin}/nmt-train", 0o755)
+        folder = f"{tmp}/signalled-{reason}"
+        os.makedirs(folder)
+        try:
+            r.train_model(1, folder, "train.de", "val.de", echo=False)
+        except SystemExit as e:
+            check("stopped by a signal" in str(e), f"the recipe stops after a signal ({reason}): {e}")
+        else:
+            check(False, f"the recipe stops after a signal ({reason})")
+        check(os.path.exists(f"{folder}/trained") == trained,
+              f"a run that ends '{reason}' under a signal is{'' if trained else ' not'} marked trained")
+    multi30k.STOP.clear()
 
 
 def bad_settings(source, env, tmp):
@@ -169,7 +198,8 @@ def main():
         bad_settings(source, env, tmp)
         kept = first_pick(source, env, run, results)
         second_pick(source, env, run, results, kept)
-        remade_targets(source, env, run)
+        r = remade_targets(source, env, run)
+        signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
 
 
