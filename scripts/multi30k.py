@@ -69,7 +69,6 @@ inputs, is reused."""
 import concurrent.futures
 import gzip
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -79,6 +78,7 @@ import threading
 import time
 
 import multi30k_result
+from multi30k_cache import cached, record, translator
 from multi30k_distill import PREFIX, student_specs
 from multi30k_rerank import choose_rerank, r2l_specs, train_r2l
 
@@ -248,20 +248,17 @@ class Recipe:
 
     def translate(self, name, beam, lp, models, split="val"):
         """The val score of MODELS at BEAM and length penalty LP (reused when an
-        earlier run made it with the same models and nothing is newer)."""
-        out, made = f"{self.sel}/{name}", " ".join(models)
-        inputs = [self.path(f"{split}.{self.src}"), self.path(f"{split}.{self.tgt}"),
-                  f"{self.bin}/nmt-translate"] + list(models)
-        fresh = (os.path.exists(out + ".json") and os.path.exists(out + ".models")
-                 and open(out + ".models").read().strip() == made
-                 and all(os.path.getmtime(out + ".json") > os.path.getmtime(p) for p in inputs))
-        if not fresh:
-            self.nmt_translate(models, ["-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
-                                        "-o", out + ".out", "--reference", inputs[1],
-                                        "--scores-json", out + ".json"], out + ".log")
-            with open(out + ".models", "w") as f:
-                f.write(made + "\n")
-        return json.load(open(out + ".json"))[self.key]
+        earlier run made it with the same models and nmt-translate, and nothing
+        is newer)."""
+        out, made = f"{self.sel}/{name}", " ".join(models) + f" | nmt-translate {translator(self.bin)}"
+        inputs = [self.path(f"{split}.{self.src}"), self.path(f"{split}.{self.tgt}")] + list(models)
+        score = cached(out, made, inputs, self.key)
+        if score is not None:
+            return score
+        self.nmt_translate(models, ["-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
+                                    "-o", out + ".out", "--reference", inputs[1],
+                                    "--scores-json", out + ".json"], out + ".log")
+        return record(out, made, self.key)
 
     def translate_many(self, items):
         """translate() of every (name, beam, lp, models) of ITEMS, NMT_JOBS at a

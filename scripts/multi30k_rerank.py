@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 
+from multi30k_cache import cached, record, translator
+
 
 def die(message):
     raise SystemExit(f"multi30k.py: {message}")
@@ -65,14 +67,24 @@ def choose_rerank(r, best, r2l_models):
     """(w, a, score) of the reranking of system BEST (its name, models, beam,
     length penalty and val score) that beats its plain output on val, or None.
     Each setting's val output is select/rerank-val[-PICK]-NAME-wW-aA.out (the
-    pick's tag: two picks may select the same system)."""
+    pick's tag: two picks may select the same system), reused when made with
+    the same models, setting and nmt-translate, and nothing is newer."""
     prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}"
     settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
 
-    def score(setting):
+    r2l = [f"{d}/best.ckpt" for d in r2l_models]
+    inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + r2l
+
+    def score(setting):  # reused as Recipe.translate() reuses a translation
         out = f"{prefix}-w{setting[0]}-a{setting[1]}"
-        rerank(r, best, r2l_models, *setting, r.path(f"val.{r.src}"), out + ".out", out + ".translate.log")
-        return evaluate(r, out + ".out", r.path(f"val.{r.tgt}"), out + ".json")
+        made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
+                f"{' '.join(r2l)} w {setting[0]} a {setting[1]} | nmt-translate {translator(r.bin)}")
+        score = cached(out, made, inputs, r.key)
+        if score is not None:
+            return score
+        rerank(r, best, r2l_models, *setting, inputs[0], out + ".out", out + ".translate.log")
+        evaluate(r, out + ".out", inputs[1], out + ".json")
+        return record(out, made, r.key)
 
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:  # NMT_JOBS at a time
         scores = list(pool.map(score, settings))

@@ -2,8 +2,8 @@
 """RecipeTest: the Multi30k recipe (scripts/multi30k.py) end to end on a tiny
 corpus made from data/demo, with tiny models of a few steps: two teachers,
 distillation, a student and a right-to-left model, selection on val, test,
-and the result file; then the reranked distillation pick in the same run
-folder, which must reuse the teachers and keep the first pick's files apart;
+and the result file; the same again, which must reuse every val
+translation; then the reranked distillation pick in the same run folder, which must reuse the teachers and keep the first pick's files apart;
 the reranked targets made again when the choice on val changes; a model
 that finishes as the recipe's stop signal comes, marked trained; and the bad
 settings that must fail before anything trains.
@@ -75,7 +75,25 @@ def first_pick(source, env, run, results):
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
-    return snapshot(run)
+
+
+def rerun_reuses(source, env, run, build, tmp):
+    """The top pick run again with the executables copied elsewhere (the same
+    bytes, newer files): no model trains, and every val translation and
+    reranking is reused (a relink that changes nothing keeps them)."""
+    copy = f"{tmp}/bin-copy"
+    os.makedirs(copy)
+    for name in ("nmt-train", "nmt-translate", "libnmt_spm.so"):
+        if os.path.exists(f"{build}/{name}"):
+            shutil.copy(f"{build}/{name}", copy)
+    logs = ("selection", "selected")  # the selection's tables, written on every run
+    before = {p: s for p, s in snapshot(f"{run}/select").items() if not os.path.basename(p).startswith(logs)}
+    rc, out = recipe(source, env, NMT_BUILD_DIR=copy)
+    check(rc == 0, f"the top pick's second run exits 0 (got {rc}):\n{out[-3000:]}")
+    check(": training" not in out, "no model trains again")
+    after = snapshot(f"{run}/select")
+    remade = sorted(os.path.basename(p) for p, stat in before.items() if after.get(p) != stat)
+    check(before and not remade, f"every val translation and reranking is reused; made again: {remade}")
 
 
 def second_pick(source, env, run, results, kept):
@@ -196,8 +214,9 @@ def main():
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
-        kept = first_pick(source, env, run, results)
-        second_pick(source, env, run, results, kept)
+        first_pick(source, env, run, results)
+        rerun_reuses(source, env, run, build, tmp)
+        second_pick(source, env, run, results, snapshot(run))
         r = remade_targets(source, env, run)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
