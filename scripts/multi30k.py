@@ -67,6 +67,7 @@ in the last step. Every step's command and output files stay in the run
 folder; a translation made earlier with the same models, and newer than its
 inputs, is reused."""
 import concurrent.futures
+import glob
 import gzip
 import itertools
 import os
@@ -177,7 +178,9 @@ class Recipe:
         if os.path.exists(f"{folder}/trained"):
             say(f"{folder}: trained earlier, kept")
             return
-        resume = os.path.exists(f"{folder}/last.ckpt")
+        # what nmt-train --resume goes on from: last.ckpt, else the newest step-N.ckpt, else best.ckpt
+        resume = any(os.path.exists(f"{folder}/{name}") for name in ("last.ckpt", "best.ckpt")) or bool(
+            glob.glob(f"{folder}/step-*.ckpt"))
         if not resume:
             commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
             with open(f"{folder}.commit", "w") as f:
@@ -241,6 +244,8 @@ class Recipe:
 
     # --- translation and selection on val ------------------------------------
     def nmt_translate(self, models, args, log):
+        if STOP.is_set():  # a queued translation does not start after the signal
+            die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
         with open(log, "w") as f:
             if subprocess.run(cmd + ["--threads", self.threads] + args, stderr=f).returncode != 0:

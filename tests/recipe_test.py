@@ -171,7 +171,9 @@ def remade_targets(source, env, run):
 def signal_at_the_end(r, tmp):
     """train_model() when the recipe's stop signal came while nmt-train (here a
     stand-in script) was finishing: a run that says it finished is `trained`
-    and an interrupted one is not (it resumes); the recipe stops either way."""
+    and an interrupted one is not (it resumes); the recipe stops either way,
+    and starts no translation after it. A folder with a step checkpoint but
+    no last.ckpt resumes."""
     import multi30k
     r.bin = f"{tmp}/fake-bin"
     os.makedirs(r.bin)
@@ -190,7 +192,22 @@ def signal_at_the_end(r, tmp):
             check(False, f"the recipe stops after a signal ({reason})")
         check(os.path.exists(f"{folder}/trained") == trained,
               f"a run that ends '{reason}' under a signal is{'' if trained else ' not'} marked trained")
+    open(f"{r.bin}/nmt-translate", "w").close()  # not to be run: anything queued stays unstarted
+    try:
+        r.nmt_translate(["model.ckpt"], ["-i", "in", "-o", "out"], f"{tmp}/translate.log")
+    except SystemExit as e:
+        check("stopped by a signal" in str(e), f"a translation after the signal is not started: {e}")
+    else:
+        check(False, "a translation after the signal is not started")
     multi30k.STOP.clear()
+    # A run stopped before its first last.ckpt (a second signal during the save) resumes from a step checkpoint.
+    with open(f"{r.bin}/nmt-train", "w") as f:
+        f.write(f"#!/bin/sh\necho \"$@\" > {tmp}/args\necho 'training finished (max_epochs): 7 steps' >&2\n")
+    folder = f"{tmp}/stepped"
+    os.makedirs(folder)
+    open(f"{folder}/step-500.ckpt", "w").close()
+    r.train_model(1, folder, "train.de", "val.de", echo=False)
+    check("--resume" in open(f"{tmp}/args").read().split(), "a folder with only step-N.ckpt is resumed")
 
 
 def bad_settings(source, env, tmp):
