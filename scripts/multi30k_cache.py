@@ -26,15 +26,16 @@ def translator(bin_dir):
         return seen[1]
 
 
+def fresh(result, sidecar, made, inputs):
+    """Whether RESULT is there, SIDECAR says MADE, and none of INPUTS is newer than RESULT."""
+    return (os.path.exists(result) and os.path.exists(sidecar) and open(sidecar).read().strip() == made
+            and all(os.path.getmtime(result) > os.path.getmtime(p) for p in inputs))
+
+
 def cached(out, made, inputs, key):
-    """OUT.json's figure KEY when OUT.models says MADE and none of INPUTS is
-    newer than OUT.json; None otherwise (the caller makes OUT.json, then
-    record()s MADE)."""
-    if (os.path.exists(out + ".json") and os.path.exists(out + ".models")
-            and open(out + ".models").read().strip() == made
-            and all(os.path.getmtime(out + ".json") > os.path.getmtime(p) for p in inputs)):
-        return json.load(open(out + ".json"))[key]
-    return None
+    """OUT.json's figure KEY when it is fresh() with OUT.models saying MADE;
+    None otherwise (the caller makes OUT.json, then record()s MADE)."""
+    return json.load(open(out + ".json"))[key] if fresh(out + ".json", out + ".models", made, inputs) else None
 
 
 def record(out, made, key):

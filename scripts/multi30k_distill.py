@@ -12,6 +12,7 @@ import glob
 import math
 import os
 
+from multi30k_cache import fresh
 from multi30k_rerank import choose_rerank, rerank, train_r2l
 
 
@@ -75,10 +76,10 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     train.distilled-reranked.TGT, the students' targets. A .made file beside it
     says how it was made; a file made otherwise (other settings, or older than
     a model) is made again, unless a student already learnt from it (or began
-    to: a last.ckpt): then this dies, naming the student to delete. Returns the file's name and the (w, a)
-    chosen; when no reranking beats the teachers' plain beam on val, the top
-    pick's file and None, and the reranked file is left as it is. Dies as the
-    training and translations do."""
+    to: a last.ckpt): then this dies, naming the student to delete. Returns
+    the file's name and the (w, a) chosen; when no reranking beats the
+    teachers' plain beam on val, the top pick's file and None, and the
+    reranked file is left as it is. Dies as the training and translations do."""
     r2l_models = train_r2l(r, first_r2l_seed, k, True)
     label = f"teachers-{seeds}"
     plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
@@ -93,8 +94,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     out, made = r.path(name), (f"reranked: w {chosen[0]}, a {chosen[1]}, beam 5, length penalty {lp}, "
                                f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
     inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
-    if (nonempty(out) and os.path.exists(out + ".made") and open(out + ".made").read().strip() == made
-            and all(os.path.getmtime(out) > os.path.getmtime(p) for p in inputs)):
+    if nonempty(out) and fresh(out, out + ".made", made, inputs):
         return name, chosen[:2]
     # a student that trained (or started to: it would resume) on the old targets
     learnt = sorted({os.path.dirname(p) for marker in ("trained", "last.ckpt")

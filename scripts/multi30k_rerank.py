@@ -79,9 +79,9 @@ def choose_rerank(r, best, r2l_models):
         out = f"{prefix}-w{setting[0]}-a{setting[1]}"
         made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
                 f"{' '.join(r2l)} w {setting[0]} a {setting[1]} | nmt-translate {translator(r.bin)}")
-        score = cached(out, made, inputs, r.key)
-        if score is not None:
-            return score
+        reused = cached(out, made, inputs, r.key)
+        if reused is not None:
+            return reused
         rerank(r, best, r2l_models, *setting, inputs[0], out + ".out", out + ".translate.log")
         evaluate(r, out + ".out", inputs[1], out + ".json")
         return record(out, made, r.key)

@@ -3,8 +3,9 @@
 corpus made from data/demo, with tiny models of a few steps: two teachers,
 distillation, a student and a right-to-left model, selection on val, test,
 and the result file; the same again, which must reuse every val
-translation; then the reranked distillation pick in the same run folder, which must reuse the teachers and keep the first pick's files apart;
-the reranked targets made again when the choice on val changes; a model
+translation; then the reranked distillation pick in the same run folder,
+which must reuse the teachers and keep the first pick's files apart; the
+reranked targets made again when the choice on val changes; a model
 that finishes as the recipe's stop signal comes, marked trained; and the bad
 settings that must fail before anything trains.
 
