@@ -48,6 +48,10 @@ Environment:
                     teacher's own (Nguyen et al. 2020's data diversification); an epoch
                     is that many times longer (NMT_TRAIN_FLAGS="--max-epochs 3
                     --lr-decay-start 2" keeps the steps of 15 epochs with 3 teachers)
+  NMT_STUDENT_FLAGS nmt-train flags for the students alone, in place of the same options
+                    of NMT_TRAIN_FLAGS (a larger student: "--dec-hidden 1024"); needs
+  NMT_STUDENT_NAME  which names them: student[-PICK]-NAME-1..K, with their own selection
+                    log, outputs and result file as a pick other than top has
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
                     on the targets (with NMT_DISTILL, the teachers' first choice,
                     whichever the students' pick) with each line's words reversed; the selected
@@ -80,7 +84,7 @@ import time
 
 import multi30k_result
 from multi30k_cache import cached, record, translator
-from multi30k_distill import PREFIX, student_specs
+from multi30k_distill import PREFIX, student_settings, student_specs
 from multi30k_rerank import choose_rerank, r2l_specs, train_r2l
 
 
@@ -127,16 +131,17 @@ class Recipe:
         self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
         self.sel = f"{self.run}/select"
-        # The distillation pick (checked before anything trains). One other than
-        # top names its own selection log, test outputs and result file, so picks
-        # can share the run folder's models.
+        # The distillation pick and the students' name (checked before anything trains): either
+        # names its own selection log, test outputs and result file; all share the folder's models.
         self.pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"
         if self.pick not in PREFIX:
             die(f"NMT_DISTILL_PICK must be one of {', '.join(PREFIX)}, got '{self.pick}'")
         distill = env_int("NMT_DISTILL", 0)
         if distill and self.pick == "reranked" and env_int("NMT_R2L", 0) < 1:
             die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
-        self.tag = f"-{self.pick}" if distill and self.pick != "top" else ""
+        self.student_name, self.student_flags, self.student_extra = student_settings(self.extra, distill)
+        self.tag = "".join(f"-{x}" for x in (self.pick if self.pick != "top" else "", self.student_name)
+                           if x and distill)
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -170,11 +175,13 @@ class Recipe:
         os.replace(out + ".part", out)
 
     # --- training -------------------------------------------------------------
-    def train_model(self, seed, folder, target, valid, spm=(), source=None, echo=True):
+    def train_model(self, seed, folder, target, valid, spm=(), source=None, extra=None, echo=True):
         """Trains FOLDER on SOURCE (default: the training source) and TARGET,
-        validating on VALID, unless it holds a finished run; resumes a stopped one.
+        validating on VALID, with the nmt-train flags EXTRA (default
+        NMT_TRAIN_FLAGS), unless it holds a finished run; resumes a stopped one.
         Its log goes to FOLDER.log, and with ECHO to the terminal too. Dies if
         nmt-train fails."""
+        extra = self.extra if extra is None else extra
         if os.path.exists(f"{folder}/trained"):
             say(f"{folder}: trained earlier, kept")
             return
@@ -186,11 +193,11 @@ class Recipe:
             with open(f"{folder}.commit", "w") as f:
                 f.write(commit.stdout)
             with open(f"{folder}.flags", "w") as f:
-                f.write(os.environ.get("NMT_TRAIN_FLAGS", "") + "\n")
+                f.write(" ".join(extra) + "\n")
         cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
                "--threads", self.threads, "--train-src", self.path(source or f"train.{self.src}"),
                "--train-tgt", self.path(target), "--valid-src", self.path(f"val.{self.src}"),
-               "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + self.extra
+               "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + extra
         t0 = time.time()
         if not echo:
             say(f"{folder}: training (log: {folder}.log)")
@@ -217,7 +224,7 @@ class Recipe:
             say(f"{folder}: trained in {time.time() - t0:.0f} s")
 
     def train_models(self, specs):
-        """train_model() of every (seed, folder, target, valid, spm[, source]) of SPECS, in
+        """train_model() of every (seed, folder, target, valid, spm[, source, extra]) of SPECS, in
         order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
         waits until they are made. Dies when a model fails (after the others
         running beside it end) or waits on models that no model makes."""

@@ -11,6 +11,7 @@ import concurrent.futures
 import glob
 import math
 import os
+import re
 
 from multi30k_cache import fresh
 from multi30k_rerank import choose_rerank, rerank, train_r2l
@@ -50,16 +51,49 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
                                        "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
         pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
     source, reranking, prefix = f"train.{r.src}", None, PREFIX[pick]
+    named = f"-{r.student_name}" if r.student_name else ""
     if pick == "diverse":
         source, target = diverse_data(r, teachers, lp, top)
     if pick == "reranked":
         target, reranking = reranked_targets(r, teachers, seeds, lp, seeds + k, r2l)
         if reranking is None:  # the top pick's students, same seeds and targets: trained once
             prefix = PREFIX["top"]
-    students = [f"{r.run}/{prefix}-{i}" for i in range(1, k + 1)]
+    students = [f"{r.run}/{prefix}{named}-{i}" for i in range(1, k + 1)]
     info["distill"] = (seeds, 5, lp, k, pick, reranking)
-    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source)
+    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source, r.student_extra)
                       for i, folder in enumerate(students, 1)]
+
+
+def student_settings(base, distill):
+    """NMT_STUDENT_NAME and NMT_STUDENT_FLAGS, checked: the students' name ("":
+    none), their own flags, and their nmt-train flags (BASE, NMT_TRAIN_FLAGS's,
+    with their own in place of the same options). Dies on a name other than
+    lowercase letters and digits, flags without a name (the students would
+    share the plain students' folders), or a name without DISTILL students."""
+    name, flags = os.environ.get("NMT_STUDENT_NAME", ""), os.environ.get("NMT_STUDENT_FLAGS", "").split()
+    if name and not re.fullmatch(r"[a-z0-9]+", name):
+        die(f"NMT_STUDENT_NAME must be lowercase letters and digits, got '{name}'")
+    if flags and not name:
+        die("NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME: students trained otherwise need folders of their own")
+    if name and not distill:
+        die("NMT_STUDENT_NAME needs students to name (NMT_DISTILL=K)")
+    return name, flags, merged_flags(base, flags)
+
+
+def merged_flags(base, over):
+    """The nmt-train flags BASE with the long options of OVER in place of BASE's
+    same ones (nmt-train takes an option once): ["--x", "1", "--y", "2"] and
+    ["--x=3"] give ["--y", "2", "--x=3"]. A value goes with the option before it."""
+    def groups(flags):
+        out = []
+        for word in flags:
+            if word.startswith("--") or not out:
+                out.append([word])
+            else:
+                out[-1].append(word)
+        return out
+    replaced = {g[0].split("=", 1)[0] for g in groups(over)}
+    return [w for g in groups(base) if g[0].split("=", 1)[0] not in replaced for w in g] + list(over)
 
 
 # The students' folder names (student-1, ...) by NMT_DISTILL_PICK: paired by seed.
@@ -87,7 +121,8 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     chosen = choose_rerank(r, system, r2l_models)
     if not chosen:
         print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
-              f"the students are the top pick's ({PREFIX['top']}-K)", flush=True)
+              f"the students are the top pick's ({PREFIX['top']}{'-' + r.student_name if r.student_name else ''}-K)",
+              flush=True)
         return f"train.distilled.{r.tgt}", None
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"

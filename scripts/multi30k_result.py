@@ -55,7 +55,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
             # the trainer's own clock: wall time of training and validation, over resumes
             "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
             "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
-            # the NMT_TRAIN_FLAGS this model was started with (None: not recorded)
+            # the extra nmt-train flags this model was started with (NMT_TRAIN_FLAGS, and a
+            # student's NMT_STUDENT_FLAGS in place of the same options; None: not recorded)
             "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,
             # a student trains on the teachers' translation of the training source
             "student": os.path.basename(d).startswith("student-"),
@@ -78,6 +79,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
     d_info = info["distill"]
     distillation = ({"teachers": d_info[0], "beam": d_info[1], "length_penalty": float(d_info[2]),
                      "students": d_info[3], "pick": d_info[4],
+                     # NMT_STUDENT_NAME and NMT_STUDENT_FLAGS (None: the students train as the teachers)
+                     "student_name": r.student_name or None, "student_flags": " ".join(r.student_flags) or None,
                      "pick_rerank": ({"weight": d_info[5][0], "length_exponent": d_info[5][1]}
                                      if d_info[5] else None)}
                     if d_info else None)

@@ -4,7 +4,8 @@ corpus made from data/demo, with tiny models of a few steps: two teachers,
 distillation, a student and a right-to-left model, selection on val, test,
 and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
-which must reuse the teachers and keep the first pick's files apart; the
+which must reuse the teachers and keep the first pick's files apart; named
+students of other flags, likewise; the
 reranked targets made again when the choice on val changes; a model
 that finishes as the recipe's stop signal comes, marked trained; and the bad
 settings that must fail before anything trains.
@@ -124,6 +125,31 @@ def second_pick(source, env, run, results, kept):
         check(os.path.exists(f"{run}/{name}"), f"the reranked pick writes {name}")
 
 
+def named_students(source, env, run, results, kept):
+    """Students of other flags (NMT_STUDENT_FLAGS, named by NMT_STUDENT_NAME) in
+    the folder of a finished run: only they train, with their flags in place
+    of NMT_TRAIN_FLAGS's same options, and their selection, outputs and
+    result file are their own."""
+    rc, out = recipe(source, env, NMT_STUDENT_NAME="wide", NMT_STUDENT_FLAGS="--dec-hidden 48 --dropout 0.1")
+    check(rc == 0, f"the named students' run exits 0 (got {rc}):\n{out[-3000:]}")
+    trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
+    check(trained == ["student-wide-1"], f"only the named student trains: {trained}")
+    config = open(f"{run}/student-wide-1/config.toml").read()
+    check("dec-hidden = 48" in config and "dropout = 0.1" in config and "emb-dim = 16" in config,
+          "the named student's flags replace NMT_TRAIN_FLAGS's same options and keep the others")
+    r = result(results, "multi30k-en-de-tok-wide-*.json")
+    d = r["distillation"]
+    check(d["student_name"] == "wide" and d["student_flags"] == "--dec-hidden 48 --dropout 0.1",
+          f"the result names the students and their flags: {d}")
+    flags = {os.path.basename(t["folder"]): t["train_flags"] for t in r["training"]}
+    check(sorted(flags) == ["model-1", "model-2", "r2l-1", "student-wide-1"], f"the models: {sorted(flags)}")
+    check("--dec-hidden 48" in flags["student-wide-1"] and "--dec-hidden 32" not in flags["student-wide-1"],
+          f"the student's recorded flags are those it trained with: {flags['student-wide-1']}")
+    check(os.path.exists(f"{run}/select/selection-wide.tsv"), "the named students keep their own selection log")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the other picks' files are left as they were; changed: {changed}")
+
+
 def remade_targets(source, env, run):
     """reranked_targets() with the choice on val forced (the tiny models may go
     either way): targets made again when the choice changes, left alone and
@@ -160,6 +186,8 @@ def remade_targets(source, env, run):
         else:
             check(False, f"new targets are refused where a student learnt from the old ones ({marker})")
         os.remove(f"{run}/student-reranked-1/{marker}")
+    merged = multi30k_distill.merged_flags(["--x", "1", "--y", "-2", "--z"], ["--x=3", "--z", "4"])
+    check(merged == ["--y", "-2", "--x=3", "--z", "4"], f"merged_flags() replaces the same options: {merged}")
     multi30k_distill.choose_rerank = lambda *_: None
     info = {}
     students, specs = multi30k_distill.student_specs(r, [f"{run}/model-1", f"{run}/model-2"], 2, 1, 1, info)
@@ -214,7 +242,10 @@ def signal_at_the_end(r, tmp):
 def bad_settings(source, env, tmp):
     for extra, words in (({"NMT_DISTILL_PICK": "best"}, "NMT_DISTILL_PICK must be one of"),
                          ({"NMT_DISTILL_PICK": "reranked", "NMT_R2L": "0"}, "needs right-to-left models"),
-                         ({"NMT_JOBS": "0"}, "NMT_JOBS must be at least 1")):
+                         ({"NMT_JOBS": "0"}, "NMT_JOBS must be at least 1"),
+                         ({"NMT_STUDENT_FLAGS": "--dec-hidden 64"}, "NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME"),
+                         ({"NMT_STUDENT_NAME": "Wide"}, "NMT_STUDENT_NAME must be lowercase"),
+                         ({"NMT_STUDENT_NAME": "wide", "NMT_DISTILL": "0"}, "needs students to name")):
         run = f"{tmp}/bad"
         rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)
         check(rc == 1 and words in out, f"{extra} fails with '{words}' (got {rc}: {out[-500:]})")
@@ -229,12 +260,13 @@ def main():
         env = {**os.environ, "DATA": f"{tmp}/data", "NMT_RUN": run, "NMT_BUILD_DIR": build,
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
-        for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY"):
+        for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
         rerun_reuses(source, env, run, build, tmp)
         second_pick(source, env, run, results, snapshot(run))
+        named_students(source, env, run, results, snapshot(run))
         r = remade_targets(source, env, run)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
