@@ -1,7 +1,7 @@
 """Reused results of the Multi30k recipe (scripts/multi30k.py): a val
 translation or reranking, OUT.json, is reused when OUT.models says it was
 made as now (the same models, settings and nmt-translate) and none of its
-inputs is newer."""
+inputs is newer; a file made from another is made again when that one is newer."""
 import hashlib
 import json
 import os
@@ -30,6 +30,13 @@ def fresh(result, sidecar, made, inputs):
     """Whether RESULT is there, SIDECAR says MADE, and none of INPUTS is newer than RESULT."""
     return (os.path.exists(result) and os.path.exists(sidecar) and open(sidecar).read().strip() == made
             and all(os.path.getmtime(result) > os.path.getmtime(p) for p in inputs))
+
+
+def newer(path, *sources):
+    """Whether PATH is there, not empty, and no older than any of SOURCES (a
+    file made from them: the clock's granularity can give both one time)."""
+    return (os.path.exists(path) and os.path.getsize(path) > 0
+            and all(os.path.getmtime(path) >= os.path.getmtime(s) for s in sources))
 
 
 def cached(out, made, inputs, key):

@@ -13,7 +13,7 @@ import math
 import os
 import re
 
-from multi30k_cache import fresh
+from multi30k_cache import fresh, newer
 from multi30k_rerank import choose_rerank, rerank, train_r2l
 
 
@@ -40,16 +40,11 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     top = f"train.distilled.{r.tgt}"
     target = f"train.distilled-closest.{r.tgt}" if pick == "closest" else top
     nbest = r.path(f"train.distilled.nbest.{r.tgt}")
+    teachers_nbest(r, teachers_dirs, teachers, lp, nbest)
     # The top pick is written whichever the students learn from: the right-to-left models learn from it.
     for name, how in ((top, "top"), (target, pick if pick == "closest" else "top")):
-        if nonempty(r.path(name)):
-            continue
-        if not nonempty(nbest):
-            print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
-                  f"length penalty {lp}, 5 best")
-            r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp,
-                                       "-i", r.path(f"train.{r.src}"), "-o", nbest], f"{r.run}/distill.log")
-        pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
+        if not newer(r.path(name), nbest):
+            pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
     source, reranking, prefix = f"train.{r.src}", None, PREFIX[pick]
     named = f"-{r.student_name}" if r.student_name else ""
     if pick == "diverse":
@@ -62,6 +57,34 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     info["distill"] = (seeds, 5, lp, k, pick, reranking)
     return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source, r.student_extra)
                       for i, folder in enumerate(students, 1)]
+
+
+def teachers_nbest(r, teachers_dirs, teachers, lp, nbest):
+    """NBEST: the TEACHERS' 5 best of each training source (beam 5, length
+    penalty LP), with NBEST.made saying how it was made. Kept while newer than
+    the source and every checkpoint in TEACHERS_DIRS (the choices on val of
+    checkpoints and length penalty may shift with the kernels a rebuild brings;
+    the models are what the students learn from); made again otherwise, and
+    every file made from it then follows. Dies when a model learnt from the
+    old one (a student or right-to-left model that finished or began: it
+    would not be these teachers' student), naming it, or when the translation
+    fails."""
+    source = r.path(f"train.{r.src}")
+    checkpoints = [p for d in teachers_dirs for p in glob.glob(f"{d}/*.ckpt")]
+    if newer(nbest, source, *checkpoints):
+        return
+    learnt = sorted({os.path.dirname(p) for prefix in ("student", "r2l") for marker in ("trained", "last.ckpt")
+                     for p in glob.glob(f"{r.run}/{prefix}-*/{marker}")})
+    if nonempty(nbest) and learnt:
+        die(f"{learnt[0]} learnt from the teachers' translation {nbest}, and a teacher is newer; "
+            "delete the student-* and r2l-* folders to train them on a new one")
+    made = f"teachers {' '.join(teachers)}, beam 5, 5 best, length penalty {lp}"
+    print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
+          f"length penalty {lp}, 5 best", flush=True)
+    r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp, "-i", source, "-o", nbest],
+                    f"{r.run}/distill.log")
+    with open(nbest + ".made", "w") as f:
+        f.write(made + "\n")
 
 
 def student_settings(base, distill):
@@ -157,7 +180,7 @@ def diverse_data(r, teachers, lp, top):
     Returns the data folder's (source, target) names. Dies as the translations do."""
     src, tgt = f"train.{r.src}", f"train.{r.tgt}"
     own = [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
-    todo = [(t, name) for t, name in zip(teachers, own) if not nonempty(r.path(name))]
+    todo = [(t, name) for t, name in zip(teachers, own) if not newer(r.path(name), t)]
 
     def translate(item):
         teacher, name = item
@@ -171,7 +194,7 @@ def diverse_data(r, teachers, lp, top):
     parts = [tgt, top] + own
     names = (f"train.diverse.{r.src}", f"train.diverse.{r.tgt}")
     for name, files in zip(names, ([src] * len(parts), parts)):
-        if nonempty(r.path(name)):
+        if newer(r.path(name), *map(r.path, files)):
             continue
         with open(r.path(name) + ".part", "wb") as g:
             for f in files:

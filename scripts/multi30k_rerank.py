@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 
-from multi30k_cache import cached, record, translator
+from multi30k_cache import cached, newer, record, translator
 
 
 def die(message):
@@ -16,7 +16,8 @@ def die(message):
 
 
 def reverse_words(path, out):
-    if os.path.exists(out) and os.path.getsize(out) > 0:
+    """OUT: PATH with each line's words reversed (kept when newer than PATH)."""
+    if newer(out, path):
         return
     with open(path, encoding="utf-8") as f, open(out + ".part", "w", encoding="utf-8") as g:
         for line in f:

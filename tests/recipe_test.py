@@ -6,7 +6,8 @@ and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
 students of other flags, likewise; the
-reranked targets made again when the choice on val changes; a model
+reranked targets made again when the choice on val changes; the teachers'
+translation made again when a teacher is newer; a model
 that finishes as the recipe's stop signal comes, marked trained; and the bad
 settings that must fail before anything trains.
 
@@ -197,6 +198,36 @@ def remade_targets(source, env, run):
     return r
 
 
+def stale_teachers(r, run, tmp):
+    """The teachers' translation of the training source (the n-best file the
+    students' targets come from): kept while no teacher is newer (whatever
+    the choices on val); once one is, refused while a model that learnt from
+    it is there, and made again, with the targets from it, when none is."""
+    import multi30k_distill
+    r.pick = "top"
+    teachers, nbest = [f"{run}/model-1", f"{run}/model-2"], f"{run}/data/train.distilled.nbest.de"
+    before = os.stat(nbest).st_mtime_ns
+    multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
+    check(os.stat(nbest).st_mtime_ns == before, "the teachers' translation is kept while no teacher is newer")
+    for ckpt in glob.glob(f"{run}/model-2/*.ckpt"):  # model-2 retrained, say
+        os.utime(ckpt)
+    try:
+        multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
+    except SystemExit as e:
+        check("learnt from the teachers' translation" in str(e), f"the refusal names the model: {e}")
+    else:
+        check(False, "a stale teachers' translation is refused while a model that learnt from it is there")
+    check(os.stat(nbest).st_mtime_ns == before, "the refused translation is left as it was")
+    os.makedirs(f"{tmp}/learnt")
+    for folder in glob.glob(f"{run}/student-*") + glob.glob(f"{run}/r2l-*"):
+        shutil.move(folder, f"{tmp}/learnt")
+    multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
+    check(os.stat(nbest).st_mtime_ns > before and open(nbest + ".made").read().startswith("teachers "),
+          "the teachers translate the training source again, and say how")
+    top = f"{run}/data/train.distilled.de"
+    check(os.path.getmtime(top) >= os.path.getmtime(nbest), "the students' targets are made again from it")
+
+
 def signal_at_the_end(r, tmp):
     """train_model() when the recipe's stop signal came while nmt-train (here a
     stand-in script) was finishing: a run that says it finished is `trained`
@@ -268,6 +299,7 @@ def main():
         second_pick(source, env, run, results, snapshot(run))
         named_students(source, env, run, results, snapshot(run))
         r = remade_targets(source, env, run)
+        stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
 
