@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 
-from multi30k_cache import cached, newer, record, translator
+from multi30k_cache import cached, fresh, newer, record, translator
 
 
 def die(message):
@@ -67,25 +67,40 @@ def evaluate(r, hyp, ref, scores, log_path=None):
 def choose_rerank(r, best, r2l_models):
     """(w, a, score) of the reranking of system BEST (its name, models, beam,
     length penalty and val score) that beats its plain output on val, or None.
-    Each setting's val output is select/rerank-val[-PICK]-NAME-wW-aA.out (the
-    pick's tag: two picks may select the same system), reused when made with
-    the same models, setting and nmt-translate, and nothing is newer."""
+    One run rescores the system's whole beam on val into the n-best list
+    select/rerank-val[-PICK]-NAME.nbest (the pick's tag: two picks may select
+    the same system), whose features hold each hypothesis' two
+    log-probabilities and words; each setting's choice from it is
+    select/rerank-val[-PICK]-NAME-wW-aA.out, as nmt-translate --r2l-weight W
+    --r2l-length-exponent A would choose (to the features' six places). Each
+    is reused when made with the same models, settings and nmt-translate, and
+    nothing is newer. Dies as the translation and scoring do."""
     prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}"
     settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
-
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + r2l
+    made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
+            f"{' '.join(r2l)} | nmt-translate {translator(r.bin)}")
+    nbest = prefix + ".nbest"
+    if not fresh(nbest, nbest + ".models", made, inputs):
+        beam = str(best["beam"])
+        r.nmt_translate(best["models"], ["-b", beam, "--n-best", beam, "--length-penalty", best["lp"],
+                                         *[a for m in r2l for a in ("--r2l-model", m)], "-i", inputs[0],
+                                         "-o", nbest], prefix + ".nbest.log")
+        with open(nbest + ".models", "w") as f:
+            f.write(made + "\n")
+    lists = read_rescored(nbest)
 
     def score(setting):  # reused as Recipe.translate() reuses a translation
         out = f"{prefix}-w{setting[0]}-a{setting[1]}"
-        made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
-                f"{' '.join(r2l)} w {setting[0]} a {setting[1]} | nmt-translate {translator(r.bin)}")
-        reused = cached(out, made, inputs, r.key)
+        reused = cached(out, f"{made} | w {setting[0]} a {setting[1]}", inputs + [nbest], r.key)
         if reused is not None:
             return reused
-        rerank(r, best, r2l_models, *setting, inputs[0], out + ".out", out + ".translate.log")
+        with open(out + ".out.part", "w", encoding="utf-8") as f:
+            f.writelines(max(hyps, key=lambda h: mix(h, *setting))[0] + "\n" for hyps in lists)
+        os.replace(out + ".out.part", out + ".out")
         evaluate(r, out + ".out", inputs[1], out + ".json")
-        return record(out, made, r.key)
+        return record(out, f"{made} | w {setting[0]} a {setting[1]}", r.key)
 
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:  # NMT_JOBS at a time
         scores = list(pool.map(score, settings))
@@ -95,3 +110,28 @@ def choose_rerank(r, best, r2l_models):
         if s > top:
             chosen, top = (w, a, s), s
     return chosen
+
+
+def read_rescored(path):
+    """The n-best lists of nmt-translate --r2l-model --n-best (Moses' form, its
+    features with L2R=, R2L= and Words=), one per input line in order: each
+    (text, log P_l2r, log P_r2l, words) in the file's order. Dies on an entry
+    without them."""
+    lists = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            index, text, features = line.rstrip("\n").split(" ||| ")[:3]
+            values = dict(zip(features.split()[::2], features.split()[1::2]))
+            if not {"L2R=", "R2L=", "Words="} <= values.keys():
+                die(f"{path}:{number}: no L2R=, R2L= and Words= features (not a rescored n-best list: "
+                    "an nmt-translate older than the recipe? scripts/build.sh)")
+            while len(lists) <= int(index):
+                lists.append([])
+            lists[int(index)].append((text, float(values["L2R="]), float(values["R2L="]), int(values["Words="])))
+    return lists
+
+
+def mix(hyp, w, a):
+    """The reranking score of HYP (text, log P_l2r, log P_r2l, words) under
+    weight W and length exponent A, as nmt-translate --r2l-model mixes them."""
+    return ((1 - w) * hyp[1] + w * hyp[2]) / ((5 + hyp[3] + 1) / 6) ** a

@@ -177,8 +177,8 @@ TEST(CliTest, AReferenceOfTheWrongLengthNeverCostsTheTranslations) {
 }
 
 // --r2l-model rescores the beam's whole list and keeps --n-best of it, in
-// the order of the mix; its weights without it, or with a mode that does not
-// translate, are refused.
+// the order of the mix, each entry with the mix's parts among its features;
+// its weights without it, or with a mode that does not translate, are refused.
 TEST(CliTest, TranslateRescoresWithRightToLeftModels) {
   const auto dir = temp_dir("cli_r2l");
   const auto m = quote(nmt::test::trained_toy_checkpoint());
@@ -193,6 +193,19 @@ TEST(CliTest, TranslateRescoresWithRightToLeftModels) {
       EXPECT_GE(std::stod(out[k].substr(out[k].rfind("||| ") + 4)),
                 std::stod(out[k + 1].substr(out[k + 1].rfind("||| ") + 4))) << r.out;
     }
+  // Each entry's features give its score back under the default mix (w 0.5, a 1).
+  for (const auto& line : out) {
+    const auto feature = [&](const std::string& name) {
+      const size_t at = line.find(" " + name + "= ");
+      EXPECT_NE(at, std::string::npos) << name << " in " << line;
+      return at == std::string::npos ? 0.0 : std::stod(line.substr(at + name.size() + 3));
+    };
+    const double words = feature("Words"), mix = (0.5 * feature("L2R") + 0.5 * feature("R2L")) / ((6 + words) / 6);
+    EXPECT_NEAR(std::stod(line.substr(line.rfind("||| ") + 4)), mix, 1e-4) << line;
+  }
+  auto unscored = run("nmt-translate", "-m " + m + " -b 4 --n-best 2", dir, dir + "/in.txt");
+  ASSERT_EQ(unscored.exit_code, 0) << unscored.err;
+  EXPECT_FALSE(contains(unscored.out, "R2L=")) << unscored.out;
   auto plain = run("nmt-translate", "-m " + m + " --r2l-model " + m + " -b 4", dir, dir + "/in.txt");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(lines_of(plain.out).size(), 3u) << plain.out;

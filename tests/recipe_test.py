@@ -78,6 +78,18 @@ def first_pick(source, env, run, results):
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
+    # Each reranking setting is chosen from one rescored n-best list, as nmt-translate would choose.
+    nbest = glob.glob(f"{run}/select/rerank-val-*.nbest")
+    check(len(nbest) == 1, f"one rescored n-best list of val: {nbest}")
+    models, beam, lp, r2l = open(nbest[0] + ".models").read().replace(" | r2l ", " beam ").replace(
+        " length penalty ", " beam ").split(" | ")[0].split(" beam ")
+    out = f"{nbest[0][:-len('.nbest')]}-w0.25-a1.4.out"
+    p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *[a for m in models.split() for a in ("-m", m)],
+                        "-b", beam, "--length-penalty", lp, *[a for m in r2l.split() for a in ("--r2l-model", m)],
+                        "--r2l-weight", "0.25", "--r2l-length-exponent", "1.4", "-i", f"{run}/data/val.en"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout == open(out).read(),
+          f"the reranking at w 0.25, a 1.4 from the n-best list is nmt-translate's ({out})")
 
 
 def rerun_reuses(source, env, run, build, tmp):

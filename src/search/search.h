@@ -3,6 +3,7 @@
 // on a whole batch at once: one decoder call per output position for all
 // sentences (and all hypotheses), never a loop of model calls per sentence.
 #pragma once
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct Hypothesis {
   double score = 0;              // sum of token log-probabilities, EOS included
   double norm_score = 0;         // score / ((5 + n) / 6)^alpha, n = len(ids) + 1: what beam search ranks by
   torch::Tensor attention;       // [len(ids) + 1, S_real] float on CPU, when requested
+  // Set by right-to-left rescoring (translate/rescorer.h), NaN otherwise: the
+  // forced-decoding log-probabilities of the hypothesis' text by the
+  // left-to-right models and, its words reversed, by the right-to-left ones.
+  double l2r_logprob = std::numeric_limits<double>::quiet_NaN();
+  double r2l_logprob = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Search {

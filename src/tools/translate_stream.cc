@@ -176,16 +176,22 @@ StreamSummary evaluate_lines(const StreamOptions& opt) {
   return sum;
 }
 
-// The features of one n-best entry, in Moses' form ("Name= value ..."):
-// the hypothesis' log-probability (summed over its pieces and EOS; an
-// ensemble's is the mean of its members' per step), its length in target
-// pieces (EOS not counted) and the GNMT length penalty it was divided by:
-// score = LogProb / LengthPenalty.
-std::string nbest_features(const Hypothesis& h, double alpha) {
+// The features of one n-best entry `h` (whose output is `text`), in Moses'
+// form ("Name= value ..."): the hypothesis' log-probability (summed over its
+// pieces and EOS; an ensemble's is the mean of its members' per step), its
+// length in target pieces (EOS not counted) and the GNMT length penalty it
+// was divided by: score = LogProb / LengthPenalty. After right-to-left
+// rescoring also the two log-probabilities of the mix and the text's words,
+// to six places: a reranker can recompute the mix under any weight and
+// length exponent (score = ((1 - w) L2R + w R2L) / ((5 + Words + 1) / 6)^a).
+std::string nbest_features(const Hypothesis& h, const std::string& text, double alpha) {
   const double n = static_cast<double>(h.ids.size() + 1);
   const double penalty = alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha);
-  return "LogProb= " + format_score(h.score) + " Length= " + std::to_string(h.ids.size()) +
-         " LengthPenalty= " + format_score(penalty);
+  std::string out = "LogProb= " + format_score(h.score) + " Length= " + std::to_string(h.ids.size()) +
+                    " LengthPenalty= " + format_score(penalty);
+  if (!std::isnan(h.r2l_logprob))
+    out += fmt::format(" L2R= {:.6f} R2L= {:.6f} Words= {}", h.l2r_logprob, h.r2l_logprob, count_words(text));
+  return out;
 }
 
 // --info: the description of each checkpoint of -m on the output, one
@@ -247,7 +253,7 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
       const auto& h = hyps[i][r];
       std::string text = tr.detokenize(h, window[i], opt.replace_unk);
       if (n_best)  // Moses' n-best form, which rerankers read
-        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, alpha) << " ||| "
+        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| "
                      << format_score(h.norm_score) << '\n';
       else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
       else out.stream() << text << '\n';

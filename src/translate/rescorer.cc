@@ -55,6 +55,8 @@ void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
     for (size_t r = 0; r < std::min(keep, order.size()); ++r) {
       sorted.push_back(std::move(list[order[r]]));
       sorted.back().norm_score = mix[order[r]];
+      sorted.back().l2r_logprob = forward[k - list.size() + order[r]];
+      sorted.back().r2l_logprob = backward[k - list.size() + order[r]];
     }
     list = std::move(sorted);
   }

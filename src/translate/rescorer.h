@@ -33,7 +33,8 @@ class Rescorer {
 
   // Reorders each line's hypotheses (`hyps[i]`, the search's list for
   // `sources[i]`, best first) by the mix above, best first (ties keep the
-  // search's order), sets each one's norm_score to its mix, and keeps the
+  // search's order), sets each one's norm_score to its mix and its
+  // l2r_logprob and r2l_logprob to the two log-probabilities, and keeps the
   // first `keep`. `l2r` is the translator that searched: it detokenizes
   // (with `replace_unk` as the output will) and scores the texts as written.
   // `batch_sentences`: forced decoding's batch size. Throws nmt::Error as
