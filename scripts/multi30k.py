@@ -130,7 +130,7 @@ class Recipe:
             die("NMT_JOBS must be at least 1")
         self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
-        self.sel = f"{self.run}/select"
+        self.sel, self.commit = f"{self.run}/select", multi30k_result.checkout_commit()
         # The distillation pick and the students' name (checked before anything trains): either
         # names its own selection log, test outputs and result file; all share the folder's models.
         self.pick = os.environ.get("NMT_DISTILL_PICK", "") or "top"

@@ -25,6 +25,16 @@ def metrics(d):
     return [json.loads(l) for l in open(f"{d}/metrics.jsonl") if l.strip()]
 
 
+def checkout_commit():
+    """The checkout's short commit, with -dirty when it has changes ("unknown"
+    outside git): read when the recipe starts, as its scripts are then."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = commit or "unknown"
+    if subprocess.run(["git", "diff", "--quiet", "HEAD"], capture_output=True).returncode != 0:
+        commit += "-dirty"
+    return commit
+
+
 def write(r, models, best, test_seconds, single_seconds, info):
     """Writes the result of recipe R (multi30k.Recipe): MODELS trained, the
     selected system BEST, the test translation's seconds (the selected system's
@@ -34,10 +44,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
     s_name, s_beam, s_lp, s_val, s_seconds = (r.single["name"], r.single["beam"], r.single["lp"],
                                               r.single["score"], single_seconds)
     extra = os.environ.get("NMT_TRAIN_FLAGS", "")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    commit = commit or "unknown"
-    if subprocess.run(["git", "diff", "--quiet", "HEAD"]).returncode != 0:
-        commit += "-dirty"
+    commit = r.commit
     results = os.environ.get("NMT_RESULTS_DIR", "") or "bench/results"
     os.makedirs(results, exist_ok=True)
     result = f"{results}/multi30k-{pair}-{form}{r.tag}-{platform.node().split('.')[0]}-{commit}.json"
@@ -124,7 +131,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
         # the vector units, which tell machines of one "model name" apart
         "cpu_features": sorted({f for l in open("/proc/cpuinfo") if l.startswith("flags")
                                 for f in l.split(":", 1)[1].split() if f.startswith(("avx", "amx", "fma"))}),
-        "commit": commit,
+        "commit": commit,  # the checkout's when the recipe started (the binaries': nmt_version)
         "nmt_version": version[0],
         # the BLAS kernels the binaries ran (OPENBLAS_CORETYPE, when set, forces them)
         "blas": next((l.split(": ", 1)[1] for l in version if l.startswith("BLAS: ")), None),
