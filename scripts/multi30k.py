@@ -34,7 +34,8 @@ Environment:
                     are teachers; their ensemble translates the training source with
                     beam 5 and its best length penalty on val, and K students
                     (student-1..K, the next seeds) train on that translation. The
-                    students join the selection, alone and in the ensemble of all.
+                    students join the selection, alone and in the ensemble of all
+                    (the teachers' own ensemble stays a candidate).
   NMT_DISTILL_PICK  which of the teachers' 5-best each student learns from: top (default:
                     the ensemble's best) or closest (the one nearest the training target
                     by smoothed sentence BLEU on whitespace tokens: Kim & Rush's
@@ -83,7 +84,7 @@ import threading
 import time
 
 import multi30k_result
-from multi30k_cache import cached, record, translator
+from multi30k_cache import cached, nonempty, record, translator
 from multi30k_distill import PREFIX, student_settings, student_specs
 from multi30k_rerank import choose_rerank, r2l_specs, train_r2l
 
@@ -374,6 +375,10 @@ def main():
         tuned, _ = r.tune(name, members)
         if tuned["score"] > best["score"]:
             best = {"name": name, "models": members, **tuned}
+    if distill and seeds > 1:  # the teachers' own ensemble, tuned when they distilled, is a candidate too
+        name, beam, lp, score = max((row for row in r.log_rows if row[0] == f"teachers-{seeds}"), key=lambda x: x[3])
+        if score > best["score"]:
+            best = {"name": name, "models": r.members(models[:seeds]), "beam": beam, "lp": lp, "score": score}
     plain_score, r2l_models = best["score"], []
     if r2l:
         r2l_models = train_r2l(r, seeds + distill, r2l, distill > 0)
@@ -389,10 +394,6 @@ def main():
         return
     test_seconds, single_seconds = multi30k_result.run_test(r, best, info["rerank"])
     multi30k_result.write(r, models + r2l_models, best, test_seconds, single_seconds, info)
-
-
-def nonempty(path):
-    return os.path.exists(path) and os.path.getsize(path) > 0
 
 
 if __name__ == "__main__":

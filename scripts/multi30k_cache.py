@@ -32,11 +32,14 @@ def fresh(result, sidecar, made, inputs):
             and all(os.path.getmtime(result) > os.path.getmtime(p) for p in inputs))
 
 
+def nonempty(path):
+    return os.path.exists(path) and os.path.getsize(path) > 0
+
+
 def newer(path, *sources):
     """Whether PATH is there, not empty, and no older than any of SOURCES (a
     file made from them: the clock's granularity can give both one time)."""
-    return (os.path.exists(path) and os.path.getsize(path) > 0
-            and all(os.path.getmtime(path) >= os.path.getmtime(s) for s in sources))
+    return (nonempty(path) and all(os.path.getmtime(path) >= os.path.getmtime(s) for s in sources))
 
 
 def cached(out, made, inputs, key):

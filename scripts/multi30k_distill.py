@@ -13,16 +13,12 @@ import math
 import os
 import re
 
-from multi30k_cache import fresh, newer
+from multi30k_cache import fresh, newer, nonempty
 from multi30k_rerank import choose_rerank, rerank, train_r2l
 
 
 def die(message):
     raise SystemExit(f"multi30k.py: {message}")
-
-
-def nonempty(path):
-    return os.path.exists(path) and os.path.getsize(path) > 0
 
 
 def student_specs(r, teachers_dirs, seeds, k, r2l, info):

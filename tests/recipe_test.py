@@ -5,7 +5,8 @@ distillation, a student and a right-to-left model, selection on val, test,
 and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
-students of other flags, likewise; the
+students of other flags, likewise; the teachers' ensemble selected when
+it is the best on val; the
 reranked targets made again when the choice on val changes; the teachers'
 translation made again when a teacher is newer; a model
 that finishes as the recipe's stop signal comes, marked trained; and the bad
@@ -77,6 +78,11 @@ def first_pick(source, env, run, results):
     folders = sorted(os.path.basename(t["folder"]) for t in r["training"])
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
+    # The plain system is the best candidate on val: a single model, the ensemble of all, or the teachers'.
+    rows = [line.rstrip("\n").split("\t") for line in open(f"{run}/select/selection.tsv")][1:]
+    plain = max(float(row[3]) for row in rows if "+r2l" not in row[0])
+    check(r["rerank"]["val_bleu_without"] == plain, f"the system before reranking is the best on val, {plain}: "
+          f"{r['rerank']['val_bleu_without']} ({r['selected']})")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
     # Each reranking setting is chosen from one rescored n-best list, as nmt-translate would choose.
     nbest = glob.glob(f"{run}/select/rerank-val-*.nbest")
@@ -161,6 +167,21 @@ def named_students(source, env, run, results, kept):
     check(os.path.exists(f"{run}/select/selection-wide.tsv"), "the named students keep their own selection log")
     changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
     check(not changed, f"the other picks' files are left as they were; changed: {changed}")
+
+
+def teachers_win(source, env, run):
+    """With the teachers' own ensemble best on val (its score forced), the
+    selection picks it over the ensemble of all and the single models."""
+    scores = f"{run}/select/teachers-2-b5.json"
+    kept = open(scores).read()
+    with open(scores, "w") as f:
+        json.dump({**json.loads(kept), "bleu_none": 99.0}, f)
+    rc, out = recipe(source, env, NMT_VAL_ONLY="1")
+    with open(scores, "w") as f:
+        f.write(kept)
+    check(rc == 0, f"the run with the teachers best on val exits 0 (got {rc}):\n{out[-3000:]}")
+    selected = open(f"{run}/select/selected.tsv").read().split("\t")
+    check(selected[:3] == ["teachers-2", "5", "1.0"], f"the teachers' ensemble is selected: {selected}")
 
 
 def remade_targets(source, env, run):
@@ -310,6 +331,7 @@ def main():
         rerun_reuses(source, env, run, build, tmp)
         second_pick(source, env, run, results, snapshot(run))
         named_students(source, env, run, results, snapshot(run))
+        teachers_win(source, env, run)
         r = remade_targets(source, env, run)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
