@@ -55,6 +55,13 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
                       for i, folder in enumerate(students, 1)]
 
 
+def learners(r, *prefixes):
+    """The run's PREFIX-* model folders that finished or began training (a
+    `trained` or `last.ckpt` file), sorted."""
+    return sorted({os.path.dirname(p) for prefix in prefixes for marker in ("trained", "last.ckpt")
+                   for p in glob.glob(f"{r.run}/{prefix}-*/{marker}")})
+
+
 def teachers_nbest(r, teachers_dirs, teachers, lp, nbest):
     """NBEST: the TEACHERS' 5 best of each training source (beam 5, length
     penalty LP), with NBEST.made saying how it was made. Kept while newer than
@@ -69,8 +76,7 @@ def teachers_nbest(r, teachers_dirs, teachers, lp, nbest):
     checkpoints = [p for d in teachers_dirs for p in glob.glob(f"{d}/*.ckpt")]
     if newer(nbest, source, *checkpoints):
         return
-    learnt = sorted({os.path.dirname(p) for prefix in ("student", "r2l") for marker in ("trained", "last.ckpt")
-                     for p in glob.glob(f"{r.run}/{prefix}-*/{marker}")})
+    learnt = learners(r, "student", "r2l")
     if nonempty(nbest) and learnt:
         die(f"{learnt[0]} learnt from the teachers' translation {nbest}, and a teacher is newer; "
             "delete the student-* and r2l-* folders to train them on a new one")
@@ -151,8 +157,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     if nonempty(out) and fresh(out, out + ".made", made, inputs):
         return name, chosen[:2]
     # a student that trained (or started to: it would resume) on the old targets
-    learnt = sorted({os.path.dirname(p) for marker in ("trained", "last.ckpt")
-                     for p in glob.glob(f"{r.run}/{PREFIX['reranked']}-*/{marker}")})
+    learnt = learners(r, PREFIX["reranked"])
     if learnt:
         die(f"{learnt[0]} learnt from a {name} made otherwise than now ({made}); "
             "delete the student-reranked-* folders to train them on the new one")

@@ -92,15 +92,15 @@ def choose_rerank(r, best, r2l_models):
     lists = read_rescored(nbest)
 
     def score(setting):  # reused as Recipe.translate() reuses a translation
-        out = f"{prefix}-w{setting[0]}-a{setting[1]}"
-        reused = cached(out, f"{made} | w {setting[0]} a {setting[1]}", inputs + [nbest], r.key)
+        out, made_so = f"{prefix}-w{setting[0]}-a{setting[1]}", f"{made} | w {setting[0]} a {setting[1]}"
+        reused = cached(out, made_so, inputs + [nbest], r.key)
         if reused is not None:
             return reused
         with open(out + ".out.part", "w", encoding="utf-8") as f:
             f.writelines(max(hyps, key=lambda h: mix(h, *setting))[0] + "\n" for hyps in lists)
         os.replace(out + ".out.part", out + ".out")
         evaluate(r, out + ".out", inputs[1], out + ".json")
-        return record(out, f"{made} | w {setting[0]} a {setting[1]}", r.key)
+        return record(out, made_so, r.key)
 
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:  # NMT_JOBS at a time
         scores = list(pool.map(score, settings))
