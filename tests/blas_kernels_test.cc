@@ -1,7 +1,8 @@
 // BLAS kernel choice (base/blas_kernels.h): the ranking of OpenBLAS's kernel
 // families, the widest family for a CPU's features, and through the real
 // executables: the default environment runs the widest family this CPU and
-// OpenBLAS have, a user's OPENBLAS_CORETYPE is kept, and when OpenBLAS picks
+// OpenBLAS have, a user's OPENBLAS_CORETYPE is kept (and named in one log
+// line when it is narrower than the CPU runs), and when OpenBLAS picks
 // narrower kernels by itself (stood in for by NMT_TEST_OPENBLAS_OWN_CHOICE)
 // the tool runs again with the widest and says so in one log line.
 #include "base/blas_kernels.h"
@@ -10,6 +11,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -114,6 +116,33 @@ TEST_F(BlasChoiceTest, AUsersCoretypeIsKept) {
   const auto r = version_with("OPENBLAS_CORETYPE=Prescott", temp_dir("blas_user"));
   EXPECT_EQ(family_and_how(r.out), std::make_pair(std::string("Prescott"), std::string("set by OPENBLAS_CORETYPE")))
       << r.out;
+}
+
+// The "BLAS: " lines a real run (nmt-translate --evaluate) logs with `env` in front.
+std::vector<std::string> blas_lines_with(const std::string& env, const std::string& dir) {
+  write_lines(dir + "/ref.txt", {"a small test"});
+  write_lines(dir + "/hyp.txt", {"a small test"});
+  const auto r = run_with_env("env -u OPENBLAS_CORETYPE -u NMT_OPENBLAS_CHOICE " + env, "nmt-translate",
+                              "--evaluate --reference " + quote(dir + "/ref.txt"), dir, dir + "/hyp.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  for (const auto& l : r.err_lines)
+    if (contains(l, "BLAS: ")) lines.push_back(l);
+  return lines;
+}
+
+TEST_F(BlasChoiceTest, ANarrowUsersCoretypeIsKeptAndNamedOnce) {
+  if (best_.empty() || best_ == "Nehalem") GTEST_SKIP() << "no family wider than SSE4.2 on this CPU";
+  // The family nmt runs by default is the widest this CPU and OpenBLAS have.
+  const std::string widest = family_and_how(version_with("", temp_dir("blas_widest")).out).first;
+  const auto narrow = blas_lines_with("OPENBLAS_CORETYPE=Prescott", temp_dir("blas_user_narrow"));
+  ASSERT_EQ(narrow.size(), 1u) << "one line names the wider kernels";
+  EXPECT_TRUE(contains(narrow[0], "OPENBLAS_CORETYPE=Prescott keeps OpenBLAS ")) << narrow[0];
+  EXPECT_TRUE(contains(narrow[0], " on its Prescott kernels; this CPU (" + CpuFeatures::detect().describe() +
+                                      ") can run its wider " + widest + " kernels"))
+      << narrow[0];
+  EXPECT_TRUE(blas_lines_with("OPENBLAS_CORETYPE=" + widest, temp_dir("blas_user_widest")).empty())
+      << "the widest family chosen by the user needs no word";
 }
 
 TEST_F(BlasChoiceTest, ANarrowOwnChoiceIsReplacedAndLoggedOnce) {

@@ -48,6 +48,8 @@ struct BlasKernels {
   std::string how;      // why that family: "OpenBLAS's own choice", "set by OPENBLAS_CORETYPE", or nmt's reason
   bool chosen_by_nmt = false;  // nmt set OPENBLAS_CORETYPE (the tool ran again with it)
   std::string warning;  // non-empty when nmt asked for a family that OpenBLAS did not take
+  std::string wider;    // the widest family this CPU and OpenBLAS run, when a user's
+                        // OPENBLAS_CORETYPE keeps OpenBLAS on a narrower one; else ""
 };
 
 // The kernels of this process, as above. Never fails.
@@ -67,8 +69,10 @@ BlasKernels blas_kernels();
 void ensure_best_blas_kernels(char** argv);
 
 // One log line about the kernels when nmt chose them or a choice failed
-// ("BLAS: OpenBLAS picked Prescott kernels ...; nmt runs Cooperlake ..."),
-// else "".
+// ("BLAS: OpenBLAS picked Prescott kernels ...; nmt runs Cooperlake ..."), or
+// when a user's OPENBLAS_CORETYPE keeps narrower kernels than the CPU runs
+// ("BLAS: OPENBLAS_CORETYPE=Haswell keeps ...; this CPU ... runs its
+// Cooperlake kernels ..."), else "". Never fails.
 std::string blas_choice_log_line();
 
 }  // namespace nmt
