@@ -46,7 +46,6 @@ using nmt::test::run;
 using nmt::test::train_args;
 using nmt::test::lines_of;
 
-const std::string kBin = NMT_BINARY_DIR;
 using Strings = std::vector<std::string>;
 
 TEST(CliTest, TrainRejectsMismatchedLineCounts) {
@@ -113,7 +112,7 @@ TEST(CliTest, ClosedStandardStreamsReceiveNothingOfTheTools) {
     SCOPED_TRACE(closed);
     const std::string out = dir + "/run";
     nmt::test::remove_tree(out);
-    const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/nmt-train") + " " + train_args(f, out) +
+    const std::string cmd = "NMT_THREADS=1 " + quote(nmt::test::bin("nmt-train")) + " " + train_args(f, out) +
                             " --max-steps 2 --valid-every 2 " + closed;
     const int status = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;

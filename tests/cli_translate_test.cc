@@ -47,8 +47,6 @@ using nmt::test::lines_of;
 using nmt::test::split_bars;
 using nmt::test::contains;
 
-const std::string kBin = NMT_BINARY_DIR;
-
 TEST(CliTest, TranslateNBestFormatAndRanks) {
   const auto dir = temp_dir("cli_nbest");
   const auto& ckpt = nmt::test::trained_toy_checkpoint();
@@ -245,7 +243,7 @@ TEST(CliTest, TranslateReportsUnwritableOutputAndFullDisk) {
   auto r = run("nmt-translate", "-m " + model + " -i " + quote(dir + "/in.txt") + " -o " + quote(dir + "/no/such/dir/out"), dir);
   expect_one_line_error(r, {"no/such/dir/out", "cannot open output"});
   // stdout on a full disk: the write error is reported, not ignored.
-  const std::string cmd = "NMT_THREADS=1 " + quote(kBin + "/nmt-translate") + " -m " + model + " < " +
+  const std::string cmd = "NMT_THREADS=1 " + quote(nmt::test::bin("nmt-translate")) + " -m " + model + " < " +
                           quote(dir + "/in.txt") + " > /dev/full 2> " + quote(dir + "/err.txt");
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 1);

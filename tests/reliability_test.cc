@@ -31,11 +31,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::string kSrc = NMT_SOURCE_DIR;
-const std::string kBin = NMT_BINARY_DIR;
-
 // A tiny, fast nmt-train run on the demo corpus that logs and checkpoints often.
 std::vector<std::string> demo_train_args(const std::string& out, int64_t max_steps) {
-  return {kBin + "/nmt-train", "--train-src", kSrc + "/data/demo/train.src", "--train-tgt",
+  return {nmt::test::bin("nmt-train"), "--train-src", kSrc + "/data/demo/train.src", "--train-tgt",
           kSrc + "/data/demo/train.tgt", "--valid-src", kSrc + "/data/demo/valid.src", "--valid-tgt",
           kSrc + "/data/demo/valid.tgt", "--valid-max-sentences", "20", "-o", out, "--vocab-size", "300",
           "--emb-dim", "16", "--enc-hidden", "16", "--dec-hidden", "32", "--attn-dim", "16", "--batch-tokens", "300",

@@ -2,6 +2,8 @@
 // messages, and "path:line: message" locations of errors in input files.
 #include "base/error.h"
 
+#include <cstring>
+
 #include "base/utf8.h"
 
 namespace nmt {
@@ -26,5 +28,7 @@ std::string located(const std::string& path, long line, const std::string& messa
   if (line > 0) return excerpt(path) + ":" + std::to_string(line) + ": " + message;
   return excerpt(path) + ": " + message;
 }
+
+std::string system_error(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
 }  // namespace nmt

@@ -41,4 +41,8 @@ class UsageError : public Error {
 // path as excerpt() quotes it.
 std::string located(const std::string& path, long line, const std::string& message);
 
+// Formats "what: <strerror(err)>" ("cannot open: No such file or directory")
+// for a failed system call whose errno was `err`. Never throws (beyond std::bad_alloc).
+std::string system_error(const std::string& what, int err);
+
 }  // namespace nmt

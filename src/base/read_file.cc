@@ -12,11 +12,6 @@
 #include "base/error.h"
 
 namespace nmt {
-namespace {
-
-std::string system_error(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-}  // namespace
 
 std::string read_file_bounded(const std::string& path, size_t max_bytes, const std::string& what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

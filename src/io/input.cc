@@ -13,11 +13,6 @@
 #include "io/io.h"
 
 namespace nmt {
-namespace {
-
-std::string system_error(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-}  // namespace
 
 // --- reading -----------------------------------------------------------------
 

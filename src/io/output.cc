@@ -21,8 +21,6 @@
 namespace nmt {
 namespace {
 
-std::string system_error(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
 // --- temporary files a signal handler may remove ----------------------------
 // Fixed slots, so the handler touches no allocator: state 0 free, 1 being
 // filled, 2 holds a path.
