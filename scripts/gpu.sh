@@ -205,7 +205,8 @@ build_step() {
   ln -sfn "$p/include/fmt" "$build/fmt-include/fmt"
   local cmake_flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tp;$p"
     -DCMAKE_LIBRARY_PATH="$p/lib/x86_64-linux-gnu" -DCMAKE_INCLUDE_PATH="$p/include"
-    -DCMAKE_CXX_FLAGS="-I$(cd "$build/fmt-include" && pwd)")
+    -DCMAKE_CXX_FLAGS="-I$(cd "$build/fmt-include" && pwd)"
+    -DCMAKE_UNITY_BUILD=OFF)  # file by file, as scripts/cuda-compile-check.sh checks the CUDA-only code
   # shellcheck disable=SC2086  # NMT_GPU_CMAKE_FLAGS: several flags, split on spaces
   cmake -S . -B "$build" "${cmake_flags[@]}" ${NMT_GPU_CMAKE_FLAGS:-} >>"$out/build.log" 2>&1
   # -k 0: every compile error in one go (a GPU session may have time for one fix)
