@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::string kSrc = NMT_SOURCE_DIR;
+
 // A tiny, fast nmt-train run on the demo corpus that logs and checkpoints often.
 std::vector<std::string> demo_train_args(const std::string& out, int64_t max_steps) {
   return {nmt::test::bin("nmt-train"), "--train-src", kSrc + "/data/demo/train.src", "--train-tgt",
