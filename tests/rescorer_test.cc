@@ -81,7 +81,7 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
     const Expected e = expected_mix(l2r, r2l, src, beams, w, ropt.length_exponent);
     nmt::Rescorer rescorer(nmt::Translator(r2l_model), ropt);
     auto hyps = beams;
-    rescorer.rescore(l2r, src, &hyps, false, 64, 2);
+    rescorer.rescore(l2r, src, &hyps, false, 64, 2, /*search_scores_exact=*/false);
     for (size_t i = 0; i < src.size(); ++i) {
       ASSERT_EQ(hyps[i].size(), std::min<size_t>(2, beams[i].size()));
       // The first kept is the beam's best by the mix; each carries its mix.
@@ -98,6 +98,70 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
   }
   // The random right-to-left model disagrees with the search somewhere: the test saw a reordering.
   EXPECT_GT(reordered, 0);
+}
+
+// With search_scores_exact, a hypothesis whose text encodes back to its ids
+// keeps the search's score as log P_l2r, and that score is what forced
+// decoding gives, up to rounding; an empty line, or the flag off, decodes again.
+TEST(RescorerTest, KeepsTheSearchsScoreWhereItIsForcedDecodings) {
+  const auto l2r_model = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::LoadedModel r2l_model = l2r_model;
+  torch::manual_seed(7);
+  r2l_model.model = nmt::Seq2Seq(l2r_model.options);
+  r2l_model.model->eval();
+  const std::vector<std::string> src = {"red cat sees big dog", "old fish", "", "blue bird runs"};
+  nmt::TranslateOptions topt;
+  topt.search.beam_size = 4;
+  topt.search.n_best = 4;
+  nmt::Translator l2r(l2r_model);
+  const auto beams = l2r.translate(src, topt);
+  nmt::RescoreOptions ropt;
+  ropt.r2l_models = {"r2l.ckpt"};
+  nmt::Rescorer rescorer(nmt::Translator(r2l_model), ropt);
+  // The search's score against forced decoding of the same text. Both sum the
+  // same float32 log-softmax values, EOS included, computed through other
+  // batch shapes and code paths (the search's step, teacher forcing): each
+  // token's log-probability differs by rounding alone, far below 1e-3 nats
+  // (a wrong token or a missing EOS is off by whole nats).
+  std::vector<std::string> s, t;
+  for (size_t i = 0; i < src.size(); ++i)
+    for (const auto& h : beams[i]) {
+      s.push_back(src[i]);
+      t.push_back(l2r.detokenize(h, src[i], false));
+    }
+  const auto forced = l2r.score(s, t, 64);
+  size_t k = 0, round_trips = 0;
+  for (size_t i = 0; i < src.size(); ++i)
+    for (const auto& h : beams[i]) {
+      const bool same_ids = l2r.tgt_tokenizer().encode(t[k]) == h.ids;
+      round_trips += same_ids && !src[i].empty();
+      if (same_ids && !src[i].empty()) {
+        EXPECT_NEAR(h.score, forced[k], 1e-3 * static_cast<double>(h.ids.size() + 1)) << t[k];
+      }
+      ++k;
+    }
+  ASSERT_GT(round_trips, 0u);
+  // A score no decoding gives shows which path each hypothesis took.
+  auto marked = beams;
+  for (auto& line : marked)
+    for (auto& h : line) h.score = 1000.0;
+  for (const bool exact : {true, false}) {
+    auto hyps = marked;
+    rescorer.rescore(l2r, src, &hyps, false, 64, 4, exact);
+    k = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      ASSERT_EQ(hyps[i].size(), beams[i].size());
+      for (const auto& h : hyps[i]) {
+        const bool kept = exact && !src[i].empty() &&
+                          l2r.tgt_tokenizer().encode(l2r.detokenize(h, src[i], false)) == h.ids;
+        if (kept) {
+          EXPECT_EQ(h.l2r_logprob, 1000.0) << "line " << i;
+        } else {
+          EXPECT_LT(h.l2r_logprob, 0.0) << "line " << i << (exact ? " exact" : "");
+        }
+      }
+    }
+  }
 }
 
 TEST(RescorerTest, RefusesWeightsOutOfRange) {

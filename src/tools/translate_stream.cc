@@ -285,6 +285,8 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
   }
   TranslateOptions search_options = opt.translate;  // a rescorer reorders the beam's whole list
   if (rescorer != nullptr) search_options.search.n_best = search_options.search.beam_size;
+  // The search's scores are forced decoding's where it ran in float32 over the whole vocabulary.
+  const bool search_scores_exact = !opt.translate.int8 && !opt.translate.bf16 && opt.translate.shortlist.path.empty();
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   InputNotes notes;
   std::vector<std::string> window;
@@ -295,7 +297,7 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
     auto hyps = tr.translate(window, search_options, /*with_attention=*/opt.replace_unk);
     if (rescorer != nullptr)  // the beam's whole list, reordered; --n-best of it kept
       rescorer->rescore(tr, window, &hyps, opt.replace_unk, opt.translate.batch_sentences,
-                        static_cast<size_t>(opt.translate.search.n_best));
+                        static_cast<size_t>(opt.translate.search.n_best), search_scores_exact);
     write_window(opt, tr, window, hyps, out, &sum, scoring ? &outputs : nullptr);
     out.flush();
     sum.sentences += static_cast<int64_t>(window.size());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -29,16 +30,32 @@ Rescorer::Rescorer(Translator r2l, const RescoreOptions& opt) : r2l_(std::move(r
 
 void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
                        std::vector<std::vector<Hypothesis>>* hyps, bool replace_unk, int64_t batch_sentences,
-                       size_t keep) {
-  // Every hypothesis of every line as one list of pairs: src, text, text read backwards.
+                       size_t keep, bool search_scores_exact) {
+  // Every hypothesis of every line as one list of pairs: src, text, text read
+  // backwards; log P_l2r from the search where it is the forced decoding's
+  // (NaN until decoded again otherwise).
   std::vector<std::string> src, text, reversed;
+  std::vector<double> forward;
+  std::vector<size_t> again;  // indices whose log P_l2r forced decoding gives
   for (size_t i = 0; i < hyps->size(); ++i)
     for (const auto& h : (*hyps)[i]) {
       src.push_back(sources[i]);
       text.push_back(l2r.detokenize(h, sources[i], replace_unk));
       reversed.push_back(reverse_words(text.back()));
+      // (an empty line's one hypothesis never ran the model: decoded again)
+      const bool kept = search_scores_exact && !sources[i].empty() && l2r.tgt_tokenizer().encode(text.back()) == h.ids;
+      forward.push_back(kept ? h.score : std::numeric_limits<double>::quiet_NaN());
+      if (!kept) again.push_back(forward.size() - 1);
     }
-  const std::vector<double> forward = l2r.score(src, text, batch_sentences);
+  if (!again.empty()) {
+    std::vector<std::string> again_src, again_text;
+    for (const size_t k : again) {
+      again_src.push_back(src[k]);
+      again_text.push_back(text[k]);
+    }
+    const std::vector<double> decoded = l2r.score(again_src, again_text, batch_sentences);
+    for (size_t j = 0; j < again.size(); ++j) forward[again[j]] = decoded[j];
+  }
   const std::vector<double> backward = r2l_.score(src, reversed, batch_sentences);
   const double w = opt_.r2l_weight, a = opt_.length_exponent;
   size_t k = 0;

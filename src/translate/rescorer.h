@@ -37,10 +37,15 @@ class Rescorer {
   // l2r_logprob and r2l_logprob to the two log-probabilities, and keeps the
   // first `keep`. `l2r` is the translator that searched: it detokenizes
   // (with `replace_unk` as the output will) and scores the texts as written.
+  // With `search_scores_exact` (the search ran in float32 over the whole
+  // vocabulary: no --int8, --bf16 or --shortlist), a hypothesis whose text
+  // encodes back to its own ids (of a line that is not empty) keeps the search's `score` as log P_l2r
+  // (the same sum of the same log-probabilities, EOS included, up to the
+  // rounding of other batch shapes), and only the others are decoded again.
   // `batch_sentences`: forced decoding's batch size. Throws nmt::Error as
   // Translator::score does.
   void rescore(Translator& l2r, const std::vector<std::string>& sources, std::vector<std::vector<Hypothesis>>* hyps,
-               bool replace_unk, int64_t batch_sentences, size_t keep);
+               bool replace_unk, int64_t batch_sentences, size_t keep, bool search_scores_exact);
 
   size_t models() const { return r2l_.ensemble_size(); }
 
