@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -60,18 +61,30 @@ Expected expected_mix(nmt::Translator& l2r, nmt::Translator& r2l, const std::vec
   return e;
 }
 
-TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
-  const auto l2r_model = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  nmt::LoadedModel r2l_model = l2r_model;  // another model of the same shape: random weights
+// The toy model and, standing in for a right-to-left model, another of the
+// same shape with random weights.
+std::pair<nmt::LoadedModel, nmt::LoadedModel> toy_and_random_twin() {
+  const auto l2r = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
+  nmt::LoadedModel r2l = l2r;
   torch::manual_seed(7);
-  r2l_model.model = nmt::Seq2Seq(l2r_model.options);
-  r2l_model.model->eval();
-  const std::vector<std::string> src = {"red cat sees big dog", "old fish", "blue bird runs", "green tree house"};
+  r2l.model = nmt::Seq2Seq(l2r.options);
+  r2l.model->eval();
+  return {l2r, r2l};
+}
+
+// Search options that keep the beam's whole list of 4.
+nmt::TranslateOptions beam_of_4() {
   nmt::TranslateOptions topt;
   topt.search.beam_size = 4;
   topt.search.n_best = 4;
+  return topt;
+}
+
+TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
+  const auto [l2r_model, r2l_model] = toy_and_random_twin();
+  const std::vector<std::string> src = {"red cat sees big dog", "old fish", "blue bird runs", "green tree house"};
   nmt::Translator l2r(l2r_model), r2l(r2l_model);
-  const auto beams = l2r.translate(src, topt);
+  const auto beams = l2r.translate(src, beam_of_4());
   int reordered = 0;
   for (const double w : {0.0, 0.5, 1.0}) {
     nmt::RescoreOptions ropt;
@@ -104,17 +117,10 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
 // keeps the search's score as log P_l2r, and that score is what forced
 // decoding gives, up to rounding; an empty line, or the flag off, decodes again.
 TEST(RescorerTest, KeepsTheSearchsScoreWhereItIsForcedDecodings) {
-  const auto l2r_model = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  nmt::LoadedModel r2l_model = l2r_model;
-  torch::manual_seed(7);
-  r2l_model.model = nmt::Seq2Seq(l2r_model.options);
-  r2l_model.model->eval();
+  const auto [l2r_model, r2l_model] = toy_and_random_twin();
   const std::vector<std::string> src = {"red cat sees big dog", "old fish", "", "blue bird runs"};
-  nmt::TranslateOptions topt;
-  topt.search.beam_size = 4;
-  topt.search.n_best = 4;
   nmt::Translator l2r(l2r_model);
-  const auto beams = l2r.translate(src, topt);
+  const auto beams = l2r.translate(src, beam_of_4());
   nmt::RescoreOptions ropt;
   ropt.r2l_models = {"r2l.ckpt"};
   nmt::Rescorer rescorer(nmt::Translator(r2l_model), ropt);
