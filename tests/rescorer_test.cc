@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,8 +30,10 @@ TEST(RescorerTest, WordsReverseAndCount) {
 }
 
 // The beam's hypotheses of each line, their text, and the mix each gets
-// from forced decoding in both directions (one call per direction over all
-// of them, as the rescorer makes: the same batches, so the same bits).
+// from forced decoding in both directions: one call per direction over each
+// line's distinct texts (by their pieces left to right, by their words read
+// backwards), in the order the rescorer makes them, so the same batches and
+// the same bits.
 struct Expected {
   std::vector<std::vector<std::string>> text;
   std::vector<std::vector<double>> mix;
@@ -37,25 +41,35 @@ struct Expected {
 
 Expected expected_mix(nmt::Translator& l2r, nmt::Translator& r2l, const std::vector<std::string>& src,
                       const std::vector<std::vector<nmt::Hypothesis>>& hyps, double w, double a) {
-  std::vector<std::string> s, t, rev;
+  std::vector<std::string> s, t, s_rev, rev;
+  std::vector<std::vector<size_t>> f_of(hyps.size()), b_of(hyps.size());
   Expected e;
   for (size_t i = 0; i < hyps.size(); ++i) {
     e.text.emplace_back();
+    std::map<std::vector<int64_t>, size_t> pieces;
+    std::map<std::string, size_t> words;
     for (const auto& h : hyps[i]) {
       e.text[i].push_back(l2r.detokenize(h, src[i], false));
-      s.push_back(src[i]);
-      t.push_back(e.text[i].back());
-      rev.push_back(nmt::reverse_words(t.back()));
+      const auto [f, new_pieces] = pieces.emplace(l2r.tgt_tokenizer().encode(e.text[i].back()), t.size());
+      if (new_pieces) {
+        s.push_back(src[i]);
+        t.push_back(e.text[i].back());
+      }
+      f_of[i].push_back(f->second);
+      const auto [b, new_words] = words.emplace(nmt::reverse_words(e.text[i].back()), rev.size());
+      if (new_words) {
+        s_rev.push_back(src[i]);
+        rev.push_back(b->first);
+      }
+      b_of[i].push_back(b->second);
     }
   }
-  const auto f = l2r.score(s, t, 64), b = r2l.score(s, rev, 64);
-  size_t k = 0;
-  for (const auto& line : e.text) {
+  const auto f = l2r.score(s, t, 64), b = r2l.score(s_rev, rev, 64);
+  for (size_t i = 0; i < e.text.size(); ++i) {
     e.mix.emplace_back();
-    for (const auto& text : line) {
-      const double words = static_cast<double>(nmt::count_words(text));
-      e.mix.back().push_back(((1 - w) * f[k] + w * b[k]) / std::pow((5 + words + 1) / 6.0, a));
-      ++k;
+    for (size_t r = 0; r < e.text[i].size(); ++r) {
+      const double words = static_cast<double>(nmt::count_words(e.text[i][r]));
+      e.mix.back().push_back(((1 - w) * f[f_of[i][r]] + w * b[b_of[i][r]]) / std::pow((5 + words + 1) / 6.0, a));
     }
   }
   return e;
@@ -114,8 +128,10 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
 }
 
 // With search_scores_exact, a hypothesis whose text encodes back to its ids
-// keeps the search's score as log P_l2r, and that score is what forced
-// decoding gives, up to rounding; an empty line, or the flag off, decodes again.
+// keeps the search's score as log P_l2r (and so does any of its line whose
+// text encodes to those ids), and that score is what forced decoding gives,
+// up to rounding; an empty line, or the flag off, decodes again. Texts of
+// the same pieces (or words read backwards) share one log-probability.
 TEST(RescorerTest, KeepsTheSearchsScoreWhereItIsForcedDecodings) {
   const auto [l2r_model, r2l_model] = toy_and_random_twin();
   const std::vector<std::string> src = {"red cat sees big dog", "old fish", "", "blue bird runs"};
@@ -154,18 +170,30 @@ TEST(RescorerTest, KeepsTheSearchsScoreWhereItIsForcedDecodings) {
   for (const bool exact : {true, false}) {
     auto hyps = marked;
     rescorer.rescore(l2r, src, &hyps, false, 64, 4, exact);
-    k = 0;
     for (size_t i = 0; i < src.size(); ++i) {
       ASSERT_EQ(hyps[i].size(), beams[i].size());
       for (const auto& h : hyps[i]) {
+        // kept: some hypothesis of the line has exactly the pieces h's text encodes to
+        const auto pieces = l2r.tgt_tokenizer().encode(l2r.detokenize(h, src[i], false));
         const bool kept = exact && !src[i].empty() &&
-                          l2r.tgt_tokenizer().encode(l2r.detokenize(h, src[i], false)) == h.ids;
+                          std::any_of(beams[i].begin(), beams[i].end(), [&](const auto& g) { return g.ids == pieces; });
         if (kept) {
           EXPECT_EQ(h.l2r_logprob, 1000.0) << "line " << i;
         } else {
           EXPECT_LT(h.l2r_logprob, 0.0) << "line " << i << (exact ? " exact" : "");
         }
       }
+      // Texts of the same pieces, or of the same words read backwards, share one log-probability.
+      for (const auto& g : hyps[i])
+        for (const auto& h : hyps[i]) {
+          const auto g_text = l2r.detokenize(g, src[i], false), h_text = l2r.detokenize(h, src[i], false);
+          if (l2r.tgt_tokenizer().encode(g_text) == l2r.tgt_tokenizer().encode(h_text)) {
+            EXPECT_EQ(g.l2r_logprob, h.l2r_logprob) << g_text << " / " << h_text;
+          }
+          if (nmt::reverse_words(g_text) == nmt::reverse_words(h_text)) {
+            EXPECT_EQ(g.r2l_logprob, h.r2l_logprob) << g_text << " / " << h_text;
+          }
+        }
     }
   }
 }

@@ -37,6 +37,9 @@ class Rescorer {
   // l2r_logprob and r2l_logprob to the two log-probabilities, and keeps the
   // first `keep`. `l2r` is the translator that searched: it detokenizes
   // (with `replace_unk` as the output will) and scores the texts as written.
+  // Hypotheses of one line whose texts encode to the same pieces share one
+  // log P_l2r, and whose words read backwards are the same share one
+  // log P_r2l: they tie exactly, and keep the search's order.
   // With `search_scores_exact` (the search ran in float32 over the whole
   // vocabulary: no --int8, --bf16 or --shortlist), a hypothesis whose text
   // encodes back to its own ids (of a line that is not empty) keeps the search's `score` as log P_l2r
