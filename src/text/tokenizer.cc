@@ -49,12 +49,18 @@ void* open_deepbind(const char* path) {
   return ::dlopen(path, flags);
 }
 
+// The folder of `path` ("/a/b/c" -> "/a/b", "/a" -> ""); "." when it has no '/'.
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// The folder of this executable, symbolic links resolved; "." when unknown.
 std::string exe_dir() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.find_last_of('/'));
+  return folder_of(std::string(buf, static_cast<size_t>(n)));
 }
 
 // Loads libnmt_spm.so once: from $NMT_SPM_MODULE, next to the executable,
@@ -66,10 +72,13 @@ const Module& module() {
   std::call_once(once, [] {
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("NMT_SPM_MODULE")) candidates.push_back(env);
+    // exe_dir() is free of links, so its parent is folder_of(it), not "/..":
+    // the path reported (nmt --version) names the module one way.
     const std::string dir = exe_dir();
+    const std::string parent = dir == "." ? ".." : dir.empty() ? dir : folder_of(dir);
     candidates.push_back(dir + "/libnmt_spm.so");
-    candidates.push_back(dir + "/../libnmt_spm.so");
-    candidates.push_back(dir + "/../lib/nmt/libnmt_spm.so");
+    candidates.push_back(parent + "/libnmt_spm.so");
+    candidates.push_back(parent + "/lib/nmt/libnmt_spm.so");
 #ifdef NMT_SPM_MODULE_PATH
     candidates.push_back(NMT_SPM_MODULE_PATH);
 #endif
