@@ -6,10 +6,11 @@
 //   nmt-align -m en-de.ckpt --reverse-model de-en.ckpt --symmetrize grow-diag-final-and
 //             --src a.en --tgt a.de --format pharaoh
 #include "cli.h"
+#include "entry_points.h"
 #include "tools/align.h"
 #include "tools/app.h"
 
-int main(int argc, char** argv) {
+int nmt::apps::align_main(int argc, char** argv) {
   nmt::AlignRunOptions opt;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
   nmt::cli::Tool tool(app, "nmt-align", argv);

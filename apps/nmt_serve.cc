@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "cli.h"
+#include "entry_points.h"
 #include "serve/server.h"
 #include "tools/app.h"
 
@@ -12,7 +13,7 @@ namespace {
 std::atomic<bool> g_stop{false};  // set by the first SIGTERM/SIGINT: answer what is in hand and leave
 }  // namespace
 
-int main(int argc, char** argv) {
+int nmt::apps::serve_main(int argc, char** argv) {
   nmt::ServeOptions opt;
   CLI::App app{"Serve an nmt checkpoint over HTTP: POST /translate (JSON), GET /health, GET /models, GET / (a page)."};
   app.get_formatter()->column_width(34);

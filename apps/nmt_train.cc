@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "cli.h"
+#include "entry_points.h"
 #include "model/checkpoint.h"
 #include "tools/app.h"
 #include "train/distributed.h"
@@ -22,7 +23,7 @@ namespace {
 std::atomic<bool> g_stop{false};  // set by the first SIGINT/SIGTERM: save and stop
 }  // namespace
 
-int main(int argc, char** argv) {
+int nmt::apps::train_main(int argc, char** argv) {
   nmt::TrainOptions opt;
   nmt::TokenizerOptions tok;
   nmt::ModelOptions model;

@@ -5,10 +5,11 @@
 //   nmt-translate -m model/best.ckpt --score-pairs < pairs.tsv
 //   nmt-translate --evaluate --reference ref.txt < out.txt
 #include "cli.h"
+#include "entry_points.h"
 #include "tools/app.h"
 #include "tools/translate_stream.h"
 
-int main(int argc, char** argv) {
+int nmt::apps::translate_main(int argc, char** argv) {
   nmt::StreamOptions opt;
   CLI::App app{"Translate text with an nmt checkpoint."};
   nmt::cli::Tool tool(app, "nmt-translate", argv);

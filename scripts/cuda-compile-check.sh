@@ -33,6 +33,7 @@ echo '#define NMT_COMMIT "compile-check"' >"$tmp/generated/nmt_commit.h"
 flags=(-std=c++17 -fsyntax-only -fopenmp -Wall -Wextra -DNMT_WITH_CUDA -DNMT_VERSION=\"check\" -DNMT_SPM_MODULE_PATH=\"check\"
   -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL  # as the CMake targets define them
   -DNMT_SOURCE_DIR=\"$PWD\" -DNMT_BINARY_DIR=\"$PWD/build\" -DNMT_CMAKE_COMMAND=\"cmake\"
+  -DNMT_APP_MAIN=train_main  # apps/main.cc: each executable names its entry point
   -I"$tmp/fmt" -Isrc -Iapps -Itests -I"$tmp/generated"
   -isystem "$h/torch" -isystem "$h/torch/torch/csrc/api/include" -isystem "$h/cuda"
   -include src/model/torch_pch.h)

@@ -166,13 +166,21 @@ BlasKernels blas_kernels() {
   return k;
 }
 
-void ensure_best_blas_kernels(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChoiceVar) != nullptr) return;
+std::string blas_restart_family() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChoiceVar) != nullptr) return "";
   std::string own = openblas_family();
-  if (own.empty()) return;  // not OpenBLAS
+  if (own.empty()) return "";  // not OpenBLAS
   if (const std::string test = env(kTestOwnChoiceVar); !test.empty()) own = test;
   const std::string best = best_blas_family(CpuFeatures::detect(), library_has_family);
-  if (best.empty() || blas_family_rank(own) >= blas_family_rank(best)) return;
+  if (best.empty() || blas_family_rank(own) >= blas_family_rank(best)) return "";
+  return best;
+}
+
+void ensure_best_blas_kernels(char** argv) {
+  const std::string best = blas_restart_family();
+  if (best.empty()) return;
+  std::string own = openblas_family();
+  if (const std::string test = env(kTestOwnChoiceVar); !test.empty()) own = test;
   if (setenv("OPENBLAS_CORETYPE", best.c_str(), 1) != 0 || setenv(kChoiceVar, own.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Still here: the exec failed. Go on with OpenBLAS's own kernels.

@@ -68,6 +68,11 @@ BlasKernels blas_kernels();
 // stands in for the family OpenBLAS picked by itself.
 void ensure_best_blas_kernels(char** argv);
 
+// The family ensure_best_blas_kernels() would run this executable again
+// with, under the present environment; "" when it would return at once.
+// Never fails.
+std::string blas_restart_family();
+
 // One log line about the kernels when nmt chose them or a choice failed
 // ("BLAS: OpenBLAS picked Prescott kernels ...; nmt runs Cooperlake ..."), or
 // when a user's OPENBLAS_CORETYPE keeps narrower kernels than the CPU runs
