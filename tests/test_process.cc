@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "tool_forker.h"
 
 extern char** environ;
 
@@ -47,24 +48,27 @@ namespace {
 Result run_command(const std::string& cwd, const std::string& env, const std::string& exe, const std::string& args,
                    const std::string& dir, const std::string& stdin_file) {
   const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  // The shell execs the tool (through env), so that wait4() reports the
-  // tool's own peak memory.
-  const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + "exec " + (env.empty() ? "env" : env) +
-                          " NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args + " < " +
-                          quote(stdin_file) + " > " + quote(out) + " 2> " + quote(err);
-  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
-  pid_t pid = 0;
   Result r;
-  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0) {
-    ADD_FAILURE() << "cannot start /bin/sh for " << cmd;
-    return r;
+  // A tool of the test binary's own runs forked from it where that is the
+  // same as starting it (tool_forker.h); else the shell execs the tool
+  // (through env), so that wait4() reports the tool's own peak memory.
+  if (!env.empty() || !run_forked({cwd, exe, args, stdin_file, out, err}, r.exit_code, r.peak_rss_mib)) {
+    const std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd) + " && ") + "exec " + (env.empty() ? "env" : env) +
+                            " NMT_THREADS=1 " + quote(std::string(NMT_BINARY_DIR) + "/" + exe) + " " + args +
+                            " < " + quote(stdin_file) + " > " + quote(out) + " 2> " + quote(err);
+    const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0) {
+      ADD_FAILURE() << "cannot start /bin/sh for " << cmd;
+      return r;
+    }
+    int status = 0;
+    struct rusage usage {};
+    while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   }
-  int status = 0;
-  struct rusage usage {};
-  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   r.out = read_bytes(out);
   set_err(r, read_bytes(err));
   expect_no_sanitizer_report(r.err);
