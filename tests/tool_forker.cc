@@ -252,6 +252,10 @@ void start_tool_forker() {
     g_off = "NMT_TEST_EXEC is set";
     return;
   }
+  if (const char* on = std::getenv("NMT_TEST_FORKER"); on == nullptr || std::string(on) != "1") {
+    g_off = "NMT_TEST_FORKER is not 1";
+    return;
+  }
   if (const size_t n = thread_count(); n != 1) {
     g_off = "the test binary had " + std::to_string(n) + " threads at its start";
     return;

@@ -22,16 +22,21 @@
 // OMP_*, LD_*, the sanitizers' options, ...), a BLAS choice that would run
 // the tool again (base/blas_kernels.h), a run already in progress on another
 // thread, or NMT_TEST_EXEC set (every tool started as an executable).
+// Without NMT_TEST_FORKER=1 (a test binary run by hand) there is no forker.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace nmt::test {
 
-// Starts the forker. Call first in main(), while the process is one thread
-// and has run nothing: the forker is a copy of the process as it is now.
-// Does nothing when NMT_TEST_EXEC is set, when the process has other
-// threads, or when fork() fails (every run then starts the executable).
+// Starts the forker when NMT_TEST_FORKER=1 (CTest sets it for the entries
+// whose tests run tools: tests/CMakeLists.txt). A fork costs the process
+// that makes it: every page either side writes afterwards is copied first,
+// about 0.7 s a test process on a VM, paid back only where tools run. Call
+// first in main(), while the process is one thread and has run nothing:
+// the forker is a copy of the process as it is now. Does nothing when
+// NMT_TEST_EXEC is set, when the process has other threads, or when fork()
+// fails (every run then starts the executable).
 void start_tool_forker();
 
 // Why there is no forker ("NMT_TEST_EXEC is set", "the test binary had 3
