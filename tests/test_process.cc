@@ -67,7 +67,7 @@ Result run_command(const std::string& cwd, const std::string& env, const std::st
     while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
     }
     r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    r.exit_code = exit_code_of(status);
   }
   r.out = read_bytes(out);
   set_err(r, read_bytes(err));
@@ -76,6 +76,10 @@ Result run_command(const std::string& cwd, const std::string& env, const std::st
   return r;
 }
 }  // namespace
+
+int exit_code_of(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + (WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0);
+}
 
 void set_err(Result& r, std::string err) {
   r.err = std::move(err);
@@ -217,7 +221,7 @@ int wait_exit(const Child& c, double seconds) {
     int status;
     pid_t r = waitpid(c.pid, &status, WNOHANG);
     if (r == c.pid) {
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      const int code = exit_code_of(status);
       expect_no_sanitizer_report(read_bytes(c.log));
       EXPECT_NE(code, kSanitizerExitCode) << read_bytes(c.log);
       return code;

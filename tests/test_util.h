@@ -128,6 +128,10 @@ std::vector<std::string> temporary_files(const std::string& dir);
 // `s` quoted for /bin/sh.
 std::string quote(const std::string& s);
 
+// The exit code a wait status (waitpid(), wait4()) gives: the process's own,
+// or 128 + the signal that ended it, as a shell reports it.
+int exit_code_of(int wait_status);
+
 // Runs the built executable `exe` (e.g. "nmt-train") with `args` (already
 // quoted where needed) and NMT_THREADS=1, stdout and stderr captured in `dir`.
 Result run(const std::string& exe, const std::string& args, const std::string& dir,

@@ -23,6 +23,7 @@
 
 #include "base/blas_kernels.h"
 #include "entry_points.h"
+#include "test_util.h"
 
 extern char** environ;
 
@@ -128,17 +129,20 @@ void redirect(int target, const std::string& path, int flags) {
   ::close(fd);
 }
 
-// The forked child: becomes the run `where` = {cwd, exe, in, out, err} with
-// `args` and the environment `env`, and never returns.
-[[noreturn]] void become_tool(const std::vector<std::string>& where, const std::vector<std::string>& args,
+// A run's fields in the order they travel on the socket.
+std::vector<std::string> fields_of(const ForkedRun& r) { return {r.cwd, r.exe, r.in, r.out, r.err}; }
+
+// The forked child: becomes `run` with `args` (run.args already split) and
+// the environment `env`, and never returns.
+[[noreturn]] void become_tool(const ForkedRun& run, const std::vector<std::string>& args,
                               const std::vector<std::string>& env) {
-  if (!where[0].empty() && ::chdir(where[0].c_str()) != 0) {
-    std::fprintf(stderr, "sh: cd: can't cd to %s\n", where[0].c_str());
+  if (!run.cwd.empty() && ::chdir(run.cwd.c_str()) != 0) {
+    std::fprintf(stderr, "sh: cd: can't cd to %s\n", run.cwd.c_str());
     ::_exit(2);
   }
-  redirect(0, where[2], O_RDONLY);
-  redirect(1, where[3], O_WRONLY | O_CREAT | O_TRUNC);
-  redirect(2, where[4], O_WRONLY | O_CREAT | O_TRUNC);
+  redirect(0, run.in, O_RDONLY);
+  redirect(1, run.out, O_WRONLY | O_CREAT | O_TRUNC);
+  redirect(2, run.err, O_WRONLY | O_CREAT | O_TRUNC);
   // The run's environment, NMT_THREADS=1 in place of any other value. putenv()
   // keeps the strings themselves: they live in g_child_env, never freed.
   ::clearenv();
@@ -147,12 +151,12 @@ void redirect(int target, const std::string& path, int flags) {
   g_child_env.push_back("NMT_THREADS=1");
   for (auto& kv : g_child_env) ::putenv(kv.data());
   std::vector<std::string> words;
-  words.push_back(std::string(NMT_BINARY_DIR) + "/" + where[1]);  // argv[0] as the shell gives it
+  words.push_back(std::string(NMT_BINARY_DIR) + "/" + run.exe);  // argv[0] as the shell gives it
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
-  const int code = entry_point(where[1])(static_cast<int>(words.size()), argv.data());
+  const int code = entry_point(run.exe)(static_cast<int>(words.size()), argv.data());
   // Leaves as exit() would, streams flushed, but without what writes to the
   // pages it shares with the forker, each of which the kernel then copies
   // (a TLB flush each on a VM): LibTorch's static destructors, which
@@ -170,13 +174,13 @@ void redirect(int target, const std::string& path, int flags) {
 // when the test process closes its end.
 [[noreturn]] void serve_runs(int fd) {
   for (;;) {
-    std::vector<std::string> where, args, env;
-    if (!read_strings(fd, where) || !read_strings(fd, args) || !read_strings(fd, env) || where.size() != 5)
+    std::vector<std::string> fields, args, env;
+    if (!read_strings(fd, fields) || !read_strings(fd, args) || !read_strings(fd, env) || fields.size() != 5)
       ::_exit(0);
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::close(fd);
-      become_tool(where, args, env);
+      become_tool({fields[0], fields[1], "", fields[2], fields[3], fields[4]}, args, env);
     }
     int32_t status = INT32_MIN;
     int64_t rss = 0;
@@ -296,7 +300,7 @@ bool run_forked(const ForkedRun& run, int& exit_code, double& peak_rss_mib) {
     return false;
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  if (!write_strings(g_fd, {run.cwd, run.exe, run.in, run.out, run.err}) || !write_strings(g_fd, args) ||
+  if (!write_strings(g_fd, fields_of(run)) || !write_strings(g_fd, args) ||
       !write_strings(g_fd, env)) {
     ::close(g_fd);  // the forker is gone before this run began: start executables from now on
     g_fd = -1;
@@ -315,7 +319,7 @@ bool run_forked(const ForkedRun& run, int& exit_code, double& peak_rss_mib) {
     return true;
   }
   if (status == INT32_MIN) return false;  // it could not fork: nothing ran
-  exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  exit_code = exit_code_of(status);
   peak_rss_mib = static_cast<double>(rss) / 1024.0;  // ru_maxrss is in KiB on Linux
   return true;
 }
