@@ -215,6 +215,40 @@ TEST(CliTest, TranslateRescoresWithRightToLeftModels) {
   expect_one_line_error(r, {"--r2l-weight"}, nmt::test::kExitUsage);
 }
 
+// --channel-model adds c log P(source | hypothesis) to the mix, with or
+// without --r2l-model, and its feature CH= to the n-best entries; its weight
+// without it is refused.
+TEST(CliTest, TranslateRescoresWithChannelModels) {
+  const auto dir = temp_dir("cli_channel");
+  const auto m = quote(nmt::test::trained_toy_checkpoint());
+  write_lines(dir + "/in.txt", {"red cat sees big dog", "", "old fish eats"});
+  for (const bool with_r2l : {false, true}) {
+    auto r = run("nmt-translate", "-m " + m + (with_r2l ? " --r2l-model " + m : std::string()) + " --channel-model " +
+                                      m + " --channel-weight 0.25 -b 4 --n-best 2",
+                 dir, dir + "/in.txt");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "channel")) << r.err;
+    for (const auto& line : lines_of(r.out)) {
+      const auto feature = [&](const std::string& name) {
+        const size_t at = line.find(" " + name + "= ");
+        EXPECT_NE(at, std::string::npos) << name << " in " << line;
+        return at == std::string::npos ? 0.0 : std::stod(line.substr(at + name.size() + 3));
+      };
+      EXPECT_EQ(contains(line, " R2L= "), with_r2l) << line;
+      const double words = feature("Words");
+      const double mix = with_r2l ? 0.5 * feature("L2R") + 0.5 * feature("R2L") + 0.25 * feature("CH")
+                                  : feature("L2R") + 0.25 * feature("CH");
+      EXPECT_NEAR(std::stod(line.substr(line.rfind("||| ") + 4)), mix / ((6 + words) / 6), 1e-4) << line;
+    }
+  }
+  auto r = run("nmt-translate", "-m " + m + " --channel-weight 0.3", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--channel-model"}, nmt::test::kExitUsage);
+  r = run("nmt-translate", "-m " + m + " --r2l-model " + m + " --channel-weight 0.3", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--channel-model"}, nmt::test::kExitUsage);
+  r = run("nmt-translate", "-m " + m + " --channel-model " + m + " --score-pairs", dir, dir + "/in.txt");
+  expect_one_line_error(r, {"--channel-model", "--score-pairs"}, nmt::test::kExitUsage);
+}
+
 TEST(CliTest, TranslateNBestWithoutBeamSizeWidensTheBeam) {
   const auto dir = temp_dir("cli_nbest_nob");
   write_lines(dir + "/in.txt", {"red cat sees big dog"});

@@ -1,12 +1,13 @@
-// Right-to-left rescoring (translate/rescorer.h): each line's beam is
-// reordered by the mix of both directions' forced-decoding scores, computed
-// here again through Translator::score from the formula.
+// Rescoring (translate/rescorer.h): each line's beam is reordered by the mix
+// of the forced-decoding scores of both directions and of the channel,
+// computed here again through Translator::score from the formula.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,24 +31,26 @@ TEST(RescorerTest, WordsReverseAndCount) {
 }
 
 // The beam's hypotheses of each line, their text, and the mix each gets
-// from forced decoding in both directions: one call per direction over each
-// line's distinct texts (by their pieces left to right, by their words read
-// backwards), in the order the rescorer makes them, so the same batches and
-// the same bits.
+// from forced decoding left to right, right to left (r2l, when given) and by
+// the channel (when given): one call per kind over each line's distinct
+// texts (by their pieces left to right, by their words read backwards, by
+// the text itself for the channel), in the order the rescorer makes them,
+// so the same batches and the same bits.
 struct Expected {
   std::vector<std::vector<std::string>> text;
   std::vector<std::vector<double>> mix;
 };
 
-Expected expected_mix(nmt::Translator& l2r, nmt::Translator& r2l, const std::vector<std::string>& src,
-                      const std::vector<std::vector<nmt::Hypothesis>>& hyps, double w, double a) {
-  std::vector<std::string> s, t, s_rev, rev;
-  std::vector<std::vector<size_t>> f_of(hyps.size()), b_of(hyps.size());
+Expected expected_mix(nmt::Translator& l2r, nmt::Translator* r2l, nmt::Translator* channel,
+                      const std::vector<std::string>& src, const std::vector<std::vector<nmt::Hypothesis>>& hyps,
+                      double w, double c, double a) {
+  std::vector<std::string> s, t, s_rev, rev, ch_src, ch_tgt;
+  std::vector<std::vector<size_t>> f_of(hyps.size()), b_of(hyps.size()), c_of(hyps.size());
   Expected e;
   for (size_t i = 0; i < hyps.size(); ++i) {
     e.text.emplace_back();
     std::map<std::vector<int64_t>, size_t> pieces;
-    std::map<std::string, size_t> words;
+    std::map<std::string, size_t> words, texts;
     for (const auto& h : hyps[i]) {
       e.text[i].push_back(l2r.detokenize(h, src[i], false));
       const auto [f, new_pieces] = pieces.emplace(l2r.tgt_tokenizer().encode(e.text[i].back()), t.size());
@@ -62,14 +65,26 @@ Expected expected_mix(nmt::Translator& l2r, nmt::Translator& r2l, const std::vec
         rev.push_back(b->first);
       }
       b_of[i].push_back(b->second);
+      const auto [k, new_text] = texts.emplace(e.text[i].back(), ch_src.size());
+      if (new_text) {
+        ch_src.push_back(e.text[i].back());
+        ch_tgt.push_back(src[i]);
+      }
+      c_of[i].push_back(k->second);
     }
   }
-  const auto f = l2r.score(s, t, 64), b = r2l.score(s_rev, rev, 64);
+  const auto f = l2r.score(s, t, 64);
+  const auto b = r2l != nullptr ? r2l->score(s_rev, rev, 64) : std::vector<double>();
+  const auto ch = channel != nullptr ? channel->score(ch_src, ch_tgt, 64) : std::vector<double>();
+  if (r2l == nullptr) w = 0;
   for (size_t i = 0; i < e.text.size(); ++i) {
     e.mix.emplace_back();
     for (size_t r = 0; r < e.text[i].size(); ++r) {
       const double words = static_cast<double>(nmt::count_words(e.text[i][r]));
-      e.mix.back().push_back(((1 - w) * f[f_of[i][r]] + w * b[b_of[i][r]]) / std::pow((5 + words + 1) / 6.0, a));
+      double sum = (1 - w) * f[f_of[i][r]];
+      if (r2l != nullptr) sum += w * b[b_of[i][r]];
+      if (channel != nullptr) sum += c * ch[c_of[i][r]];
+      e.mix.back().push_back(sum / std::pow((5 + words + 1) / 6.0, a));
     }
   }
   return e;
@@ -94,6 +109,29 @@ nmt::TranslateOptions beam_of_4() {
   return topt;
 }
 
+// Checks that `hyps`, `beams` rescored and cut to 2, hold each line's best
+// by the mix of `e` first, with its mix; returns how many lines changed
+// their first hypothesis.
+int expect_best_by_mix(const std::vector<std::vector<nmt::Hypothesis>>& beams,
+                       const std::vector<std::vector<nmt::Hypothesis>>& hyps, const Expected& e,
+                       const std::string& what) {
+  int reordered = 0;
+  for (size_t i = 0; i < beams.size(); ++i) {
+    EXPECT_EQ(hyps[i].size(), std::min<size_t>(2, beams[i].size())) << what;
+    if (hyps[i].empty()) continue;
+    size_t best = 0;
+    for (size_t r = 1; r < e.mix[i].size(); ++r)
+      if (e.mix[i][r] > e.mix[i][best]) best = r;
+    EXPECT_EQ(hyps[i][0].ids, beams[i][best].ids) << what << " line " << i;
+    EXPECT_EQ(hyps[i][0].norm_score, e.mix[i][best]) << what << " line " << i;
+    if (hyps[i].size() > 1) {
+      EXPECT_GE(hyps[i][0].norm_score, hyps[i][1].norm_score) << what;
+    }
+    reordered += best != 0;
+  }
+  return reordered;
+}
+
 TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
   const auto [l2r_model, r2l_model] = toy_and_random_twin();
   const std::vector<std::string> src = {"red cat sees big dog", "old fish", "blue bird runs", "green tree house"};
@@ -105,25 +143,53 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
     ropt.r2l_models = {"r2l.ckpt"};
     ropt.r2l_weight = w;
     ropt.length_exponent = 1.0;
-    const Expected e = expected_mix(l2r, r2l, src, beams, w, ropt.length_exponent);
-    nmt::Rescorer rescorer(nmt::Translator(r2l_model), ropt);
+    const Expected e = expected_mix(l2r, &r2l, nullptr, src, beams, w, 0, ropt.length_exponent);
+    nmt::Rescorer rescorer(nmt::Translator(r2l_model), std::nullopt, ropt);
     auto hyps = beams;
     rescorer.rescore(l2r, src, &hyps, false, 64, 2, /*search_scores_exact=*/false);
-    for (size_t i = 0; i < src.size(); ++i) {
-      ASSERT_EQ(hyps[i].size(), std::min<size_t>(2, beams[i].size()));
-      // The first kept is the beam's best by the mix; each carries its mix.
-      size_t best = 0;
-      for (size_t r = 1; r < e.mix[i].size(); ++r)
-        if (e.mix[i][r] > e.mix[i][best]) best = r;
-      EXPECT_EQ(hyps[i][0].ids, beams[i][best].ids) << "w=" << w << " line " << i;
-      EXPECT_EQ(hyps[i][0].norm_score, e.mix[i][best]);
-      if (hyps[i].size() > 1) {
-        EXPECT_GE(hyps[i][0].norm_score, hyps[i][1].norm_score);
-      }
-      reordered += best != 0;
-    }
+    reordered += expect_best_by_mix(beams, hyps, e, "w=" + std::to_string(w));
+    for (const auto& line : hyps)
+      for (const auto& h : line) EXPECT_TRUE(std::isnan(h.channel_logprob));
   }
   // The random right-to-left model disagrees with the search somewhere: the test saw a reordering.
+  EXPECT_GT(reordered, 0);
+}
+
+// A channel model (here a random model of the toy's shape, reading the
+// hypotheses as its source) adds c log P(source | text) to the mix, alone
+// and beside a right-to-left model; its log-probability is set on each
+// hypothesis, and c = 0 leaves the order of the other parts.
+TEST(RescorerTest, AddsTheChannelsScoreOfTheSource) {
+  const auto [l2r_model, r2l_model] = toy_and_random_twin();
+  nmt::LoadedModel channel_model = l2r_model;
+  torch::manual_seed(11);
+  channel_model.model = nmt::Seq2Seq(l2r_model.options);
+  channel_model.model->eval();
+  const std::vector<std::string> src = {"red cat sees big dog", "old fish", "", "blue bird runs"};
+  nmt::Translator l2r(l2r_model), r2l(r2l_model), channel(channel_model);
+  const auto beams = l2r.translate(src, beam_of_4());
+  int reordered = 0;
+  for (const bool with_r2l : {false, true})
+    for (const double c : {0.0, 1.0, 5.0}) {
+      nmt::RescoreOptions ropt;
+      if (with_r2l) ropt.r2l_models = {"r2l.ckpt"};
+      ropt.channel_models = {"channel.ckpt"};
+      ropt.channel_weight = c;
+      const Expected e = expected_mix(l2r, with_r2l ? &r2l : nullptr, &channel, src, beams, ropt.r2l_weight, c,
+                                      ropt.length_exponent);
+      nmt::Rescorer rescorer(with_r2l ? std::optional<nmt::Translator>(nmt::Translator(r2l_model)) : std::nullopt,
+                             nmt::Translator(channel_model), ropt);
+      auto hyps = beams;
+      rescorer.rescore(l2r, src, &hyps, false, 64, 2, /*search_scores_exact=*/false);
+      const std::string what = std::string(with_r2l ? "r2l, " : "") + "c=" + std::to_string(c);
+      const int changed = expect_best_by_mix(beams, hyps, e, what);
+      if (c > 0) reordered += changed;
+      for (const auto& line : hyps)
+        for (const auto& h : line) {
+          EXPECT_LT(h.channel_logprob, 0.0) << what;
+          EXPECT_EQ(std::isnan(h.r2l_logprob), !with_r2l) << what;
+        }
+    }
   EXPECT_GT(reordered, 0);
 }
 
@@ -139,7 +205,7 @@ TEST(RescorerTest, KeepsTheSearchsScoreWhereItIsForcedDecodings) {
   const auto beams = l2r.translate(src, beam_of_4());
   nmt::RescoreOptions ropt;
   ropt.r2l_models = {"r2l.ckpt"};
-  nmt::Rescorer rescorer(nmt::Translator(r2l_model), ropt);
+  nmt::Rescorer rescorer(nmt::Translator(r2l_model), std::nullopt, ropt);
   // The search's score against forced decoding of the same text. Both sum the
   // same float32 log-softmax values, EOS included, computed through other
   // batch shapes and code paths (the search's step, teacher forcing): each
@@ -203,10 +269,15 @@ TEST(RescorerTest, RefusesWeightsOutOfRange) {
   nmt::RescoreOptions opt;
   opt.r2l_models = {"r2l.ckpt"};
   opt.r2l_weight = 1.5;
-  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(nmt::Translator(m), opt); }), "--r2l-weight"));
+  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(nmt::Translator(m), std::nullopt, opt); }), "--r2l-weight"));
   opt.r2l_weight = 0.5;
   opt.length_exponent = std::nan("");
-  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(nmt::Translator(m), opt); }), "--r2l-length-exponent"));
+  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(nmt::Translator(m), std::nullopt, opt); }), "--r2l-length-exponent"));
+  opt.length_exponent = 1;
+  opt.channel_weight = -1;
+  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(std::nullopt, nmt::Translator(m), opt); }), "--channel-weight"));
+  opt.channel_weight = 0.5;
+  EXPECT_TRUE(contains(error_of([&] { nmt::Rescorer(std::nullopt, std::nullopt, opt); }), "--channel-model"));
 }
 
 }  // namespace

@@ -49,10 +49,15 @@ void StreamOptions::validate() const {
                      "the translations and the scores go to stderr (and --scores-json)");
   if (info && (score_mode || reference || !input.empty()))
     throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
-  if (!rescore.enabled() && (given.count("r2l-weight") > 0 || given.count("r2l-length-exponent") > 0))
-    throw UsageError("--r2l-weight and --r2l-length-exponent mix in the scores of --r2l-model: give --r2l-model");
+  if (rescore.r2l_models.empty() && given.count("r2l-weight") > 0)
+    throw UsageError("--r2l-weight weighs the scores of --r2l-model: give --r2l-model");
+  if (rescore.channel_models.empty() && given.count("channel-weight") > 0)
+    throw UsageError("--channel-weight weighs the scores of --channel-model: give --channel-model");
+  if (!rescore.enabled() && given.count("r2l-length-exponent") > 0)
+    throw UsageError("--r2l-length-exponent normalizes the mix of --r2l-model and --channel-model: give one of them");
   if (rescore.enabled() && (score_mode || evaluate || info))
-    throw UsageError("--r2l-model rescores translations: drop --score-pairs, --evaluate and --info");
+    throw UsageError(std::string(rescore.r2l_models.empty() ? "--channel-model" : "--r2l-model") +
+                     " rescores translations: drop --score-pairs, --evaluate and --info");
   if (evaluate) {  // scores the input as it is: nothing to translate with
     if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
     if (!model_paths.empty() || score_mode || info)

@@ -98,16 +98,19 @@ struct TranslateOptions {
   }
 };
 
-// Right-to-left rescoring of the beam's hypotheses (translate/rescorer.h):
-// models trained on targets with each line's words reversed score every
-// hypothesis read backwards, and the mix of both directions picks the
-// translation. Off without r2l_models.
+// Rescoring of the beam's hypotheses (translate/rescorer.h): right-to-left
+// models (trained on targets with each line's words reversed) score every
+// hypothesis read backwards, channel models (trained in the other direction,
+// target to source) score the source given it, and the mix picks the
+// translation. Off without either.
 struct RescoreOptions {
-  std::vector<std::string> r2l_models;  // checkpoints of right-to-left models (several: an ensemble)
-  double r2l_weight = 0.5;              // w: the mix is (1 - w) * log P_l2r + w * log P_r2l
-  double length_exponent = 1.0;         // a: the mix is divided by ((5 + words + 1) / 6)^a
+  std::vector<std::string> r2l_models;      // checkpoints of right-to-left models (several: an ensemble)
+  std::vector<std::string> channel_models;  // checkpoints of target-to-source models (several: an ensemble)
+  double r2l_weight = 0.5;                  // w: the mix is (1 - w) * log P_l2r + w * log P_r2l (0 without r2l_models)
+  double channel_weight = 0.5;              // c: plus c * log P_channel(source | hypothesis)
+  double length_exponent = 1.0;             // a: the mix is divided by ((5 + words + 1) / 6)^a
 
-  bool enabled() const { return !r2l_models.empty(); }
+  bool enabled() const { return !r2l_models.empty() || !channel_models.empty(); }
   // Throws nmt::UsageError naming the first option out of its range.
   void validate() const;
   template <class S, class V>
@@ -117,11 +120,18 @@ struct RescoreOptions {
                          "ensemble): rescores the beam's hypotheses, read backwards, and picks each translation by "
                          "the mix of both directions", g, nullptr, kMultiple},
       s.r2l_models);
+    v(Field{"channel-model", "Channel model (trained from target to source: de-en for en-de; repeat for an "
+                             "ensemble): adds log P(source | hypothesis) to the mix that picks each translation "
+                             "from the beam (noisy-channel reranking)", g, nullptr, kMultiple},
+      s.channel_models);
     v(Field{"r2l-weight", "With --r2l-model: weight w of the right-to-left log-probability; the mix is "
                           "(1 - w) log P(left-to-right) + w log P(right-to-left)", g}.within(0.0, 1.0),
       s.r2l_weight);
-    v(Field{"r2l-length-exponent", "With --r2l-model: the mix is divided by ((5 + words + 1) / 6)^a, a this "
-                                   "exponent (0: not normalized)", g}.within(0.0, 10.0),
+    v(Field{"channel-weight", "With --channel-model: weight c of log P(source | hypothesis), added to the mix",
+            g}.within(0.0, 10.0),
+      s.channel_weight);
+    v(Field{"r2l-length-exponent", "With --r2l-model or --channel-model: the mix is divided by "
+                                   "((5 + words + 1) / 6)^a, a this exponent (0: not normalized)", g}.within(0.0, 10.0),
       s.length_exponent);
   }
 };

@@ -18,11 +18,14 @@ struct Hypothesis {
   double score = 0;              // sum of token log-probabilities, EOS included
   double norm_score = 0;         // score / ((5 + n) / 6)^alpha, n = len(ids) + 1: what beam search ranks by
   torch::Tensor attention;       // [len(ids) + 1, S_real] float on CPU, when requested
-  // Set by right-to-left rescoring (translate/rescorer.h), NaN otherwise: the
+  // Set by rescoring (translate/rescorer.h), NaN otherwise: the
   // forced-decoding log-probabilities of the hypothesis' text by the
-  // left-to-right models and, its words reversed, by the right-to-left ones.
+  // left-to-right models; of its words reversed by the right-to-left ones
+  // (NaN without them); and of the source given the text by the channel
+  // models, log P(source | text) (NaN without them).
   double l2r_logprob = std::numeric_limits<double>::quiet_NaN();
   double r2l_logprob = std::numeric_limits<double>::quiet_NaN();
+  double channel_logprob = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Search {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
@@ -180,17 +181,22 @@ StreamSummary evaluate_lines(const StreamOptions& opt) {
 // form ("Name= value ..."): the hypothesis' log-probability (summed over its
 // pieces and EOS; an ensemble's is the mean of its members' per step), its
 // length in target pieces (EOS not counted) and the GNMT length penalty it
-// was divided by: score = LogProb / LengthPenalty. After right-to-left
-// rescoring also the two log-probabilities of the mix and the text's words,
-// to six places: a reranker can recompute the mix under any weight and
-// length exponent (score = ((1 - w) L2R + w R2L) / ((5 + Words + 1) / 6)^a).
+// was divided by: score = LogProb / LengthPenalty. After rescoring also the
+// log-probabilities of the mix (L2R, and R2L and CH where their models ran)
+// and the text's words, to six places: a reranker can recompute the mix under
+// any weights and length exponent
+// (score = ((1 - w) L2R + w R2L + c CH) / ((5 + Words + 1) / 6)^a).
 std::string nbest_features(const Hypothesis& h, const std::string& text, double alpha) {
   const double n = static_cast<double>(h.ids.size() + 1);
   const double penalty = alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha);
   std::string out = "LogProb= " + format_score(h.score) + " Length= " + std::to_string(h.ids.size()) +
                     " LengthPenalty= " + format_score(penalty);
-  if (!std::isnan(h.r2l_logprob))
-    out += fmt::format(" L2R= {:.6f} R2L= {:.6f} Words= {}", h.l2r_logprob, h.r2l_logprob, count_words(text));
+  if (!std::isnan(h.l2r_logprob)) {
+    out += fmt::format(" L2R= {:.6f}", h.l2r_logprob);
+    if (!std::isnan(h.r2l_logprob)) out += fmt::format(" R2L= {:.6f}", h.r2l_logprob);
+    if (!std::isnan(h.channel_logprob)) out += fmt::format(" CH= {:.6f}", h.channel_logprob);
+    out += fmt::format(" Words= {}", count_words(text));
+  }
   return out;
 }
 
@@ -360,12 +366,24 @@ StreamSummary translate_stream(const StreamOptions& options) {
   } else {
     std::unique_ptr<Rescorer> rescorer;
     if (opt.rescore.enabled()) {
-      std::vector<LoadedModel> r2l;
-      for (const auto& path : opt.rescore.r2l_models) r2l.push_back(load_checkpoint(path, device));
-      rescorer = std::make_unique<Rescorer>(Translator(r2l, opt.rescore.r2l_models), opt.rescore);
-      spdlog::info("rescoring the beam's {} with right-to-left {} (weight {}, length exponent {})",
-                   counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), fmt::join(opt.rescore.r2l_models, ", "),
-                   opt.rescore.r2l_weight, opt.rescore.length_exponent);
+      // Each set of models as one Translator (an ensemble), or none when not given.
+      const auto load = [&](const std::vector<std::string>& paths) -> std::optional<Translator> {
+        if (paths.empty()) return std::nullopt;
+        std::vector<LoadedModel> models;
+        for (const auto& path : paths) models.push_back(load_checkpoint(path, device));
+        return Translator(models, paths);
+      };
+      rescorer = std::make_unique<Rescorer>(load(opt.rescore.r2l_models), load(opt.rescore.channel_models), opt.rescore);
+      std::vector<std::string> with;
+      if (!opt.rescore.r2l_models.empty())
+        with.push_back(fmt::format("right-to-left {} (weight {})", fmt::join(opt.rescore.r2l_models, ", "),
+                                   opt.rescore.r2l_weight));
+      if (!opt.rescore.channel_models.empty())
+        with.push_back(fmt::format("channel {} (weight {})", fmt::join(opt.rescore.channel_models, ", "),
+                                   opt.rescore.channel_weight));
+      spdlog::info("rescoring the beam's {} with {}, length exponent {}",
+                   counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), fmt::join(with, " and "),
+                   opt.rescore.length_exponent);
     }
     sum = translate_lines(opt, tr, rescorer.get(), out);
   }

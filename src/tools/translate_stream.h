@@ -25,8 +25,9 @@ struct StreamSummary {
 // stderr, and written to opt.scores_json). Output: one line per input line;
 // with n_best > 1, n lines in Moses' n-best form "i ||| hypothesis |||
 // LogProb= L Length= N LengthPenalty= P ||| score" per input (i 0-based,
-// best first, score = L / P; after right-to-left rescoring the features add
-// "L2R= F R2L= B Words= W" and score is their mix). With opt.evaluate no model runs: the input's
+// best first, score = L / P; after rescoring the features add
+// "L2R= F R2L= B CH= C Words= W", R2L and CH where their models ran, and
+// score is their mix). With opt.evaluate no model runs: the input's
 // lines are scored and the output gets sacreBLEU's BLEU and chrF lines (or
 // its JSON, opt.score_format). Memory stays bounded whatever the input
 // (max_line_bytes, window). Throws nmt::UsageError for bad options (before

@@ -1,6 +1,9 @@
-// Right-to-left rescoring (rescorer.h): forced decoding of each hypothesis in
-// both directions, the mix, and the reordering.
+// Rescoring (rescorer.h): forced decoding of each hypothesis left to right,
+// right to left and, as the source of a channel model, the mix, and the
+// reordering.
 #include "translate/rescorer.h"
+
+#include "base/error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,77 +30,121 @@ int64_t count_words(const std::string& text) {
   return n;
 }
 
-Rescorer::Rescorer(Translator r2l, const RescoreOptions& opt) : r2l_(std::move(r2l)), opt_(opt) { opt_.validate(); }
+Rescorer::Rescorer(std::optional<Translator> r2l, std::optional<Translator> channel, const RescoreOptions& opt)
+    : r2l_(std::move(r2l)), channel_(std::move(channel)), opt_(opt) {
+  if (!r2l_ && !channel_) throw UsageError("rescoring needs right-to-left or channel models (--r2l-model, --channel-model)");
+  opt_.validate();
+}
+
+namespace {
+
+// The distinct pairs one kind of forced decoding scores, in the order first
+// seen: within a line, hypotheses of the same key (pieces, words read
+// backwards, text) share one pair, so that they tie exactly and keep the
+// search's order.
+template <class Key>
+struct DistinctPairs {
+  std::vector<std::string> src, tgt;  // per pair
+  std::vector<size_t> of;             // per hypothesis: its pair
+  std::map<Key, size_t> seen;         // the current line's keys
+
+  // Hypothesis `key` of the current line, as the pair (s, t); returns
+  // whether the pair is new.
+  bool add(Key key, const std::string& s, const std::string& t) {
+    const auto [at, added] = seen.emplace(std::move(key), src.size());
+    if (added) {
+      src.push_back(s);
+      tgt.push_back(t);
+    }
+    of.push_back(at->second);
+    return added;
+  }
+};
+
+// Orders each line of `hyps` by `mix` (per hypothesis, lines in order) best
+// first, ties in the search's order, keeps the first `keep`, and sets each
+// kept one's norm_score to its mix and its log-probabilities from `l2r`,
+// `r2l` and `channel` (per hypothesis).
+void reorder(std::vector<std::vector<Hypothesis>>* hyps, const std::vector<double>& mix, size_t keep,
+             const std::vector<double>& l2r, const std::vector<double>& r2l, const std::vector<double>& channel) {
+  size_t first = 0;  // the line's first hypothesis
+  for (auto& list : *hyps) {
+    std::vector<size_t> order(list.size());
+    std::iota(order.begin(), order.end(), first);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return mix[x] > mix[y]; });
+    std::vector<Hypothesis> sorted;
+    for (size_t r = 0; r < std::min(keep, order.size()); ++r) {
+      const size_t k = order[r];
+      sorted.push_back(std::move(list[k - first]));
+      sorted.back().norm_score = mix[k];
+      sorted.back().l2r_logprob = l2r[k];
+      sorted.back().r2l_logprob = r2l[k];
+      sorted.back().channel_logprob = channel[k];
+    }
+    first += list.size();
+    list = std::move(sorted);
+  }
+}
+
+}  // namespace
 
 void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
                        std::vector<std::vector<Hypothesis>>* hyps, bool replace_unk, int64_t batch_sentences,
                        size_t keep, bool search_scores_exact) {
   // Each line's hypotheses as texts, and the distinct forced decodings they
-  // need: hypotheses whose texts encode to the same pieces (or read backwards
-  // are the same words) share one log-probability, so that they tie exactly
-  // and keep the search's order. log P_l2r comes from the search where it is
-  // the forced decoding's (see rescorer.h), else from one forced decoding.
+  // need. log P_l2r comes from the search where it is the forced decoding's
+  // (see rescorer.h), else from one forced decoding.
   std::vector<std::string> text;
-  std::vector<size_t> forward_of, backward_of;  // per hypothesis: its entry below
-  std::vector<double> forward;                  // per distinct (line, pieces); NaN: to decode
-  std::vector<std::string> forward_src, forward_text, backward_src, backward_text;
+  DistinctPairs<std::vector<int64_t>> forward;       // (source, text) by the text's pieces
+  DistinctPairs<std::string> backward, channel;      // (source, words reversed), (text, source)
+  std::vector<double> forward_score;                 // per forward pair; NaN: to decode
   for (size_t i = 0; i < hyps->size(); ++i) {
-    std::map<std::vector<int64_t>, size_t> pieces_seen;
-    std::map<std::string, size_t> reversed_seen;
+    forward.seen.clear();
+    backward.seen.clear();
+    channel.seen.clear();
     for (const auto& h : (*hyps)[i]) {
       text.push_back(l2r.detokenize(h, sources[i], replace_unk));
       auto pieces = l2r.tgt_tokenizer().encode(text.back());
       // (an empty line's one hypothesis never ran the model: decoded again)
       const bool exact = search_scores_exact && !sources[i].empty() && pieces == h.ids;
-      const auto [f, new_pieces] = pieces_seen.emplace(std::move(pieces), forward.size());
-      if (new_pieces) {
-        forward.push_back(std::numeric_limits<double>::quiet_NaN());
-        forward_src.push_back(sources[i]);
-        forward_text.push_back(text.back());
+      if (forward.add(std::move(pieces), sources[i], text.back()))
+        forward_score.push_back(std::numeric_limits<double>::quiet_NaN());
+      if (exact) forward_score[forward.of.back()] = h.score;  // at most one hypothesis has exactly the pieces
+      if (r2l_) {
+        std::string reversed = reverse_words(text.back());
+        backward.add(reversed, sources[i], reversed);
       }
-      if (exact) forward[f->second] = h.score;  // at most one hypothesis has exactly the pieces
-      forward_of.push_back(f->second);
-      const auto [b, new_words] = reversed_seen.emplace(reverse_words(text.back()), backward_src.size());
-      if (new_words) {
-        backward_src.push_back(sources[i]);
-        backward_text.push_back(b->first);
-      }
-      backward_of.push_back(b->second);
+      if (channel_) channel.add(text.back(), text.back(), sources[i]);  // the channel reads the text
     }
   }
   std::vector<size_t> again;  // the distinct texts forced decoding scores left to right
   std::vector<std::string> again_src, again_text;
-  for (size_t k = 0; k < forward.size(); ++k)
-    if (std::isnan(forward[k])) {
+  for (size_t k = 0; k < forward_score.size(); ++k)
+    if (std::isnan(forward_score[k])) {
       again.push_back(k);
-      again_src.push_back(forward_src[k]);
-      again_text.push_back(forward_text[k]);
+      again_src.push_back(forward.src[k]);
+      again_text.push_back(forward.tgt[k]);
     }
   if (!again.empty()) {
     const std::vector<double> decoded = l2r.score(again_src, again_text, batch_sentences);
-    for (size_t j = 0; j < again.size(); ++j) forward[again[j]] = decoded[j];
+    for (size_t j = 0; j < again.size(); ++j) forward_score[again[j]] = decoded[j];
   }
-  const std::vector<double> backward = r2l_.score(backward_src, backward_text, batch_sentences);
-  const double w = opt_.r2l_weight, a = opt_.length_exponent;
-  size_t k = 0;
-  for (auto& list : *hyps) {
-    std::vector<double> mix(list.size());
-    for (size_t r = 0; r < list.size(); ++r, ++k) {
-      const double words = static_cast<double>(count_words(text[k]));
-      mix[r] = ((1 - w) * forward[forward_of[k]] + w * backward[backward_of[k]]) / std::pow((5.0 + words + 1.0) / 6.0, a);
-    }
-    std::vector<size_t> order(list.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return mix[x] > mix[y]; });
-    std::vector<Hypothesis> sorted;
-    for (size_t r = 0; r < std::min(keep, order.size()); ++r) {
-      sorted.push_back(std::move(list[order[r]]));
-      sorted.back().norm_score = mix[order[r]];
-      sorted.back().l2r_logprob = forward[forward_of[k - list.size() + order[r]]];
-      sorted.back().r2l_logprob = backward[backward_of[k - list.size() + order[r]]];
-    }
-    list = std::move(sorted);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> backward_score =
+      r2l_ ? r2l_->score(backward.src, backward.tgt, batch_sentences) : std::vector<double>();
+  const std::vector<double> channel_score =
+      channel_ ? channel_->score(channel.src, channel.tgt, batch_sentences) : std::vector<double>();
+  // Per hypothesis: the three log-probabilities (NaN without their models) and the mix.
+  const double w = r2l_ ? opt_.r2l_weight : 0.0, c = channel_ ? opt_.channel_weight : 0.0, a = opt_.length_exponent;
+  std::vector<double> f(text.size()), b(text.size(), nan), ch(text.size(), nan), mix(text.size());
+  for (size_t k = 0; k < text.size(); ++k) {
+    f[k] = forward_score[forward.of[k]];
+    double sum = (1 - w) * f[k];
+    if (r2l_) sum += w * (b[k] = backward_score[backward.of[k]]);
+    if (channel_) sum += c * (ch[k] = channel_score[channel.of[k]]);
+    mix[k] = sum / std::pow((5.0 + static_cast<double>(count_words(text[k])) + 1.0) / 6.0, a);
   }
+  reorder(hyps, mix, keep, f, b, ch);
 }
 
 }  // namespace nmt

@@ -1,14 +1,19 @@
-// Right-to-left rescoring of the beam's hypotheses (Liu et al. 2016,
-// "Agreement on target-bidirectional neural machine translation"; Sennrich
-// et al.'s WMT16 systems): models trained on targets with each line's words
-// reversed score every hypothesis read backwards, and the mix of both
-// directions orders them. For a hypothesis of `words` words,
-//   score = ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a
+// Rescoring of the beam's hypotheses by models that read them another way:
+// right-to-left models (Liu et al. 2016, "Agreement on target-bidirectional
+// neural machine translation"; Sennrich et al.'s WMT16 systems), trained on
+// targets with each line's words reversed, score every hypothesis read
+// backwards; channel models (the noisy channel of Yee et al. 2019, without
+// its language model), trained from target to source, score the source
+// given the hypothesis. The mix orders them. For a hypothesis of `words` words,
+//   score = ((1 - w) log P_l2r + w log P_r2l + c log P_channel) / ((5 + words + 1) / 6)^a
 // where log P_l2r is forced decoding of its text by the left-to-right models
 // (the ones that searched), log P_r2l of its words in reverse order by the
-// right-to-left ones, w = --r2l-weight and a = --r2l-length-exponent
+// right-to-left ones (w taken as 0 without them), log P_channel of the source
+// line by the channel models reading the text (c taken as 0 without them),
+// w = --r2l-weight, c = --channel-weight and a = --r2l-length-exponent
 // (RescoreOptions).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,19 +32,22 @@ int64_t count_words(const std::string& text);
 
 class Rescorer {
  public:
-  // `r2l` holds the right-to-left models (with their own tokenizers).
-  // Throws nmt::UsageError when `opt` is out of range.
-  Rescorer(Translator r2l, const RescoreOptions& opt);
+  // `r2l` holds the right-to-left models and `channel` the channel models
+  // (each with its own tokenizers); either may be absent, not both. Throws
+  // nmt::UsageError when both are absent or `opt` is out of range.
+  Rescorer(std::optional<Translator> r2l, std::optional<Translator> channel, const RescoreOptions& opt);
 
   // Reorders each line's hypotheses (`hyps[i]`, the search's list for
   // `sources[i]`, best first) by the mix above, best first (ties keep the
   // search's order), sets each one's norm_score to its mix and its
-  // l2r_logprob and r2l_logprob to the two log-probabilities, and keeps the
-  // first `keep`. `l2r` is the translator that searched: it detokenizes
+  // l2r_logprob, r2l_logprob and channel_logprob to the log-probabilities
+  // (the last two NaN without their models), and keeps the first `keep`.
+  // `l2r` is the translator that searched: it detokenizes
   // (with `replace_unk` as the output will) and scores the texts as written.
   // Hypotheses of one line whose texts encode to the same pieces share one
-  // log P_l2r, and whose words read backwards are the same share one
-  // log P_r2l: they tie exactly, and keep the search's order.
+  // log P_l2r, whose words read backwards are the same share one log P_r2l,
+  // and whose texts are the same share one log P_channel: they tie exactly,
+  // and keep the search's order.
   // With `search_scores_exact` (the search ran in float32 over the whole
   // vocabulary: no --int8, --bf16 or --shortlist), a hypothesis whose text
   // encodes back to its own ids (of a line that is not empty) keeps the search's `score` as log P_l2r
@@ -50,10 +58,9 @@ class Rescorer {
   void rescore(Translator& l2r, const std::vector<std::string>& sources, std::vector<std::vector<Hypothesis>>* hyps,
                bool replace_unk, int64_t batch_sentences, size_t keep, bool search_scores_exact);
 
-  size_t models() const { return r2l_.ensemble_size(); }
-
  private:
-  Translator r2l_;
+  std::optional<Translator> r2l_;
+  std::optional<Translator> channel_;
   RescoreOptions opt_;
 };
 
