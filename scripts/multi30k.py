@@ -60,6 +60,10 @@ Environment:
                     ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a, w and a
                     chosen on val, and replaces the plain output only if it scores
                     higher on val.
+  NMT_CHANNEL=K     noisy-channel reranking: K models (ch-1..K, the next seeds) train from
+                    target to source, and + c log P(source | hypothesis) joins the mix
+                    (--channel-model), c chosen on val with w and a; the selection log,
+                    test outputs and result file are named -chK, apart from the others.
 
 A model folder that holds a finished run (its `trained` file) is not trained
 again: delete the folder to retrain. Runs of several picks can share one run
@@ -74,7 +78,6 @@ inputs, is reused."""
 import concurrent.futures
 import glob
 import gzip
-import itertools
 import os
 import shutil
 import signal
@@ -84,9 +87,10 @@ import threading
 import time
 
 import multi30k_result
-from multi30k_cache import cached, nonempty, record, translator
+from multi30k_cache import nonempty
 from multi30k_distill import PREFIX, student_settings, student_specs
-from multi30k_rerank import choose_rerank, r2l_specs, train_r2l
+from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
+from multi30k_select import Selection
 
 
 def die(message):
@@ -117,7 +121,7 @@ def env_int(name, default):
     return int(value)
 
 
-class Recipe:
+class Recipe(Selection):
     """One run of the recipe: its data, models, selection log and choices."""
 
     def __init__(self, data, pair, form):
@@ -143,6 +147,9 @@ class Recipe:
         self.student_name, self.student_flags, self.student_extra = student_settings(self.extra, distill)
         self.tag = "".join(f"-{x}" for x in (self.pick if self.pick != "top" else "", self.student_name)
                            if x and distill)
+        # The outputs' tag: the models' own, and -chK with channel reranking (the models are the same).
+        channel = env_int("NMT_CHANNEL", 0)
+        self.out_tag = self.tag + (f"-ch{channel}" if channel else "")
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -176,9 +183,10 @@ class Recipe:
         os.replace(out + ".part", out)
 
     # --- training -------------------------------------------------------------
-    def train_model(self, seed, folder, target, valid, spm=(), source=None, extra=None, echo=True):
+    def train_model(self, seed, folder, target, valid, spm=(), source=None, extra=None, valid_source=None,
+                    echo=True):
         """Trains FOLDER on SOURCE (default: the training source) and TARGET,
-        validating on VALID, with the nmt-train flags EXTRA (default
+        validating on VALID_SOURCE (default: the val source) and VALID, with the nmt-train flags EXTRA (default
         NMT_TRAIN_FLAGS), unless it holds a finished run; resumes a stopped one.
         Its log goes to FOLDER.log, and with ECHO to the terminal too. Dies if
         nmt-train fails."""
@@ -197,7 +205,7 @@ class Recipe:
                 f.write(" ".join(extra) + "\n")
         cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
                "--threads", self.threads, "--train-src", self.path(source or f"train.{self.src}"),
-               "--train-tgt", self.path(target), "--valid-src", self.path(f"val.{self.src}"),
+               "--train-tgt", self.path(target), "--valid-src", self.path(valid_source or f"val.{self.src}"),
                "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + extra
         t0 = time.time()
         if not echo:
@@ -225,7 +233,7 @@ class Recipe:
             say(f"{folder}: trained in {time.time() - t0:.0f} s")
 
     def train_models(self, specs):
-        """train_model() of every (seed, folder, target, valid, spm[, source, extra]) of SPECS, in
+        """train_model() of every (seed, folder, target, valid, spm[, source, extra, valid_source]) of SPECS, in
         order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
         waits until they are made. Dies when a model fails (after the others
         running beside it end) or waits on models that no model makes."""
@@ -250,7 +258,7 @@ class Recipe:
     def shared_spm(self, first="model-1"):
         return ["--src-spm", f"{self.run}/{first}/src.spm.model", "--tgt-spm", f"{self.run}/{first}/tgt.spm.model"]
 
-    # --- translation and selection on val ------------------------------------
+    # --- translation (the selection on val: multi30k_select.Selection) --------
     def nmt_translate(self, models, args, log):
         if STOP.is_set():  # a queued translation does not start after the signal
             die("stopped by a signal")
@@ -258,74 +266,6 @@ class Recipe:
         with open(log, "w") as f:
             if subprocess.run(cmd + ["--threads", self.threads] + args, stderr=f).returncode != 0:
                 die("stopped by a signal" if STOP.is_set() else f"nmt-translate failed (see {log})")
-
-    def translate(self, name, beam, lp, models, split="val"):
-        """The val score of MODELS at BEAM and length penalty LP (reused when an
-        earlier run made it with the same models and nmt-translate, and nothing
-        is newer)."""
-        out, made = f"{self.sel}/{name}", " ".join(models) + f" | nmt-translate {translator(self.bin)}"
-        inputs = [self.path(f"{split}.{self.src}"), self.path(f"{split}.{self.tgt}")] + list(models)
-        score = cached(out, made, inputs, self.key)
-        if score is not None:
-            return score
-        self.nmt_translate(models, ["-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
-                                    "-o", out + ".out", "--reference", inputs[1],
-                                    "--scores-json", out + ".json"], out + ".log")
-        return record(out, made, self.key)
-
-    def translate_many(self, items):
-        """translate() of every (name, beam, lp, models) of ITEMS, NMT_JOBS at a
-        time; their scores in order. Dies as translate() does."""
-        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
-            return list(pool.map(lambda item: self.translate(*item), items))
-
-    def logged(self, name, beam, lp, score):
-        self.log_rows.append((name, beam, lp, score))
-        with open(f"{self.sel}/selection{self.tag}.tsv", "w") as f:
-            f.write(f"candidate\tbeam\tlength_penalty\tval_{self.key}\n")
-            for row in self.log_rows:
-                f.write("\t".join(str(x) for x in row) + "\n")
-        return score
-
-    def at_b5(self, name):
-        return next((s for n, b, lp, s in self.log_rows if n == name and b == 5 and lp == "1.0"), None)
-
-    def score_models(self, folders):
-        """Each model's best and average checkpoints at beam 5, lp 1.0; keeps the best single one."""
-        runs = [(f"{os.path.basename(folder)}-{ckpt}", f"{folder}/{ckpt}.ckpt")
-                for folder in folders for ckpt in ("best", "average") if os.path.exists(f"{folder}/{ckpt}.ckpt")]
-        scores = self.translate_many([(f"{name}-b5", 5, "1.0", [path]) for name, path in runs])
-        for (name, path), score in zip(runs, scores):
-            self.logged(name, 5, "1.0", score)
-            if score > self.single["score"]:
-                self.single = {"name": name, "models": [path], "score": score, "beam": 5, "lp": "1.0"}
-
-    def members(self, folders):
-        """Each model's better checkpoint on val (best or average)."""
-        out = []
-        for folder in folders:
-            b = self.at_b5(f"{os.path.basename(folder)}-best")
-            a = self.at_b5(f"{os.path.basename(folder)}-average")
-            out.append(f"{folder}/average.ckpt" if a is not None and a > b else f"{folder}/best.ckpt")
-        return out
-
-    def tune(self, name, models):
-        """Beam 5 and 10 by length penalty 0.6, 1.0, 1.4 on val (beam 5, lp 1.0
-        logged already) -> the best {beam, lp, score} and the best lp at beam 5."""
-        best = {"beam": 5, "lp": "1.0", "score": self.at_b5(name)}
-        best5 = dict(best)
-        settings = [(beam, lp) for beam, lp in itertools.product((5, 10), ("0.6", "1.0", "1.4")) if (beam, lp) != (5, "1.0")]
-        scores = self.translate_many([(f"{name}-b{beam}-lp{lp}", beam, lp, models) for beam, lp in settings])
-        for (beam, lp), score in zip(settings, scores):
-            self.logged(name, beam, lp, score)
-            if score > best["score"]:
-                best = {"beam": beam, "lp": lp, "score": score}
-            if beam == 5 and score > best5["score"]:
-                best5 = {"beam": 5, "lp": lp, "score": score}
-        return best, best5["lp"]
-
-    def ensemble_b5(self, name, models):
-        self.logged(name, 5, "1.0", self.translate(f"{name}-b5", 5, "1.0", models))
 
 
 def main():
@@ -335,7 +275,7 @@ def main():
         signal.signal(signum, lambda *_: STOP.set())
     r = Recipe(args[0] or "../shared/data/multi30k", args[1] or "en-de", args[2] or "tok")
     seeds, only = env_int("NMT_SEEDS", 1), env_int("NMT_TRAIN_ONLY", 0)
-    distill, r2l = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0)
+    distill, r2l, channel = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0), env_int("NMT_CHANNEL", 0)
     seeds = max(seeds, only)
     os.makedirs(f"{r.run}/data", exist_ok=True)
     for split in ("train", "val"):
@@ -361,8 +301,9 @@ def main():
     info = {"distill": None, "rerank": None}
     if distill:
         students, specs = student_specs(r, models, seeds, distill, r2l, info)
-        if r2l and r.jobs > 1:  # the right-to-left models train beside the students
-            specs += r2l_specs(r, seeds + distill, r2l, True)[1]
+        if r.jobs > 1:  # the right-to-left and channel models train beside the students
+            specs += (r2l_specs(r, seeds + distill, r2l, True)[1] if r2l else []) + \
+                channel_specs(r, seeds + distill + r2l, channel)[1]
         r.train_models(specs)
         r.score_models(students)
         models += students
@@ -379,21 +320,15 @@ def main():
         name, beam, lp, score = max((row for row in r.log_rows if row[0] == f"teachers-{seeds}"), key=lambda x: x[3])
         if score > best["score"]:
             best = {"name": name, "models": r.members(models[:seeds]), "beam": beam, "lp": lp, "score": score}
-    plain_score, r2l_models = best["score"], []
-    if r2l:
-        r2l_models = train_r2l(r, seeds + distill, r2l, distill > 0)
-        rerank = choose_rerank(r, best, r2l_models)
-        info["rerank"] = (r2l, rerank, plain_score)
-        if rerank:
-            best.update(name=best["name"] + "+r2l", score=rerank[2])
+    r2l_models, channel_models = rerank_stage(r, best, seeds + distill, r2l, channel, distill > 0, info)
     print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
           f"({r.key} {best['score']})")
-    with open(f"{r.sel}/selected{r.tag}.tsv", "w") as f:
+    with open(f"{r.sel}/selected{r.out_tag}.tsv", "w") as f:
         f.write(f"{best['name']}\t{best['beam']}\t{best['lp']}\t{best['score']}\n")
     if os.environ.get("NMT_VAL_ONLY") == "1":
         return
     test_seconds, single_seconds = multi30k_result.run_test(r, best, info["rerank"])
-    multi30k_result.write(r, models + r2l_models, best, test_seconds, single_seconds, info)
+    multi30k_result.write(r, models + r2l_models + channel_models, best, test_seconds, single_seconds, info)
 
 
 if __name__ == "__main__":

@@ -151,26 +151,26 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
         return f"train.distilled.{r.tgt}", None
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"
-    out, made = r.path(name), (f"reranked: w {chosen[0]}, a {chosen[1]}, beam 5, length penalty {lp}, "
+    out, made = r.path(name), (f"reranked: w {chosen.w}, a {chosen.a}, beam 5, length penalty {lp}, "
                                f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
     inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
     if nonempty(out) and fresh(out, out + ".made", made, inputs):
-        return name, chosen[:2]
+        return name, (chosen.w, chosen.a)
     # a student that trained (or started to: it would resume) on the old targets
     learnt = learners(r, PREFIX["reranked"])
     if learnt:
         die(f"{learnt[0]} learnt from a {name} made otherwise than now ({made}); "
             "delete the student-reranked-* folders to train them on the new one")
     print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
-          f"{lp}, reranked by {k} right-to-left model(s) (w {chosen[0]}, a {chosen[1]}; val {chosen[2]} "
+          f"{lp}, reranked by {k} right-to-left model(s) (w {chosen.w}, a {chosen.a}; val {chosen.score} "
           f"against {plain})", flush=True)
-    rerank(r, system, r2l_models, chosen[0], chosen[1], r.path(f"train.{r.src}"), out + ".part",
+    rerank(r, system, chosen, r.path(f"train.{r.src}"), out + ".part",
            f"{r.run}/distill-reranked.log")
     with open(out + ".made.part", "w") as f:
         f.write(made + "\n")
     os.replace(out + ".part", out)
     os.replace(out + ".made.part", out + ".made")
-    return name, chosen[:2]
+    return name, (chosen.w, chosen.a)
 
 
 def diverse_data(r, teachers, lp, top):

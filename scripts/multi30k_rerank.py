@@ -1,7 +1,9 @@
-"""Right-to-left reranking in the Multi30k recipe (scripts/multi30k.py):
-models trained on the targets with each line's words reversed rescore the
-selected system's beam (nmt-translate --r2l-model), with the weight and
-length exponent that do best on val."""
+"""Reranking in the Multi30k recipe (scripts/multi30k.py): models trained on
+the targets with each line's words reversed (right-to-left), and models
+trained from target to source (the noisy channel), rescore the selected
+system's beam (nmt-translate --r2l-model, --channel-model), with the weights
+and length exponent that do best on val."""
+import collections
 import concurrent.futures
 import itertools
 import json
@@ -13,6 +15,17 @@ from multi30k_cache import cached, fresh, newer, record, translator
 
 def die(message):
     raise SystemExit(f"multi30k.py: {message}")
+
+
+# A reranking chosen on val: the right-to-left weight w, channel weight c and
+# length exponent a, its val score, and the model folders it rescores with
+# (channel: empty when c is 0, as the mix then does without them).
+Rerank = collections.namedtuple("Rerank", "w c a score r2l channel")
+
+
+def rerank_suffix(chosen):
+    """What reranking adds to the reranked system's name: +r2l, +ch or both."""
+    return ("+r2l" if chosen.r2l else "") + ("+ch" if chosen.channel else "")
 
 
 def reverse_words(path, out):
@@ -44,14 +57,58 @@ def train_r2l(r, first_seed, k, distilled):
     return folders
 
 
-def rerank(r, best, r2l_models, w, a, source, out, log):
-    """OUT: the selected system's translation of SOURCE, its beam rescored by
-    the R2L_MODELS folders' models under weight W and length exponent A
-    (nmt-translate --r2l-model)."""
-    r2l = [arg for d in r2l_models for arg in ("--r2l-model", f"{d}/best.ckpt")]
-    r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", best["lp"], *r2l,
-                                     "--r2l-weight", str(w), "--r2l-length-exponent", str(a),
-                                     "-i", source, "-o", out], log)
+def rerank_stage(r, best, first_seed, r2l, channel, distilled, info):
+    """The recipe's reranking of the selected system BEST: trains (or keeps)
+    R2L right-to-left models (seeds FIRST_SEED + 1..; on the distilled
+    targets when DISTILLED) and CHANNEL channel models (the seeds after them),
+    and when a reranking by them beats BEST on val, makes BEST that reranked
+    system (name + rerank_suffix(), its val score). Sets INFO["rerank"] to
+    (R2L, the Rerank or None, BEST's plain val score, CHANNEL) when either is
+    on. Returns the two lists of model folders."""
+    if not (r2l or channel):
+        return [], []
+    plain_score = best["score"]
+    r2l_models = train_r2l(r, first_seed, r2l, distilled) if r2l else []
+    channel_models = train_channel(r, first_seed + r2l, channel)
+    chosen = choose_rerank(r, best, r2l_models, channel_models)
+    info["rerank"] = (r2l, chosen, plain_score, channel)
+    if chosen:
+        best.update(name=best["name"] + rerank_suffix(chosen), score=chosen.score)
+    return r2l_models, channel_models
+
+
+def channel_specs(r, first_seed, k):
+    """The K channel models' folders and training specs (Recipe.train_models()):
+    from target to source on the training pairs, validated on val the same way
+    round, with model 1's SentencePiece models swapped (its target model reads
+    their source)."""
+    folders = [f"{r.run}/ch-{i}" for i in range(1, k + 1)]
+    spm = ["--src-spm", f"{r.run}/model-1/tgt.spm.model", "--tgt-spm", f"{r.run}/model-1/src.spm.model"]
+    return folders, [(first_seed + i, folder, f"train.{r.src}", f"val.{r.src}", spm, f"train.{r.tgt}", None,
+                      f"val.{r.tgt}") for i, folder in enumerate(folders, 1)]
+
+
+def train_channel(r, first_seed, k):
+    """Trains (or keeps) channel_specs()'s models; returns their folders."""
+    folders, specs = channel_specs(r, first_seed, k)
+    r.train_models(specs)
+    return folders
+
+
+def rescoring_args(r2l_models, channel_models):
+    """nmt-translate's arguments that load the folders' models for rescoring."""
+    return ([a for d in r2l_models for a in ("--r2l-model", f"{d}/best.ckpt")] +
+            [a for d in channel_models for a in ("--channel-model", f"{d}/best.ckpt")])
+
+
+def rerank(r, best, chosen, source, out, log):
+    """OUT: the selected system's translation of SOURCE, its beam rescored as
+    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model)."""
+    weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
+        (["--channel-weight", str(chosen.c)] if chosen.channel else [])
+    r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", best["lp"],
+                                     *rescoring_args(chosen.r2l, chosen.channel), *weights,
+                                     "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log)
 
 
 def evaluate(r, hyp, ref, scores, log_path=None):
@@ -64,35 +121,48 @@ def evaluate(r, hyp, ref, scores, log_path=None):
     return json.load(open(scores))[r.key]
 
 
-def choose_rerank(r, best, r2l_models):
-    """(w, a, score) of the reranking of system BEST (its name, models, beam,
-    length penalty and val score) that beats its plain output on val, or None.
-    One run rescores the system's whole beam on val into the n-best list
-    select/rerank-val[-PICK]-NAME.nbest (the pick's tag: two picks may select
-    the same system), whose features hold each hypothesis' two
-    log-probabilities and words; each setting's choice from it is
-    select/rerank-val[-PICK]-NAME-wW-aA.out, as nmt-translate --r2l-weight W
-    --r2l-length-exponent A would choose (to the features' six places). Each
-    is reused when made with the same models, settings and nmt-translate, and
-    nothing is newer. Dies as the translation and scoring do."""
-    prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}"
-    settings = list(itertools.product((0.0, 0.25, 0.5, 0.75), (0.6, 1.0, 1.4)))
-    r2l = [f"{d}/best.ckpt" for d in r2l_models]
-    inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + r2l
+def choose_rerank(r, best, r2l_models, channel_models=()):
+    """The Rerank of system BEST (its name, models, beam, length penalty and
+    val score) by R2L_MODELS and CHANNEL_MODELS (folders; either may be empty,
+    not both) that beats its plain output on val, or None. One run rescores
+    the system's whole beam on val into the n-best list
+    select/rerank-val[-PICK]-NAME[-chK].nbest (the pick's tag: two picks may
+    select the same system; -chK with K channel models), whose features hold
+    each hypothesis' log-probabilities and words; each setting's choice from
+    it is select/rerank-val[-PICK]-NAME[-chK]-wW[-cC]-aA.out, as nmt-translate
+    would choose with those weights (to the features' six places): w over
+    0-0.75 with right-to-left models (else 0), c over 0-1 with channel models
+    (else 0), a over 0.6-1.4. Each is reused when made with the same models,
+    settings and nmt-translate, and nothing is newer. Dies as the translation
+    and scoring do."""
+    channel_models = list(channel_models)
+    prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}" + (f"-ch{len(channel_models)}" if channel_models else "")
+    settings = list(itertools.product((0.0, 0.25, 0.5, 0.75) if r2l_models else (0.0,),
+                                      (0.0, 0.1, 0.25, 0.5, 1.0) if channel_models else (0.0,), (0.6, 1.0, 1.4)))
+    checkpoints = [f"{d}/best.ckpt" for d in list(r2l_models) + channel_models]
+    inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + checkpoints
     made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
-            f"{' '.join(r2l)} | nmt-translate {translator(r.bin)}")
+            f"{' '.join(f'{d}/best.ckpt' for d in r2l_models)}"
+            + (f" | channel {' '.join(f'{d}/best.ckpt' for d in channel_models)}" if channel_models else "")
+            + f" | nmt-translate {translator(r.bin)}")
     nbest = prefix + ".nbest"
     if not fresh(nbest, nbest + ".models", made, inputs):
         beam = str(best["beam"])
         r.nmt_translate(best["models"], ["-b", beam, "--n-best", beam, "--length-penalty", best["lp"],
-                                         *[a for m in r2l for a in ("--r2l-model", m)], "-i", inputs[0],
+                                         *rescoring_args(r2l_models, channel_models), "-i", inputs[0],
                                          "-o", nbest], prefix + ".nbest.log")
         with open(nbest + ".models", "w") as f:
             f.write(made + "\n")
-    lists = read_rescored(nbest)
+    lists = read_rescored(nbest, bool(r2l_models), bool(channel_models))
+
+    def name(setting):  # the setting's part of the file and log names
+        w, c, a = setting
+        return f"w{w}-c{c}-a{a}" if channel_models else f"w{w}-a{a}"
 
     def score(setting):  # reused as Recipe.translate() reuses a translation
-        out, made_so = f"{prefix}-w{setting[0]}-a{setting[1]}", f"{made} | w {setting[0]} a {setting[1]}"
+        out, made_so = f"{prefix}-{name(setting)}", f"{made} | {name(setting).replace('-', ' ')}"
+        if not channel_models:  # the key the right-to-left reranking has always had
+            made_so = f"{made} | w {setting[0]} a {setting[2]}"
         reused = cached(out, made_so, inputs + [nbest], r.key)
         if reused is not None:
             return reused
@@ -104,34 +174,39 @@ def choose_rerank(r, best, r2l_models):
 
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:  # NMT_JOBS at a time
         scores = list(pool.map(score, settings))
+    label = best["name"] + ("+r2l" if r2l_models else "") + ("+ch" if channel_models else "")
     chosen, top = None, best["score"]
-    for (w, a), s in zip(settings, scores):
-        r.logged(f"{best['name']}+r2l-w{w}-a{a}", best["beam"], best["lp"], s)
+    for (w, c, a), s in zip(settings, scores):
+        r.logged(f"{label}-{name((w, c, a))}", best["beam"], best["lp"], s)
         if s > top:
-            chosen, top = (w, a, s), s
+            chosen, top = Rerank(w, c, a, s, list(r2l_models), channel_models if c > 0 else []), s
     return chosen
 
 
-def read_rescored(path):
-    """The n-best lists of nmt-translate --r2l-model --n-best (Moses' form, its
-    features with L2R=, R2L= and Words=), one per input line in order: each
-    (text, log P_l2r, log P_r2l, words) in the file's order. Dies on an entry
-    without them."""
+def read_rescored(path, r2l, channel):
+    """The n-best lists of nmt-translate --n-best after rescoring (Moses' form,
+    its features with L2R= and Words=, R2L= when R2L and CH= when CHANNEL), one
+    per input line in order: each (text, log P_l2r, log P_r2l, log P_channel,
+    words) in the file's order, a log-probability 0 where its models did not
+    run. Dies on an entry without them."""
+    wanted = {"L2R=", "Words="} | ({"R2L="} if r2l else set()) | ({"CH="} if channel else set())
     lists = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             index, text, features = line.rstrip("\n").split(" ||| ")[:3]
             values = dict(zip(features.split()[::2], features.split()[1::2]))
-            if not {"L2R=", "R2L=", "Words="} <= values.keys():
-                die(f"{path}:{number}: no L2R=, R2L= and Words= features (not a rescored n-best list: "
-                    "an nmt-translate older than the recipe? scripts/build.sh)")
+            if not wanted <= values.keys():
+                die(f"{path}:{number}: no {', '.join(sorted(wanted - values.keys()))} feature (not a rescored n-best "
+                    "list of these models: an nmt-translate older than the recipe? scripts/build.sh)")
             while len(lists) <= int(index):
                 lists.append([])
-            lists[int(index)].append((text, float(values["L2R="]), float(values["R2L="]), int(values["Words="])))
+            lists[int(index)].append((text, float(values["L2R="]), float(values.get("R2L=", 0)),
+                                      float(values.get("CH=", 0)), int(values["Words="])))
     return lists
 
 
-def mix(hyp, w, a):
-    """The reranking score of HYP (text, log P_l2r, log P_r2l, words) under
-    weight W and length exponent A, as nmt-translate --r2l-model mixes them."""
-    return ((1 - w) * hyp[1] + w * hyp[2]) / ((5 + hyp[3] + 1) / 6) ** a
+def mix(hyp, w, c, a):
+    """The reranking score of HYP (text, log P_l2r, log P_r2l, log P_channel,
+    words) under weights W and C and length exponent A, as nmt-translate mixes
+    them (W is 0 without right-to-left models, C without channel models)."""
+    return ((1 - w) * hyp[1] + w * hyp[2] + c * hyp[3]) / ((5 + hyp[4] + 1) / 6) ** a

@@ -47,8 +47,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
     commit = r.commit
     results = os.environ.get("NMT_RESULTS_DIR", "") or "bench/results"
     os.makedirs(results, exist_ok=True)
-    result = f"{results}/multi30k-{pair}-{form}{r.tag}-{platform.node().split('.')[0]}-{commit}.json"
-    scores = json.load(open(f"{run}/test{r.tag}.scores.json"))
+    result = f"{results}/multi30k-{pair}-{form}{r.out_tag}-{platform.node().split('.')[0]}-{commit}.json"
+    scores = json.load(open(f"{run}/test{r.out_tag}.scores.json"))
     tok = form == "tok"
     train = []
     for d in models:
@@ -69,6 +69,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
             "student": os.path.basename(d).startswith("student-"),
             # a right-to-left model reranks the selected system's n-best list
             "r2l": os.path.basename(d).startswith("r2l-"),
+            # a channel model (target to source) reranks it too
+            "channel": os.path.basename(d).startswith("ch-"),
             })
         per_epoch = [int(l.split(" batches per epoch")[0].rsplit(" ", 1)[1])
                      for l in open(f"{d}.log") if " batches per epoch" in l]
@@ -91,12 +93,14 @@ def write(r, models, best, test_seconds, single_seconds, info):
                      "pick_rerank": ({"weight": d_info[5][0], "length_exponent": d_info[5][1]}
                                      if d_info[5] else None)}
                     if d_info else None)
-    # Right-to-left reranking: the r2l models, the weight w and length exponent a chosen
-    # on val (None: the reranked output did not beat the plain one there), and the
-    # plain system's val score (None: off).
+    # Reranking: the numbers of r2l and channel models, the right-to-left weight w,
+    # channel weight c and length exponent a chosen on val (None: the reranked output
+    # did not beat the plain one there), and the plain system's val score (None: off).
     r_info = info["rerank"]
-    rerank = ({"r2l_models": r_info[0], "weight": r_info[1][0] if r_info[1] else None,
-               "length_exponent": r_info[1][1] if r_info[1] else None,
+    chosen = r_info[1] if r_info else None
+    rerank = ({"r2l_models": r_info[0], "weight": chosen.w if chosen else None,
+               "length_exponent": chosen.a if chosen else None,
+               "channel_models": r_info[3], "channel_weight": chosen.c if chosen else None,
                "val_bleu_without": float(r_info[2])} if r_info else None)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
     try:  # the GPU's name where there is one
@@ -110,14 +114,14 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
         "extra_train_flags": extra,
         "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
-                             for l in list(open(f"{r.sel}/selection{r.tag}.tsv"))[1:]],
+                             for l in list(open(f"{r.sel}/selection{r.out_tag}.tsv"))[1:]],
         "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
                      "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
         **figures(scores, tok),
         # The best single checkpoint on val, with its own beam and length penalty
         # (the selected system itself when that is a single model).
         "single_model": {"models": s_name, "beam": int(s_beam), "length_penalty": float(s_lp),
-                         "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single{r.tag}.scores.json")), tok),
+                         "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single{r.out_tag}.scores.json")), tok),
                          "test_translate_seconds": float(s_seconds)},
         "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
         "test_scores": scores,
@@ -150,7 +154,7 @@ def run_test(r, best, rerank_info):
     r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
     r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
     test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
-    test, single = f"{r.run}/test{r.tag}", f"{r.run}/test-single{r.tag}"
+    test, single = f"{r.run}/test{r.out_tag}", f"{r.run}/test-single{r.out_tag}"
 
     def translate(out, system):
         t0 = time.time()
@@ -162,8 +166,7 @@ def run_test(r, best, rerank_info):
     t0 = time.time()
     chosen = rerank_info[1] if rerank_info else None
     if chosen:
-        rerank(r, best, [f"{r.run}/r2l-{i}" for i in range(1, rerank_info[0] + 1)], chosen[0], chosen[1],
-               test_src, f"{test}.hyp", f"{test}-rerank.log")
+        rerank(r, best, chosen, test_src, f"{test}.hyp", f"{test}-rerank.log")
         evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")
         test_seconds = round(time.time() - t0, 1)
     else:

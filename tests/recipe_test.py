@@ -5,7 +5,8 @@ distillation, a student and a right-to-left model, selection on val, test,
 and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
-students of other flags, likewise; the teachers' ensemble selected when
+students of other flags, likewise; a channel model's reranking beside
+the right-to-left one, with its own outputs; the teachers' ensemble selected when
 it is the best on val; the
 reranked targets made again when the choice on val changes; the teachers'
 translation made again when a teacher is newer; a model
@@ -169,6 +170,45 @@ def named_students(source, env, run, results, kept):
     check(not changed, f"the other picks' files are left as they were; changed: {changed}")
 
 
+def channel_run(source, env, run, results, kept):
+    """NMT_CHANNEL=1 in the folder of a finished run: only the channel model
+    trains, from German to English with model 1's SentencePiece models
+    swapped; the selection tries c beside w and a from one rescored n-best
+    list, each choice nmt-translate's own; the selection log, test outputs
+    and result file carry -ch1, and the other runs' files stay as they were."""
+    rc, out = recipe(source, env, NMT_CHANNEL="1")
+    check(rc == 0, f"the channel run exits 0 (got {rc}):\n{out[-3000:]}")
+    trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
+    check(trained == ["ch-1"], f"only the channel model trains: {trained}")
+    for mine, theirs in (("src", "tgt"), ("tgt", "src")):
+        check(open(f"{run}/ch-1/{mine}.spm.model", "rb").read() == open(f"{run}/model-1/{theirs}.spm.model", "rb").read(),
+              f"the channel model's {mine} SentencePiece model is model 1's {theirs} one")
+    r = result(results, "multi30k-en-de-tok-ch1-*.json")
+    check(r["rerank"]["channel_models"] == 1 and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
+    channel = [t for t in r["training"] if t["channel"]]
+    check([os.path.basename(t["folder"]) for t in channel] == ["ch-1"], f"the channel model is recorded: {channel}")
+    rows = [line.rstrip("\n").split("\t") for line in open(f"{run}/select/selection-ch1.tsv")][1:]
+    mixed = [row for row in rows if "+r2l+ch-" in row[0]]
+    check(len(mixed) == 4 * 5 * 3, f"every w, c and a is tried on val: {len(mixed)} rows")
+    nbest = glob.glob(f"{run}/select/rerank-val-*-ch1.nbest")
+    check(len(nbest) == 1, f"one rescored n-best list of val with the channel: {nbest}")
+    made = open(nbest[0] + ".models").read().split(" | ")
+    models, beam, lp = made[0].replace(" length penalty ", " beam ").split(" beam ")
+    r2l, ch = made[1].split()[1:], made[2].split()[1:]
+    out = f"{nbest[0][:-len('.nbest')]}-w0.25-c0.5-a1.0.out"
+    p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *[a for m in models.split() for a in ("-m", m)],
+                        "-b", beam, "--length-penalty", lp, *[a for m in r2l for a in ("--r2l-model", m)],
+                        *[a for m in ch for a in ("--channel-model", m)], "--r2l-weight", "0.25",
+                        "--channel-weight", "0.5", "--r2l-length-exponent", "1.0", "-i", f"{run}/data/val.en"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout == open(out).read(),
+          f"the reranking at w 0.25, c 0.5, a 1.0 from the n-best list is nmt-translate's ({out}): {p.stderr[-500:]}")
+    for name in ("select/selected-ch1.tsv", "test-ch1.scores.json", "test-single-ch1.scores.json"):
+        check(os.path.exists(f"{run}/{name}"), f"the channel run writes {name}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the other runs' files are left as they were; changed: {changed}")
+
+
 def teachers_win(source, env, run):
     """With the teachers' own ensemble best on val (its score forced), the
     selection picks it over the ensemble of all and the single models."""
@@ -195,22 +235,25 @@ def remade_targets(source, env, run):
     os.environ["NMT_DISTILL_PICK"] = "reranked"
     import multi30k
     import multi30k_distill
+    from multi30k_rerank import Rerank
     r = multi30k.Recipe(env["DATA"], "en-de", "tok")
     teachers = [f"{run}/model-{i}/best.ckpt" for i in (1, 2)]
     target = f"{run}/data/train.distilled-reranked.de"
     shutil.rmtree(f"{run}/student-reranked-1", ignore_errors=True)
-    for choice, want in (((0.25, 1.0, 99.0), "reranked: w 0.25, a 1.0"), (None, "reranked: w 0.25, a 1.0"),
-                         ((0.5, 0.6, 99.0), "reranked: w 0.5, a 0.6")):
+    r2l = [f"{run}/r2l-1"]
+    for choice, want in ((Rerank(0.25, 0.0, 1.0, 99.0, r2l, []), "reranked: w 0.25, a 1.0"),
+                         (None, "reranked: w 0.25, a 1.0"),
+                         (Rerank(0.5, 0.0, 0.6, 99.0, r2l, []), "reranked: w 0.5, a 0.6")):
         multi30k_distill.choose_rerank = lambda *_, c=choice: c
         name, setting = multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
-        wanted = ("train.distilled-reranked.de", choice[:2]) if choice else ("train.distilled.de", None)
+        wanted = ("train.distilled-reranked.de", (choice.w, choice.a)) if choice else ("train.distilled.de", None)
         check((name, setting) == wanted, f"reranked_targets() returns {wanted} for {choice}: {name}, {setting}")
         check(open(target + ".made").read().startswith(want), f"the targets are made again for {choice}")
         with open(target) as f:
             lines = f.read().split("\n")[:-1]
         check(len(lines) == 200, f"{len(lines)} targets for {choice}, not 200")
     os.makedirs(f"{run}/student-reranked-1")
-    multi30k_distill.choose_rerank = lambda *_: (0.75, 1.4, 99.0)
+    multi30k_distill.choose_rerank = lambda *_: Rerank(0.75, 0.0, 1.4, 99.0, r2l, [])
     for marker in ("last.ckpt", "trained"):  # a student stopped part way, then one that finished
         open(f"{run}/student-reranked-1/{marker}", "w").close()
         try:
@@ -324,13 +367,15 @@ def main():
         env = {**os.environ, "DATA": f"{tmp}/data", "NMT_RUN": run, "NMT_BUILD_DIR": build,
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
-        for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS"):
+        for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
+                     "NMT_CHANNEL"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
         rerun_reuses(source, env, run, build, tmp)
         second_pick(source, env, run, results, snapshot(run))
         named_students(source, env, run, results, snapshot(run))
+        channel_run(source, env, run, results, snapshot(run))
         teachers_win(source, env, run)
         r = remade_targets(source, env, run)
         stale_teachers(r, run, tmp)
