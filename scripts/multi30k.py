@@ -64,6 +64,10 @@ Environment:
                     target to source, and + c log P(source | hypothesis) joins the mix
                     (--channel-model), c chosen on val with w and a; the selection log,
                     test outputs and result file are named -chK, apart from the others.
+  NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
+                    training, of any pick or name, joins the selection (alone and in the
+                    ensemble of all) beside this run's; the selection log, ensemble,
+                    test outputs and result file are named -all (default: pick).
 
 A model folder that holds a finished run (its `trained` file) is not trained
 again: delete the folder to retrain. Runs of several picks can share one run
@@ -88,7 +92,7 @@ import time
 
 import multi30k_result
 from multi30k_cache import nonempty
-from multi30k_distill import PREFIX, student_settings, student_specs
+from multi30k_distill import PREFIX, learners, student_settings, student_specs
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
 
@@ -147,9 +151,16 @@ class Recipe(Selection):
         self.student_name, self.student_flags, self.student_extra = student_settings(self.extra, distill)
         self.tag = "".join(f"-{x}" for x in (self.pick if self.pick != "top" else "", self.student_name)
                            if x and distill)
-        # The outputs' tag: the models' own, and -chK with channel reranking (the models are the same).
+        ensemble = os.environ.get("NMT_ENSEMBLE", "") or "pick"
+        if ensemble not in ("pick", "all"):
+            die(f"NMT_ENSEMBLE must be pick or all, got '{ensemble}'")
+        if ensemble == "all" and not distill:
+            die("NMT_ENSEMBLE=all adds the run folder's students: it needs NMT_DISTILL=K")
+        self.ensemble_all = ensemble == "all"
+        # The outputs' tag: the models' own, -all with every student, -chK with channel
+        # reranking (the models they choose from are the same).
         channel = env_int("NMT_CHANNEL", 0)
-        self.out_tag = self.tag + (f"-ch{channel}" if channel else "")
+        self.out_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{channel}" if channel else "")
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -305,13 +316,15 @@ def main():
             specs += (r2l_specs(r, seeds + distill, r2l, True)[1] if r2l else []) + \
                 channel_specs(r, seeds + distill + r2l, channel)[1]
         r.train_models(specs)
+        if r.ensemble_all:  # the folder's other finished students, of any pick or name
+            students += [d for d in learners(r, "student") if os.path.exists(f"{d}/trained") and d not in students]
         r.score_models(students)
         models += students
     best_single, _ = r.tune(r.single["name"], r.single["models"])
     r.single.update(best_single)
     best = dict(r.single)
     if len(models) > 1:  # the ensemble of every model's better checkpoint
-        name, members = f"ensemble-{len(models)}{r.tag}", r.members(models)
+        name, members = f"ensemble-{len(models)}{r.tag}{'-all' if r.ensemble_all else ''}", r.members(models)
         r.ensemble_b5(name, members)
         tuned, _ = r.tune(name, members)
         if tuned["score"] > best["score"]:

@@ -6,7 +6,8 @@ and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
 students of other flags, likewise; a channel model's reranking beside
-the right-to-left one, with its own outputs; the teachers' ensemble selected when
+the right-to-left one, with its own outputs; every student of the folder in
+one selection; the teachers' ensemble selected when
 it is the best on val; the
 reranked targets made again when the choice on val changes; the teachers'
 translation made again when a teacher is newer; a model
@@ -25,46 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-# Tiny models that still say something after 3 epochs of 200 pairs (at the
-# config's rate of 1e-3 the teachers' best checkpoint can be one that outputs
-# nothing, which leaves the students no training pairs).
-TINY = ("--max-epochs 3 --learning-rate 0.01 --batch-sentences 8 --vocab-size 200 --emb-dim 16 "
-        "--enc-hidden 16 --dec-hidden 32 --attn-dim 32")
-
-
-def check(ok, what):
-    if not ok:
-        sys.exit(f"recipe_test.py: failed: {what}")
-
-
-def make_data(source, folder, lines):
-    """FOLDER: a Multi30k-shaped tok-form en-de corpus, the first LINES of data/demo's splits."""
-    os.makedirs(folder)
-    for split, demo, n in (("train", "train", lines), ("val", "valid", 30), ("test_2016_flickr", "test", 30)):
-        for lang, side in (("en", "src"), ("de", "tgt")):
-            with open(f"{source}/data/demo/{demo}.{side}", encoding="utf-8") as f:
-                head = [next(f) for _ in range(n)]
-            with open(f"{folder}/{split}.lc.norm.tok.{lang}", "w", encoding="utf-8") as g:
-                g.writelines(head)
-
-
-def recipe(source, env, **extra):
-    """Runs the recipe with ENV and EXTRA variables; its exit code and output."""
-    p = subprocess.run([sys.executable, f"{source}/scripts/multi30k.py", env["DATA"], "en-de", "tok"],
-                       env={**env, **extra}, capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
-
-
-def result(results, pattern):
-    files = glob.glob(f"{results}/{pattern}")
-    check(len(files) == 1, f"one result file {pattern} in {results}, found {files}")
-    return json.load(open(files[0]))
-
-
-def snapshot(run):
-    """Every file under RUN with its (mtime_ns, size)."""
-    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, os.stat(os.path.join(d, f)).st_size)
-            for d, _, files in os.walk(run) for f in files}
+from recipe_util import TINY, check, make_data, recipe, result, snapshot
 
 
 def first_pick(source, env, run, results):
@@ -207,6 +169,23 @@ def channel_run(source, env, run, results, kept):
         check(os.path.exists(f"{run}/{name}"), f"the channel run writes {name}")
     changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
     check(not changed, f"the other runs' files are left as they were; changed: {changed}")
+
+
+def every_student(source, env, run, kept):
+    """NMT_ENSEMBLE=all (on val only): nothing trains, and every finished
+    student of the folder, of any pick or name, is a candidate alone and in
+    the ensemble of all, whose selection log is its own."""
+    rc, out = recipe(source, env, NMT_ENSEMBLE="all", NMT_VAL_ONLY="1")
+    check(rc == 0, f"the run with every student exits 0 (got {rc}):\n{out[-3000:]}")
+    check(": training" not in out, "no model trains")
+    students = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(f"{run}/student-*/trained"))
+    check(len(students) >= 2, f"the folder holds the students of several runs: {students}")
+    rows = [line.split("\t")[0] for line in open(f"{run}/select/selection-all.tsv")][1:]
+    for student in students:
+        check(f"{student}-best" in rows, f"{student} is a candidate: {rows}")
+    check(f"ensemble-{2 + len(students)}-all" in rows, f"the ensemble of the 2 teachers and {students}: {rows}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat and "/select/" not in p)
+    check(not changed, f"the models and the other runs' outputs are left as they were; changed: {changed}")
 
 
 def teachers_win(source, env, run):
@@ -352,7 +331,9 @@ def bad_settings(source, env, tmp):
                          ({"NMT_JOBS": "0"}, "NMT_JOBS must be at least 1"),
                          ({"NMT_STUDENT_FLAGS": "--dec-hidden 64"}, "NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME"),
                          ({"NMT_STUDENT_NAME": "Wide"}, "NMT_STUDENT_NAME must be lowercase"),
-                         ({"NMT_STUDENT_NAME": "wide", "NMT_DISTILL": "0"}, "needs students to name")):
+                         ({"NMT_STUDENT_NAME": "wide", "NMT_DISTILL": "0"}, "needs students to name"),
+                         ({"NMT_ENSEMBLE": "every"}, "NMT_ENSEMBLE must be pick or all"),
+                         ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL")):
         run = f"{tmp}/bad"
         rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)
         check(rc == 1 and words in out, f"{extra} fails with '{words}' (got {rc}: {out[-500:]})")
@@ -368,7 +349,7 @@ def main():
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
-                     "NMT_CHANNEL"):
+                     "NMT_CHANNEL", "NMT_ENSEMBLE"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
@@ -376,6 +357,7 @@ def main():
         second_pick(source, env, run, results, snapshot(run))
         named_students(source, env, run, results, snapshot(run))
         channel_run(source, env, run, results, snapshot(run))
+        every_student(source, env, run, snapshot(run))
         teachers_win(source, env, run)
         r = remade_targets(source, env, run)
         stale_teachers(r, run, tmp)

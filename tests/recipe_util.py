@@ -1,0 +1,50 @@
+"""What tests/recipe_test.py's checks share: the tiny models' flags, the
+failing check, the tiny corpus, a run of the recipe, its result file and
+a snapshot of a run folder's files."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+
+# Tiny models that still say something after 3 epochs of 200 pairs (at the
+# config's rate of 1e-3 the teachers' best checkpoint can be one that outputs
+# nothing, which leaves the students no training pairs).
+TINY = ("--max-epochs 3 --learning-rate 0.01 --batch-sentences 8 --vocab-size 200 --emb-dim 16 "
+        "--enc-hidden 16 --dec-hidden 32 --attn-dim 32")
+
+
+def check(ok, what):
+    if not ok:
+        sys.exit(f"recipe_test.py: failed: {what}")
+
+
+def make_data(source, folder, lines):
+    """FOLDER: a Multi30k-shaped tok-form en-de corpus, the first LINES of data/demo's splits."""
+    os.makedirs(folder)
+    for split, demo, n in (("train", "train", lines), ("val", "valid", 30), ("test_2016_flickr", "test", 30)):
+        for lang, side in (("en", "src"), ("de", "tgt")):
+            with open(f"{source}/data/demo/{demo}.{side}", encoding="utf-8") as f:
+                head = [next(f) for _ in range(n)]
+            with open(f"{folder}/{split}.lc.norm.tok.{lang}", "w", encoding="utf-8") as g:
+                g.writelines(head)
+
+
+def recipe(source, env, **extra):
+    """Runs the recipe with ENV and EXTRA variables; its exit code and output."""
+    p = subprocess.run([sys.executable, f"{source}/scripts/multi30k.py", env["DATA"], "en-de", "tok"],
+                       env={**env, **extra}, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def result(results, pattern):
+    files = glob.glob(f"{results}/{pattern}")
+    check(len(files) == 1, f"one result file {pattern} in {results}, found {files}")
+    return json.load(open(files[0]))
+
+
+def snapshot(run):
+    """Every file under RUN with its (mtime_ns, size)."""
+    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, os.stat(os.path.join(d, f)).st_size)
+            for d, _, files in os.walk(run) for f in files}
