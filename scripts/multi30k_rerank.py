@@ -19,12 +19,27 @@ def die(message):
 
 # A reranking chosen on val: the right-to-left weight w, channel weight c and
 # length exponent a, its val score, and the model folders it rescores with
-# (channel: empty when c is 0, as the mix then does without them).
+# (made by rerank_of()).
 Rerank = collections.namedtuple("Rerank", "w c a score r2l channel")
+
+# The recipe's reranking for the result file: the numbers of right-to-left and
+# channel models, the Rerank chosen on val (None: none beat the plain system),
+# and the plain system's val score.
+RerankRun = collections.namedtuple("RerankRun", "r2l channel chosen plain_score")
+
+
+def rerank_of(w, c, a, score, r2l_models, channel_models):
+    """The Rerank of weights W, C and exponent A with the models it needs: the
+    channel models are left out when C is 0 and right-to-left models remain
+    (the mix is theirs alone then); with no right-to-left models they stay,
+    at weight 0, so that nmt-translate has a model to rescore with."""
+    keep_channel = c > 0 or not r2l_models
+    return Rerank(w, c, a, score, list(r2l_models), list(channel_models) if keep_channel else [])
 
 
 def rerank_suffix(chosen):
-    """What reranking adds to the reranked system's name: +r2l, +ch or both."""
+    """What reranking adds to the reranked system's name: +r2l, +ch or both
+    (+ch where the channel models rescore, even at weight 0)."""
     return ("+r2l" if chosen.r2l else "") + ("+ch" if chosen.channel else "")
 
 
@@ -64,14 +79,15 @@ def rerank_stage(r, best, first_seed, r2l, channel, distilled, info):
     and when a reranking by them beats BEST on val, makes BEST that reranked
     system (name + rerank_suffix(), its val score). Sets INFO["rerank"] to
     (R2L, the Rerank or None, BEST's plain val score, CHANNEL) when either is
-    on. Returns the two lists of model folders."""
+    on (a RerankRun). Returns the two lists of model folders. Dies as the
+    training and translations do."""
     if not (r2l or channel):
         return [], []
     plain_score = best["score"]
     r2l_models = train_r2l(r, first_seed, r2l, distilled) if r2l else []
     channel_models = train_channel(r, first_seed + r2l, channel)
     chosen = choose_rerank(r, best, r2l_models, channel_models)
-    info["rerank"] = (r2l, chosen, plain_score, channel)
+    info["rerank"] = RerankRun(r2l, channel, chosen, plain_score)
     if chosen:
         best.update(name=best["name"] + rerank_suffix(chosen), score=chosen.score)
     return r2l_models, channel_models
@@ -89,7 +105,8 @@ def channel_specs(r, first_seed, k):
 
 
 def train_channel(r, first_seed, k):
-    """Trains (or keeps) channel_specs()'s models; returns their folders."""
+    """Trains (or keeps) channel_specs()'s models; returns their folders. Dies
+    as the training does."""
     folders, specs = channel_specs(r, first_seed, k)
     r.train_models(specs)
     return folders
@@ -103,7 +120,8 @@ def rescoring_args(r2l_models, channel_models):
 
 def rerank(r, best, chosen, source, out, log):
     """OUT: the selected system's translation of SOURCE, its beam rescored as
-    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model)."""
+    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model). Dies
+    when the translation fails."""
     weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
         (["--channel-weight", str(chosen.c)] if chosen.channel else [])
     r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", best["lp"],
@@ -179,7 +197,7 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
     for (w, c, a), s in zip(settings, scores):
         r.logged(f"{label}-{name((w, c, a))}", best["beam"], best["lp"], s)
         if s > top:
-            chosen, top = Rerank(w, c, a, s, list(r2l_models), channel_models if c > 0 else []), s
+            chosen, top = rerank_of(w, c, a, s, r2l_models, channel_models), s
     return chosen
 
 

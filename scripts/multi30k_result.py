@@ -96,12 +96,12 @@ def write(r, models, best, test_seconds, single_seconds, info):
     # Reranking: the numbers of r2l and channel models, the right-to-left weight w,
     # channel weight c and length exponent a chosen on val (None: the reranked output
     # did not beat the plain one there), and the plain system's val score (None: off).
-    r_info = info["rerank"]
-    chosen = r_info[1] if r_info else None
-    rerank = ({"r2l_models": r_info[0], "weight": chosen.w if chosen else None,
+    r_info = info["rerank"]  # a multi30k_rerank.RerankRun, or None
+    chosen = r_info.chosen if r_info else None
+    rerank = ({"r2l_models": r_info.r2l, "weight": chosen.w if chosen else None,
                "length_exponent": chosen.a if chosen else None,
-               "channel_models": r_info[3], "channel_weight": chosen.c if chosen else None,
-               "val_bleu_without": float(r_info[2])} if r_info else None)
+               "channel_models": r_info.channel, "channel_weight": chosen.c if chosen else None,
+               "val_bleu_without": float(r_info.plain_score)} if r_info else None)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
     try:  # the GPU's name where there is one
         gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
@@ -149,8 +149,10 @@ def write(r, models, best, test_seconds, single_seconds, info):
 
 def run_test(r, best, rerank_info):
     """Translates and scores the test set once with the selected system (and
-    the best single model when that is another) into the run's test{tag}.* and
-    test-single{tag}.* files; returns both times in seconds."""
+    the best single model when that is another) into the run's test{out_tag}.*
+    and test-single{out_tag}.* files; RERANK_INFO (a RerankRun or None) says
+    whether and how the system reranks. Returns both times in seconds. Dies
+    as the translations do."""
     r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
     r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
     test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
@@ -164,7 +166,7 @@ def run_test(r, best, rerank_info):
         return round(time.time() - t0, 1)
 
     t0 = time.time()
-    chosen = rerank_info[1] if rerank_info else None
+    chosen = rerank_info.chosen if rerank_info else None
     if chosen:
         rerank(r, best, chosen, test_src, f"{test}.hyp", f"{test}-rerank.log")
         evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")

@@ -6,7 +6,7 @@ and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
 students of other flags, likewise; a channel model's reranking beside
-the right-to-left one, with its own outputs; every student of the folder in
+the right-to-left one, with its own outputs, and channel models alone; every student of the folder in
 one selection; the teachers' ensemble selected when
 it is the best on val; the
 reranked targets made again when the choice on val changes; the teachers'
@@ -253,6 +253,22 @@ def remade_targets(source, env, run):
     return r
 
 
+def channel_alone(r, run):
+    """A reranking by channel models alone keeps them even at weight 0 (its
+    mix is then the left-to-right one, length-normalized), and nmt-translate
+    runs it; beside right-to-left models, weight 0 drops them."""
+    from multi30k_rerank import rerank, rerank_of
+    chosen = rerank_of(0.0, 0.0, 1.0, 1.0, [], [f"{run}/ch-1"])
+    check(chosen.channel == [f"{run}/ch-1"], f"channel models alone stay at weight 0: {chosen}")
+    beside = rerank_of(0.5, 0.0, 1.0, 1.0, [f"{run}/r2l-1"], [f"{run}/ch-1"])
+    check(beside.channel == [], f"beside right-to-left models, weight 0 drops them: {beside}")
+    out = f"{run}/channel-alone.out"
+    rerank(r, {"models": [f"{run}/model-1/best.ckpt"], "beam": 2, "lp": "1.0"}, chosen, r.path("val.en"), out,
+           f"{run}/channel-alone.log")
+    with open(out) as f:
+        check(sum(1 for _ in f) == 30, "the channel-alone reranking translates every val line")
+
+
 def stale_teachers(r, run, tmp):
     """The teachers' translation of the training source (the n-best file the
     students' targets come from): kept while no teacher is newer (whatever
@@ -360,6 +376,7 @@ def main():
         every_student(source, env, run, snapshot(run))
         teachers_win(source, env, run)
         r = remade_targets(source, env, run)
+        channel_alone(r, run)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")

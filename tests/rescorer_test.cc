@@ -39,6 +39,7 @@ TEST(RescorerTest, WordsReverseAndCount) {
 struct Expected {
   std::vector<std::vector<std::string>> text;
   std::vector<std::vector<double>> mix;
+  std::vector<std::vector<double>> channel;  // log P(source | text), when a channel was given
 };
 
 Expected expected_mix(nmt::Translator& l2r, nmt::Translator* r2l, nmt::Translator* channel,
@@ -79,7 +80,9 @@ Expected expected_mix(nmt::Translator& l2r, nmt::Translator* r2l, nmt::Translato
   if (r2l == nullptr) w = 0;
   for (size_t i = 0; i < e.text.size(); ++i) {
     e.mix.emplace_back();
+    e.channel.emplace_back();
     for (size_t r = 0; r < e.text[i].size(); ++r) {
+      if (channel != nullptr) e.channel.back().push_back(ch[c_of[i][r]]);
       const double words = static_cast<double>(nmt::count_words(e.text[i][r]));
       double sum = (1 - w) * f[f_of[i][r]];
       if (r2l != nullptr) sum += w * b[b_of[i][r]];
@@ -158,7 +161,7 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
 // A channel model (here a random model of the toy's shape, reading the
 // hypotheses as its source) adds c log P(source | text) to the mix, alone
 // and beside a right-to-left model; its log-probability is set on each
-// hypothesis, and c = 0 leaves the order of the other parts.
+// hypothesis, and c = 0 gives the order and mix of the other parts alone.
 TEST(RescorerTest, AddsTheChannelsScoreOfTheSource) {
   const auto [l2r_model, r2l_model] = toy_and_random_twin();
   nmt::LoadedModel channel_model = l2r_model;
@@ -183,12 +186,27 @@ TEST(RescorerTest, AddsTheChannelsScoreOfTheSource) {
       rescorer.rescore(l2r, src, &hyps, false, 64, 2, /*search_scores_exact=*/false);
       const std::string what = std::string(with_r2l ? "r2l, " : "") + "c=" + std::to_string(c);
       const int changed = expect_best_by_mix(beams, hyps, e, what);
-      if (c > 0) reordered += changed;
-      for (const auto& line : hyps)
-        for (const auto& h : line) {
-          EXPECT_LT(h.channel_logprob, 0.0) << what;
+      if (c > 0 && !with_r2l) reordered += changed;  // the channel's doing alone
+      for (size_t i = 0; i < hyps.size(); ++i)
+        for (const auto& h : hyps[i]) {
+          const size_t r = static_cast<size_t>(
+              std::find_if(beams[i].begin(), beams[i].end(), [&](const auto& g) { return g.ids == h.ids; }) -
+              beams[i].begin());
+          ASSERT_LT(r, beams[i].size()) << what;
+          EXPECT_EQ(h.channel_logprob, e.channel[i][r]) << what << " line " << i;
           EXPECT_EQ(std::isnan(h.r2l_logprob), !with_r2l) << what;
         }
+      if (c == 0 && with_r2l) {  // the same order and mix as the right-to-left model's alone
+        ropt.channel_models.clear();
+        auto without = beams;
+        nmt::Rescorer(nmt::Translator(r2l_model), std::nullopt, ropt)
+            .rescore(l2r, src, &without, false, 64, 2, /*search_scores_exact=*/false);
+        for (size_t i = 0; i < src.size(); ++i)
+          for (size_t r = 0; r < hyps[i].size(); ++r) {
+            EXPECT_EQ(hyps[i][r].ids, without[i][r].ids) << "line " << i;
+            EXPECT_EQ(hyps[i][r].norm_score, without[i][r].norm_score) << "line " << i;
+          }
+      }
     }
   EXPECT_GT(reordered, 0);
 }

@@ -56,8 +56,10 @@ void StreamOptions::validate() const {
   if (!rescore.enabled() && given.count("r2l-length-exponent") > 0)
     throw UsageError("--r2l-length-exponent normalizes the mix of --r2l-model and --channel-model: give one of them");
   if (rescore.enabled() && (score_mode || evaluate || info))
-    throw UsageError(std::string(rescore.r2l_models.empty() ? "--channel-model" : "--r2l-model") +
-                     " rescores translations: drop --score-pairs, --evaluate and --info");
+    throw UsageError(std::string(rescore.r2l_models.empty()       ? "--channel-model rescores"
+                                 : rescore.channel_models.empty() ? "--r2l-model rescores"
+                                                                  : "--r2l-model and --channel-model rescore") +
+                     " translations: drop --score-pairs, --evaluate and --info");
   if (evaluate) {  // scores the input as it is: nothing to translate with
     if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
     if (!model_paths.empty() || score_mode || info)

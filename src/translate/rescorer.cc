@@ -1,9 +1,7 @@
 // Rescoring (rescorer.h): forced decoding of each hypothesis left to right,
-// right to left and, as the source of a channel model, the mix, and the
-// reordering.
+// right to left, and by the channel models (the source given the
+// hypothesis); the mix; the reordering.
 #include "translate/rescorer.h"
-
-#include "base/error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +9,8 @@
 #include <map>
 #include <numeric>
 #include <sstream>
+
+#include "base/error.h"
 
 namespace nmt {
 
@@ -49,7 +49,7 @@ struct DistinctPairs {
   std::map<Key, size_t> seen;         // the current line's keys
 
   // Hypothesis `key` of the current line, as the pair (s, t); returns
-  // whether the pair is new.
+  // whether the pair is new. Throws only what allocation throws.
   bool add(Key key, const std::string& s, const std::string& t) {
     const auto [at, added] = seen.emplace(std::move(key), src.size());
     if (added) {
@@ -64,7 +64,7 @@ struct DistinctPairs {
 // Orders each line of `hyps` by `mix` (per hypothesis, lines in order) best
 // first, ties in the search's order, keeps the first `keep`, and sets each
 // kept one's norm_score to its mix and its log-probabilities from `l2r`,
-// `r2l` and `channel` (per hypothesis).
+// `r2l` and `channel` (per hypothesis). Throws only what allocation throws.
 void reorder(std::vector<std::vector<Hypothesis>>* hyps, const std::vector<double>& mix, size_t keep,
              const std::vector<double>& l2r, const std::vector<double>& r2l, const std::vector<double>& channel) {
   size_t first = 0;  // the line's first hypothesis
