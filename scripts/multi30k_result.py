@@ -62,6 +62,9 @@ def write(r, models, best, test_seconds, single_seconds, info):
             # the trainer's own clock: wall time of training and validation, over resumes
             "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
             "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
+            # the seed it trained with, from its config.toml (None: not there)
+            "seed": next((int(l.split("=", 1)[1]) for l in open(f"{d}/config.toml") if l.startswith("seed =")), None)
+            if os.path.exists(f"{d}/config.toml") else None,
             # the extra nmt-train flags this model was started with (NMT_TRAIN_FLAGS, and a
             # student's NMT_STUDENT_FLAGS in place of the same options; None: not recorded)
             "train_flags": open(f"{d}.flags").read().strip() if os.path.exists(f"{d}.flags") else None,

@@ -40,6 +40,8 @@ def first_pick(source, env, run, results):
           f"the result names the top pick: {r['distillation']}")
     folders = sorted(os.path.basename(t["folder"]) for t in r["training"])
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
+    seeds = sorted(t["seed"] for t in r["training"])
+    check(seeds == [1, 2, 3, 4], f"each model's seed is recorded, teachers first, then students, then r2l: {seeds}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
     # The plain system is the best candidate on val: a single model, the ensemble of all, or the teachers'.
     rows = [line.rstrip("\n").split("\t") for line in open(f"{run}/select/selection.tsv")][1:]
