@@ -6,6 +6,7 @@ training and the machine."""
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import time
@@ -33,6 +34,13 @@ def checkout_commit():
     if subprocess.run(["git", "diff", "--quiet", "HEAD"], capture_output=True).returncode != 0:
         commit += "-dirty"
     return commit
+
+
+def command(r):
+    """The recipe's invocation as one shell line: every NMT_* variable set
+    (sorted, quoted) and scripts/multi30k.sh with recipe R's data, pair and form."""
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if k.startswith("NMT_") and v]
+    return " ".join(env + ["scripts/multi30k.sh", shlex.quote(r.data), r.pair, r.form])
 
 
 def write(r, models, best, test_seconds, single_seconds, info):
@@ -114,6 +122,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
     version = subprocess.run([os.path.join(r.bin, "nmt-translate"), "--version"],
                              capture_output=True, text=True).stdout.splitlines()
     out = {
+        # the command that made this file: the recipe's NMT_* environment and arguments, in shell form
+        "command": command(r),
         "pair": pair, "form": form, "config": config, "config_text": open(config).read(),
         "extra_train_flags": extra,
         "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))

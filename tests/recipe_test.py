@@ -21,6 +21,7 @@ needs no ../shared and writes only under a temporary folder."""
 import glob
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,9 @@ def first_pick(source, env, run, results):
     check(folders == ["model-1", "model-2", "r2l-1", "student-1"], f"the models trained: {folders}")
     seeds = sorted(t["seed"] for t in r["training"])
     check(seeds == [1, 2, 3, 4], f"each model's seed is recorded, teachers first, then students, then r2l: {seeds}")
+    command = r["command"]
+    check(command.endswith(" scripts/multi30k.sh " + shlex.quote(env["DATA"]) + " en-de tok") and "NMT_SEEDS=2 " in command
+          and "NMT_R2L=1 " in command, f"the result gives the command that made it: {command}")
     check(r["rerank"] is not None and r["rerank"]["r2l_models"] == 1, f"the reranking: {r['rerank']}")
     # The plain system is the best candidate on val: a single model, the ensemble of all, or the teachers'.
     rows = [line.rstrip("\n").split("\t") for line in open(f"{run}/select/selection.tsv")][1:]
