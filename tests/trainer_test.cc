@@ -108,12 +108,38 @@ TEST(TrainerTest, TrainingLowersValidationLossAndWritesRunFiles) {
   EXPECT_NEAR(r.best_metric, best, 1e-4 * best);
 }
 
+// The training states of runs A and B (last.ckpt each) after `n` steps:
+// equal in position, rate, dropout generator and, where `stepped` > 0
+// parameters were smoothed, stepped weights.
+void expect_same_train_state(const std::string& a_path, const std::string& b_path, int64_t n, size_t stepped) {
+  auto ma = nmt::load_checkpoint(a_path, torch::kCPU);
+  auto mb = nmt::load_checkpoint(b_path, torch::kCPU);
+  torch::optim::Adam adam_a(ma.model->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::Adam adam_b(mb.model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto sa = nmt::load_train_state(a_path, adam_a, torch::kCPU);
+  const auto sb = nmt::load_train_state(b_path, adam_b, torch::kCPU);
+  EXPECT_EQ(sa.step, n);
+  EXPECT_EQ(sb.step, n);
+  EXPECT_EQ(sa.epoch, sb.epoch);
+  EXPECT_EQ(sa.batch_in_epoch, sb.batch_in_epoch);
+  EXPECT_DOUBLE_EQ(sa.learning_rate, sb.learning_rate);
+  ASSERT_TRUE(sa.rng_state.defined() && sb.rng_state.defined());
+  EXPECT_TRUE(torch::equal(sa.rng_state, sb.rng_state)) << "dropout RNG state differs";
+  ASSERT_EQ(sa.stepped_weights.size(), stepped);
+  ASSERT_EQ(sb.stepped_weights.size(), sa.stepped_weights.size());
+  for (size_t i = 0; i < sa.stepped_weights.size(); ++i)
+    EXPECT_TRUE(torch::equal(sa.stepped_weights[i].second, sb.stepped_weights[i].second)) << sa.stepped_weights[i].first;
+}
+
 // Run A trains N steps straight; run B trains N/2, then resumes to N. Both
 // must end with bit-identical weights: data order, optimizer moments,
 // learning rate and the dropout RNG all have to be restored.
 // With `parts` > 1 both train on that many threads, each batch as parts
 // (--batch-parts), whose dropout masks come from per-step generators.
-void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, int parts = 1) {
+// With `smoothing` > 0 (--exponential-smoothing) the checkpoints' models are
+// moving averages, and both the averages and the stepped weights must match.
+void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, int parts = 1,
+                        double smoothing = 0) {
   Quiet q;
   const auto dir = nmt::test::temp_dir("train_resume");
   const auto files = nmt::test::write_toy_corpus(dir, 400, 40);
@@ -125,6 +151,7 @@ void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, 
   a.runtime.threads = parts;
   a.batch_parts = parts;
   a.fixed_threads = true;
+  a.exponential_smoothing = smoothing;
   const auto ra = nmt::train(a, toy_tok(), arch);
   ASSERT_EQ(ra.steps, n);
 
@@ -134,6 +161,7 @@ void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, 
   b.runtime.threads = parts;
   b.batch_parts = parts;
   b.fixed_threads = true;
+  b.exponential_smoothing = smoothing;
   const auto rb1 = nmt::train(b, toy_tok(), arch);
   ASSERT_EQ(rb1.steps, n / 2);
   // Control run C: B's half-way folder with the saved dropout RNG state
@@ -177,18 +205,8 @@ void check_exact_resume(int64_t n, int64_t valid_every, bool check_rng_control, 
     EXPECT_TRUE(any_differs) << "changing the dropout RNG state did not change training: the test has no teeth";
   }
 
-  // Sanity: the runs did train (weights differ from the half-way checkpoint).
-  torch::optim::Adam adam_a(ma.model->parameters(), torch::optim::AdamOptions(1e-3));
-  torch::optim::Adam adam_b(mb.model->parameters(), torch::optim::AdamOptions(1e-3));
-  const auto sa = nmt::load_train_state(a.output_dir + "/last.ckpt", adam_a, torch::kCPU);
-  const auto sb = nmt::load_train_state(b.output_dir + "/last.ckpt", adam_b, torch::kCPU);
-  EXPECT_EQ(sa.step, n);
-  EXPECT_EQ(sb.step, n);
-  EXPECT_EQ(sa.epoch, sb.epoch);
-  EXPECT_EQ(sa.batch_in_epoch, sb.batch_in_epoch);
-  EXPECT_DOUBLE_EQ(sa.learning_rate, sb.learning_rate);
-  ASSERT_TRUE(sa.rng_state.defined() && sb.rng_state.defined());
-  EXPECT_TRUE(torch::equal(sa.rng_state, sb.rng_state)) << "dropout RNG state differs";
+  expect_same_train_state(a.output_dir + "/last.ckpt", b.output_dir + "/last.ckpt", n,
+                          smoothing > 0 ? ma.model->named_parameters().size() : 0);
 }
 
 TEST(TrainerTest, ResumeIsExactWhenValidationDividesTheSplit) {
@@ -199,6 +217,11 @@ TEST(TrainerTest, ResumeIsExactWhenValidationDividesTheSplit) {
 TEST(TrainerTest, ResumeIsExactWhenValidationIsRare) {
   nmt::set_threads(1);
   check_exact_resume(40, 1000, /*check_rng_control=*/false);
+}
+
+TEST(TrainerTest, ResumeIsExactWithExponentialSmoothing) {
+  nmt::set_threads(1);
+  check_exact_resume(40, 10, /*check_rng_control=*/false, /*parts=*/1, /*smoothing=*/0.1);
 }
 
 TEST(TrainerTest, ResumeIsExactWithBatchParts) {

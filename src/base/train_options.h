@@ -101,6 +101,12 @@ struct TrainOptions {
   double weight_decay = 0.0;
   double clip_norm = 1.0;
   double label_smoothing = 0.1;
+  // Exponential smoothing (Marian's --exponential-smoothing): a moving
+  // average of the weights, a += d (w - a) after every step with
+  // d = max(this, 9 / (step + 9)), which validation, checkpoints and so
+  // translation use; training steps the weights themselves
+  // (train/smoothing.h). About 1 / this many steps are averaged. 0: off.
+  double exponential_smoothing = 0.0;
   double lr_decay = 0.5;
   int64_t lr_patience = 2;
   int64_t lr_decay_start = 0;  // from the end of this epoch on, decay at every epoch end (0: plateaus only)
@@ -158,6 +164,8 @@ struct TrainOptions {
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
+  template <class S, class V>
+  static void logging_fields(S& s, V&& v);
 };
 
 // nmt-train --release IN OUT: a model to ship, IN's model without its optimizer
@@ -218,6 +226,10 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"weight-decay", "Weight decay (L2, both optimizers)", tr}.at_least(0.0), s.weight_decay);
   v(Field{"clip-norm", "Gradient-norm clipping (0: off)", tr}.at_least(0.0), s.clip_norm);
   v(Field{"label-smoothing", "Label smoothing", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.label_smoothing);
+  v(Field{"exponential-smoothing", "Validate, save and translate with a moving average of the weights, updated "
+                                   "each step by this factor (about 1/factor steps averaged; 0: off)", tr}
+        .within(0.0, 1.0, End::kClosed, End::kOpen),
+    s.exponential_smoothing);
   v(Field{"lr-decay", "Learning-rate factor on a validation plateau", tr}.within(0.0, 1.0, End::kOpen), s.lr_decay);
   v(Field{"lr-patience", "Validations without improvement before decaying", tr}.at_least(1), s.lr_patience);
   v(Field{"lr-decay-start", "Also decay by --lr-decay at the end of this epoch and of every later one (0: off)", tr}
@@ -246,6 +258,14 @@ void TrainOptions::fields(S& s, V&& v) {
                          "one process, no guided alignment); elsewhere the same padded steps run eagerly", "Hardware"},
     s.cuda_graphs);
 
+  logging_fields(s, v);
+  RuntimeOptions::fields(s.runtime, v);
+  DistributedOptions::fields(s.dist, v);
+}
+
+// TrainOptions' logging and checkpoint fields, which fields() lists after the others.
+template <class S, class V>
+void TrainOptions::logging_fields(S& s, V&& v) {
   const char* bk = "Logging and checkpoints";
   v(Field{"log-every", "Progress line every N steps", bk}.at_least(0), s.log_every);
   v(Field{"valid-every", "Validate and checkpoint every N steps and at each epoch end (0: epoch ends only)", bk}
@@ -260,9 +280,6 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"valid-batch-sentences", "Sentences per batch when translating the validation set", bk, nullptr, 0,
           "valid-batch-size"}.at_least(1),
     s.valid_batch_sentences);
-
-  RuntimeOptions::fields(s.runtime, v);
-  DistributedOptions::fields(s.dist, v);
 }
 
 }  // namespace nmt

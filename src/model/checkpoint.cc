@@ -137,6 +137,7 @@ void save_checkpoint(const std::string& path, Seq2Seq& model, const Tokenizer& s
     w.set_metadata("train_state", train_state_json(*state).dump());
     if (state->rng_state.defined()) w.add(kCpuRng, state->rng_state);
     if (state->device_rng_state.defined()) w.add(kDeviceRng, state->device_rng_state);
+    for (const auto& [name, t] : state->stepped_weights) w.add(kSteppedPrefix + name, t);
   }
   write_file_atomic(path, checkpoint_file_bytes(w.bytes()));
 }

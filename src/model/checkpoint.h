@@ -12,7 +12,9 @@
 // options and per parameter Adam's step). Tensors: "model.<parameter>",
 // "tokenizer.src" / "tokenizer.tgt" (SentencePiece model bytes, U8) and, in
 // training checkpoints, "optimizer.<group>.<index>.<moment>", "state.rng" and
-// "state.device_rng" (generator states, U8).
+// "state.device_rng" (generator states, U8) and, where training smooths its
+// weights, "state.weights.<parameter>" (the weights the optimizer steps; the
+// model's are their moving average).
 //
 // Reading checks, before a model is built: the header, the checksum, the
 // tensor layout (every range inside the file), the model config (every
@@ -28,6 +30,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/schedule_state.h"
 #include "model/model.h"
@@ -46,6 +50,11 @@ struct TrainState : ScheduleState {  // learning rate, best figure, plateau and 
   double elapsed_seconds = 0;    // training wall time so far
   torch::Tensor rng_state;       // CPU generator state (dropout on the CPU, data order)
   torch::Tensor device_rng_state;  // the training device's generator (dropout on CUDA); undefined on the CPU
+  // With --exponential-smoothing the file's model weights are a moving
+  // average, and these (by parameter name, in parameter_shapes() order) the
+  // weights the optimizer steps, which a resumed run goes on from. Empty
+  // otherwise.
+  std::vector<std::pair<std::string, torch::Tensor>> stepped_weights;
 
   // The scalar fields, each once, by the key a checkpoint stores it under:
   // v(key, field) for every one (the generator states are stored apart).
@@ -174,7 +183,8 @@ ConvertResult convert_checkpoint(const std::string& in, const std::string& out);
 // Restores the optimizer and returns the training state of a training
 // checkpoint, each field checked: counts in range, the learning rate finite
 // and positive, the generator state one this LibTorch takes, the optimizer
-// of the run's kind with moments of its parameters' shapes, finite. Throws
+// of the run's kind with moments of its parameters' shapes, finite, and the
+// stepped weights (if any) one per parameter, of its shape, finite. Throws
 // nmt::Error naming the file and the field, or when `path` holds no
 // training state.
 TrainState load_train_state(const std::string& path, torch::optim::Optimizer& optimizer, const torch::Device& device);

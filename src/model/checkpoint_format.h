@@ -26,6 +26,7 @@ inline constexpr char kSrcTokenizer[] = "tokenizer.src";   // SentencePiece mode
 inline constexpr char kTgtTokenizer[] = "tokenizer.tgt";
 inline constexpr char kCpuRng[] = "state.rng";              // the CPU generator's state (U8)
 inline constexpr char kDeviceRng[] = "state.device_rng";    // the training device's generator's state (U8)
+inline constexpr char kSteppedPrefix[] = "state.weights.";  // + a parameter's key: the weights the optimizer steps
 
 // The key of parameter `p` in a LibTorch optimizer's `state()` map: in
 // LibTorch 1.x a string of its TensorImpl's address (as c10::guts::to_string,

@@ -32,6 +32,34 @@ torch::Tensor checked_cpu_rng(const TensorFile& f, const std::string& path) {
   return t;
 }
 
+// The stepped weights of a smoothing run ("state.weights.<parameter>"), in
+// parameter_shapes() order: none, or every parameter of `options` with its
+// shape, floating point and finite, and no other name. Throws nmt::Error
+// naming `path` and the weight.
+std::vector<std::pair<std::string, torch::Tensor>> checked_stepped_weights(const TensorFile& f,
+                                                                           const ModelOptions& options,
+                                                                           const std::string& path) {
+  const std::string prefix = ckpt::kSteppedPrefix;
+  size_t given = 0;
+  for (const auto& [name, e] : f.entries()) given += name.rfind(prefix, 0) == 0 ? 1 : 0;
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  if (given == 0) return out;
+  const auto bad = [&](const std::string& name, const std::string& why) {
+    return Error(located(path, 0, "training state weight '" + name.substr(0, 80) + "' " + why));
+  };
+  for (const auto& want : parameter_shapes(options)) {
+    const TensorEntry* e = f.find(prefix + want.name);
+    if (e == nullptr) throw bad(want.name, "is missing (the file holds some stepped weights, not all)");
+    if (e->shape != want.shape || !c10::isFloatingType(e->dtype)) throw bad(want.name, "has the wrong shape or type");
+    auto t = torch::empty(want.shape, torch::kFloat);
+    e->copy_into(t, path);
+    if (!torch::isfinite(t).all().item<bool>()) throw bad(want.name, "holds NaN or Inf values");
+    out.emplace_back(want.name, std::move(t));
+  }
+  if (out.size() != given) throw Error(located(path, 0, "holds stepped weights that the model config does not name"));
+  return out;
+}
+
 }  // namespace
 
 namespace ckpt {
@@ -87,6 +115,7 @@ TrainState load_train_state(const std::string& path, torch::optim::Optimizer& op
     s.device_rng_state = torch::empty({static_cast<int64_t>(e->as_bytes(path).size())}, torch::kByte);
     e->copy_into(s.device_rng_state, path);
   }
+  s.stepped_weights = checked_stepped_weights(p.file, p.info.options, path);
   restore_optimizer(p.file, optimizer, device, path);
   return s;
 }

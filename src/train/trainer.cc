@@ -24,15 +24,6 @@
 namespace nmt {
 namespace {
 
-// Each parameter once (a tensor registered in two modules appears twice in parameters()).
-std::vector<torch::Tensor> distinct_parameters(const torch::nn::Module& model) {
-  std::vector<torch::Tensor> params;
-  for (const auto& p : model.parameters())
-    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
-      params.push_back(p);
-  return params;
-}
-
 // Leaves every parameter without a gradient (the next backward writes them anew).
 void clear_gradients(const std::vector<torch::Tensor>& params) {
   for (auto p : params) p.mutable_grad().reset();
@@ -67,6 +58,7 @@ TrainResult Trainer::run() {
       if (!stats.finite) { skip_bad_step(&result); continue; }
       bad_in_a_row_ = 0;
       ++state_.step;
+      if (smoothing_) smoothing_->update(state_.step);
       if (governor_) governor_->tick();
       progress.add(stats, seconds_since(step_t0));
       if (due(opt_.log_every) && is_main()) log_progress(&progress);

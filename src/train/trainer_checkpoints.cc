@@ -34,6 +34,7 @@ bool Trainer::validate_everywhere() {
 // Validates (when there is validation data), feeds the schedule, and writes
 // best.ckpt (on a new best), last.ckpt and step-N.ckpt.
 bool Trainer::validate_and_save() {
+  const WeightSmoothing::Applied smoothed(smoothing_.get());  // validated and saved: the averages
   state_.elapsed_seconds = elapsed();
   bool stop = false;
   if (!valid_.empty()) {
@@ -114,7 +115,10 @@ void Trainer::save(const std::string& name) {
   meta.command = opt_.command_line;
   meta.folder = started_in_;
   if (auto* flat = dynamic_cast<FlatAdam*>(optimizer_.get())) flat->sync_state();  // its step count, for the file
-  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state_, meta);
+  const WeightSmoothing::Applied smoothed(smoothing_.get());  // the model's weights: the averages
+  TrainState state = state_;
+  if (smoothing_) state.stepped_weights = named_stepped_weights();
+  save_checkpoint(folder_.path(name), model_, src_tok_, tgt_tok_, optimizer_.get(), &state, meta);
   spdlog::debug("wrote {} (step {}, {:.2f}s)", folder_.path(name), state_.step, seconds_since(t0));
 }
 

@@ -2,6 +2,7 @@
 // trainer_prepare.cc (everything before the first step) and
 // trainer_checkpoints.cc (validation, checkpoints, the end of the run).
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "train/progress.h"
 #include "train/run_folder.h"
 #include "train/schedule.h"
+#include "train/smoothing.h"
 #include "train/trainer.h"
 #include "train/losses.h"
 #include "train/training_data.h"
@@ -33,6 +35,15 @@ namespace nmt {
 using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Each parameter once (a tensor registered in two modules appears twice in parameters()).
+inline std::vector<torch::Tensor> distinct_parameters(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.parameters())
+    if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
+      params.push_back(p);
+  return params;
+}
 
 // Sets the learning rate of every parameter group.
 inline void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
@@ -63,6 +74,12 @@ class Trainer {
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
+  // --exponential-smoothing: the averages, from the model's weights; on
+  // resume those are the checkpoint's averages and the weights training
+  // steps come from its state (which a run without smoothing goes on from).
+  void init_smoothing();
+  // The weights training steps, by parameter name (TrainState::stepped_weights).
+  std::vector<std::pair<std::string, torch::Tensor>> named_stepped_weights() const;
   // On resume, after the training state is loaded: a --learning-rate that
   // differs from the run's config.toml replaces the checkpoint's rate.
   void resume_learning_rate();
@@ -122,6 +139,7 @@ class Trainer {
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GraphedTrainStep> graphed_;  // --cuda-graphs: every step through it
+  std::unique_ptr<WeightSmoothing> smoothing_;  // --exponential-smoothing; null when off
   std::vector<Example> train_;
   std::vector<std::pair<std::string, std::string>> train_text_;  // train_'s text, kept for --spm-alpha
   SegmentationSampler sampler_;

@@ -325,6 +325,7 @@ void Trainer::init_optimizer(bool resuming) {
     spdlog::info("resumed from {} at step {}, epoch {}, batch {}", is_main() ? folder_.resume_checkpoint() : resume_path_,
                  state_.step, state_.epoch, state_.batch_in_epoch);
   }
+  init_smoothing();
   total_steps_ = opt_.max_epochs * ((per_epoch + world() - 1) / world());
   if (opt_.max_steps > 0) total_steps_ = std::min(total_steps_, opt_.max_steps);
   elapsed0_ = state_.elapsed_seconds;

@@ -113,4 +113,46 @@ void Trainer::resume_learning_rate() {
   state_.learning_rate = std::stod(rate);
 }
 
+void Trainer::init_smoothing() {
+  auto stepped = std::move(state_.stepped_weights);  // from the checkpoint resumed; empty otherwise
+  state_.stepped_weights.clear();
+  if (stepped.empty() && opt_.exponential_smoothing <= 0) return;
+  const auto params = distinct_parameters(*model_);
+  std::vector<torch::Tensor> in_order;  // `stepped` in the order of `params`
+  for (const auto& p : params) {
+    for (const auto& named : model_->named_parameters()) {
+      if (!named.value().is_same(p)) continue;
+      const auto it = std::find_if(stepped.begin(), stepped.end(), [&](const auto& s) { return s.first == named.key(); });
+      if (it != stepped.end()) in_order.push_back(it->second.to(p.device()));
+      break;
+    }
+  }
+  if (!stepped.empty() && in_order.size() != params.size())
+    throw Error(located(resume_path_, 0, "its stepped weights do not name every parameter of the model"));
+  if (opt_.exponential_smoothing > 0) {
+    smoothing_ = std::make_unique<WeightSmoothing>(params, opt_.exponential_smoothing);
+    if (!in_order.empty()) smoothing_->restart_from(in_order);
+    if (is_main())
+      spdlog::info("exponential smoothing {}: validating and saving a moving average of the weights{}",
+                   shortest_decimal(opt_.exponential_smoothing),
+                   stepped.empty() && !resume_path_.empty() ? ", from the checkpoint's weights" : "");
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(in_order[i]);
+  if (is_main())
+    spdlog::info("resuming from the weights training stepped, not the checkpoint's moving average of them "
+                 "(the run had --exponential-smoothing; this start has not)");
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Trainer::named_stepped_weights() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  const auto& params = smoothing_->parameters();
+  const auto& stepped = smoothing_->stepped_weights();
+  for (const auto& named : model_->named_parameters())
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].is_same(named.value())) out.emplace_back(named.key(), stepped[i]);
+  return out;
+}
+
 }  // namespace nmt
