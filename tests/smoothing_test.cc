@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,7 @@ TEST(SmoothingTest, CheckpointsHoldTheAverageAndTheSteppedWeights) {
   bool differs = false;
   for (const auto& [name, t] : st.stepped_weights) differs |= !torch::equal(t, params[name]);
   EXPECT_TRUE(differs) << "the model's weights are the stepped ones: nothing was averaged";
+  EXPECT_TRUE(contains(nmt::describe_checkpoint(last), "model weights: a moving average")) << nmt::describe_checkpoint(last);
 
   auto parts = nmt::test::read_checkpoint_parts(last);
   const std::string key = "state.weights." + st.stepped_weights.front().first;
@@ -99,12 +101,53 @@ TEST(SmoothingTest, CheckpointsHoldTheAverageAndTheSteppedWeights) {
   edited = parts;
   edited.tensors[key] = torch::zeros({1});
   nmt::test::write_checkpoint_parts(dir + "/shape.ckpt", edited);
-  for (const char* bad : {"/lacks.ckpt", "/shape.ckpt"}) {
+  edited = parts;
+  edited.tensors[key] = torch::full_like(parts.tensors[key], std::nanf(""));
+  nmt::test::write_checkpoint_parts(dir + "/nan.ckpt", edited);
+  edited = parts;
+  edited.tensors["state.weights.stranger"] = torch::zeros({1});
+  nmt::test::write_checkpoint_parts(dir + "/stranger.ckpt", edited);
+  const std::string stranger = "stranger";
+  for (const char* bad : {"/lacks.ckpt", "/shape.ckpt", "/nan.ckpt", "/stranger.ckpt"}) {
     auto mb = nmt::load_checkpoint(dir + bad, torch::kCPU);  // the model itself loads
     torch::optim::Adam adam_b(mb.model->parameters(), torch::optim::AdamOptions(1e-3));
     const auto msg = error_of([&] { nmt::load_train_state(dir + bad, adam_b, torch::kCPU); });
-    EXPECT_TRUE(contains(msg, bad + 1) && contains(msg, st.stepped_weights.front().first)) << msg;
+    const std::string name = bad == std::string("/stranger.ckpt") ? stranger : st.stepped_weights.front().first;
+    EXPECT_TRUE(contains(msg, bad + 1) && contains(msg, name)) << msg;
   }
+}
+
+// Smoothing leaves training itself alone: a run resumed without the option
+// goes on from the stepped weights, so its weights at step 18 are those a
+// run smoothed throughout steps to (its checkpoint's stepped weights).
+TEST(SmoothingTest, AResumeWithoutTheOptionGoesOnFromTheSteppedWeights) {
+  nmt::test::Quiet q;
+  const auto dir = nmt::test::temp_dir("smoothing_resume");
+  const auto files = nmt::test::write_toy_corpus(dir, 200, 20);
+  nmt::TrainOptions runs[2];
+  for (int i = 0; i < 2; ++i) {
+    runs[i] = nmt::test::base_options(files, dir + "/run" + std::to_string(i));
+    runs[i].max_steps = 12;
+    runs[i].valid_every = 6;
+    runs[i].exponential_smoothing = 0.2;
+    ASSERT_EQ(nmt::train(runs[i], nmt::test::toy_tok(), nmt::test::tiny_arch(0.2)).steps, 12);
+    runs[i].max_steps = 18;
+    runs[i].resume = true;
+    runs[i].exponential_smoothing = i == 0 ? 0.0 : 0.2;  // run 0 drops the option
+    ASSERT_EQ(nmt::train(runs[i], nmt::test::toy_tok(), nmt::test::tiny_arch(0.2)).steps, 18);
+  }
+  auto plain = nmt::load_checkpoint(runs[0].output_dir + "/last.ckpt", torch::kCPU);
+  auto smoothed = nmt::load_checkpoint(runs[1].output_dir + "/last.ckpt", torch::kCPU);
+  torch::optim::Adam adam(smoothed.model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto st = nmt::load_train_state(runs[1].output_dir + "/last.ckpt", adam, torch::kCPU);
+  ASSERT_FALSE(st.stepped_weights.empty());
+  auto params = plain.model->named_parameters();
+  bool averaged_differs = false;
+  for (const auto& [name, t] : st.stepped_weights) {
+    EXPECT_TRUE(torch::equal(params[name], t)) << name;
+    averaged_differs |= !torch::equal(params[name], smoothed.model->named_parameters()[name]);
+  }
+  EXPECT_TRUE(averaged_differs) << "the averages equal the stepped weights: the comparison has no teeth";
 }
 
 }  // namespace

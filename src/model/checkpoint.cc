@@ -111,6 +111,7 @@ Parsed parse_checkpoint(std::string bytes, const std::string& origin) {
   info.tgt_spm = bytes_of(kTgtTokenizer);
   if (const std::string* meta = f.metadata("meta")) info.has_meta = read_meta(*meta, &info.meta);
   info.has_train_state = f.metadata("train_state") != nullptr;
+  for (const auto& [name, e] : f.entries()) info.smoothed |= name.rfind(kSteppedPrefix, 0) == 0;
   if (info.has_train_state) info.state = parse_train_state(json_object(f.metadata("train_state"), origin, "training state"), origin);
   return p;
 }
@@ -179,6 +180,8 @@ std::string describe_checkpoint(const std::string& path) {
       << " (the run's --stop-metric; loss and perplexity are stored negated)\n"
       << "seed: " << s.seed << "\n"
       << "training time: " << s.elapsed_seconds << " s\n";
+    if (info.smoothed)
+      o << "model weights: a moving average (--exponential-smoothing); the training state holds the stepped ones\n";
   } else {
     o << "training state: no (weights only: an average or a released model; translates, cannot be resumed)\n";
   }

@@ -114,7 +114,8 @@ struct CheckpointInfo {
   std::string tgt_spm;       // target side
   bool has_train_state = false;  // optimizer and training state present
   uint32_t format_version = 0;   // of the file's header
-  TrainState state;              // with has_train_state: the scalar fields (no generator state)
+  TrainState state;              // with has_train_state: the scalar fields (no generator state or weights)
+  bool smoothed = false;         // the training state holds stepped weights: the model's are their moving average
   bool has_meta = false;         // the file records who wrote it (files from before that: no)
   CheckpointMeta meta;
 };

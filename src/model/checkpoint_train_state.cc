@@ -3,6 +3,7 @@
 // resume that reads them back with the optimizer, each field checked.
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <type_traits>
@@ -56,7 +57,12 @@ std::vector<std::pair<std::string, torch::Tensor>> checked_stepped_weights(const
     if (!torch::isfinite(t).all().item<bool>()) throw bad(want.name, "holds NaN or Inf values");
     out.emplace_back(want.name, std::move(t));
   }
-  if (out.size() != given) throw Error(located(path, 0, "holds stepped weights that the model config does not name"));
+  if (out.size() != given)
+    for (const auto& [name, e] : f.entries())
+      if (name.rfind(prefix, 0) == 0 && std::none_of(out.begin(), out.end(), [&](const auto& o) {
+            return o.first == name.substr(prefix.size());
+          }))
+        throw bad(name.substr(prefix.size()), "is not one of the model config's");
   return out;
 }
 

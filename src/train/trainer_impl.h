@@ -74,11 +74,14 @@ class Trainer {
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
-  // --exponential-smoothing: the averages, from the model's weights; on
-  // resume those are the checkpoint's averages and the weights training
-  // steps come from its state (which a run without smoothing goes on from).
+  // --exponential-smoothing (rank 0): the averages, from the model's
+  // weights; on resume those are the checkpoint's averages and the weights
+  // training steps come from its state, which the other ranks and a run
+  // without smoothing go on from. Throws nmt::Error naming the checkpoint
+  // when its stepped weights lack a parameter.
   void init_smoothing();
   // The weights training steps, by parameter name (TrainState::stepped_weights).
+  // Only with smoothing on (smoothing_ not null); never throws.
   std::vector<std::pair<std::string, torch::Tensor>> named_stepped_weights() const;
   // On resume, after the training state is loaded: a --learning-rate that
   // differs from the run's config.toml replaces the checkpoint's rate.

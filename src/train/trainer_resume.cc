@@ -119,30 +119,35 @@ void Trainer::init_smoothing() {
   if (stepped.empty() && opt_.exponential_smoothing <= 0) return;
   const auto params = distinct_parameters(*model_);
   std::vector<torch::Tensor> in_order;  // `stepped` in the order of `params`
-  for (const auto& p : params) {
-    for (const auto& named : model_->named_parameters()) {
-      if (!named.value().is_same(p)) continue;
-      const auto it = std::find_if(stepped.begin(), stepped.end(), [&](const auto& s) { return s.first == named.key(); });
-      if (it != stepped.end()) in_order.push_back(it->second.to(p.device()));
-      break;
+  if (!stepped.empty()) {
+    for (const auto& p : params) {
+      for (const auto& named : model_->named_parameters()) {
+        if (!named.value().is_same(p)) continue;
+        const auto it = std::find_if(stepped.begin(), stepped.end(), [&](const auto& s) { return s.first == named.key(); });
+        if (it == stepped.end())
+          throw Error(located(resume_path_, 0, "training state weight '" + named.key() + "' is missing"));
+        in_order.push_back(it->second.to(p.device()));
+        break;
+      }
     }
   }
-  if (!stepped.empty() && in_order.size() != params.size())
-    throw Error(located(resume_path_, 0, "its stepped weights do not name every parameter of the model"));
-  if (opt_.exponential_smoothing > 0) {
+  // Only rank 0 validates and saves: the other ranks step the weights alone.
+  if (opt_.exponential_smoothing > 0 && is_main()) {
     smoothing_ = std::make_unique<WeightSmoothing>(params, opt_.exponential_smoothing);
     if (!in_order.empty()) smoothing_->restart_from(in_order);
-    if (is_main())
-      spdlog::info("exponential smoothing {}: validating and saving a moving average of the weights{}",
-                   shortest_decimal(opt_.exponential_smoothing),
-                   stepped.empty() && !resume_path_.empty() ? ", from the checkpoint's weights" : "");
+    spdlog::info("exponential smoothing {}: validating and saving a moving average of the weights",
+                 shortest_decimal(opt_.exponential_smoothing));
+    if (stepped.empty() && !resume_path_.empty())
+      spdlog::warn("--exponential-smoothing from step {}: the run's validations so far were of its weights, later "
+                   "ones are of their average (best.ckpt and the schedule compare the two)", state_.step);
     return;
   }
+  if (in_order.empty()) return;
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(in_order[i]);
   if (is_main())
-    spdlog::info("resuming from the weights training stepped, not the checkpoint's moving average of them "
-                 "(the run had --exponential-smoothing; this start has not)");
+    spdlog::warn("resuming without --exponential-smoothing: from the weights training stepped, not the checkpoint's "
+                 "moving average of them (best.ckpt and the schedule compare validations of the two)");
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Trainer::named_stepped_weights() const {
