@@ -59,7 +59,10 @@ Environment:
                     system's beam is rescored (nmt-translate --r2l-model) with
                     ((1 - w) log P_l2r + w log P_r2l) / ((5 + words + 1) / 6)^a, w and a
                     chosen on val, and replaces the plain output only if it scores
-                    higher on val.
+                    higher on val and the choice holds on held-out lines: each half
+                    of val (even, odd lines) chooses as the recipe does, the other
+                    half scores that choice, and the mean gain must be above 0
+                    (the result's rerank.val_held_out_gain).
   NMT_CHANNEL=K     noisy-channel reranking: K models (ch-1..K, the next seeds) train from
                     target to source, and + c log P(source | hypothesis) joins the mix
                     (--channel-model), c chosen on val with w and a; the selection log,

@@ -143,7 +143,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     label = f"teachers-{seeds}"
     plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
     system = {"name": label, "models": teachers, "beam": 5, "lp": lp, "score": plain}
-    chosen = choose_rerank(r, system, r2l_models)
+    chosen = choose_rerank(r, system, r2l_models).chosen
     if not chosen:
         print(f"distilling: reranking does not beat the {label} beam on val ({plain}); "
               f"the students are the top pick's ({PREFIX['top']}{'-' + r.student_name if r.student_name else ''}-K)",

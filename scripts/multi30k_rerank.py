@@ -23,9 +23,13 @@ def die(message):
 Rerank = collections.namedtuple("Rerank", "w c a score r2l channel")
 
 # The recipe's reranking for the result file: the numbers of right-to-left and
-# channel models, the Rerank chosen on val (None: none beat the plain system),
-# and the plain system's val score.
-RerankRun = collections.namedtuple("RerankRun", "r2l channel chosen plain_score")
+# channel models, the Rerank chosen on val (None: none was kept), the plain
+# system's val score, and the reranking's held-out gain on val (held_out_gain()).
+RerankRun = collections.namedtuple("RerankRun", "r2l channel chosen plain_score held_out")
+
+# What choose_rerank() decided: the Rerank kept (None: the plain system stays)
+# and the held-out gain on val of choosing on val (held_out_gain()).
+RerankChoice = collections.namedtuple("RerankChoice", "chosen held_out")
 
 
 def rerank_of(w, c, a, score, r2l_models, channel_models):
@@ -76,18 +80,17 @@ def rerank_stage(r, best, first_seed, r2l, channel, distilled, info):
     """The recipe's reranking of the selected system BEST: trains (or keeps)
     R2L right-to-left models (seeds FIRST_SEED + 1..; on the distilled
     targets when DISTILLED) and CHANNEL channel models (the seeds after them),
-    and when a reranking by them beats BEST on val, makes BEST that reranked
-    system (name + rerank_suffix(), its val score). Sets INFO["rerank"] to
-    (R2L, the Rerank or None, BEST's plain val score, CHANNEL) when either is
-    on (a RerankRun). Returns the two lists of model folders. Dies as the
-    training and translations do."""
+    and when choose_rerank() keeps a reranking by them, makes BEST that
+    reranked system (name + rerank_suffix(), its val score). Sets
+    INFO["rerank"] to a RerankRun when either is on. Returns the two lists of
+    model folders. Dies as the training and translations do."""
     if not (r2l or channel):
         return [], []
     plain_score = best["score"]
     r2l_models = train_r2l(r, first_seed, r2l, distilled) if r2l else []
     channel_models = train_channel(r, first_seed + r2l, channel)
-    chosen = choose_rerank(r, best, r2l_models, channel_models)
-    info["rerank"] = RerankRun(r2l, channel, chosen, plain_score)
+    chosen, held_out = choose_rerank(r, best, r2l_models, channel_models)
+    info["rerank"] = RerankRun(r2l, channel, chosen, plain_score, held_out)
     if chosen:
         best.update(name=best["name"] + rerank_suffix(chosen), score=chosen.score)
     return r2l_models, channel_models
@@ -140,9 +143,11 @@ def evaluate(r, hyp, ref, scores, log_path=None):
 
 
 def choose_rerank(r, best, r2l_models, channel_models=()):
-    """The Rerank of system BEST (its name, models, beam, length penalty and
-    val score) by R2L_MODELS and CHANNEL_MODELS (folders; either may be empty,
-    not both) that beats its plain output on val, or None. One run rescores
+    """The RerankChoice of system BEST (its name, models, beam, length penalty
+    and val score) by R2L_MODELS and CHANNEL_MODELS (folders; either may be
+    empty, not both): the Rerank that scores highest on val, kept only when
+    it beats the plain output there and the choice also gains on held-out
+    lines (held_out_gain() > 0), else None. One run rescores
     the system's whole beam on val into the n-best list
     select/rerank-val[-PICK]-NAME[-chK].nbest (the pick's tag: two picks may
     select the same system; -chK with K channel models), whose features hold
@@ -198,7 +203,63 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
         r.logged(f"{label}-{name((w, c, a))}", best["beam"], best["lp"], s)
         if s > top:
             chosen, top = rerank_of(w, c, a, s, r2l_models, channel_models), s
-    return chosen
+    held_out = held_out_gain(r, inputs[1], r.output(best), [f"{prefix}-{name(s)}.out" for s in settings])
+    verdict = "kept" if chosen and held_out > 0 else "not kept"
+    print(f"reranking {label}: best on val {top} against {best['score']}; held out (two halves of val, "
+          f"each choosing for the other) {held_out:+.2f}: {verdict}", flush=True)
+    return RerankChoice(chosen if held_out > 0 else None, held_out)
+
+
+def halves_of(path, out):
+    """OUT.0 and OUT.1: PATH's even and odd lines (counting from 0), each kept
+    when newer than PATH."""
+    if all(newer(f"{out}.{k}", path) for k in (0, 1)):
+        return
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    for k in (0, 1):
+        with open(f"{out}.{k}.part", "w", encoding="utf-8") as g:
+            g.writelines(lines[k::2])
+        os.replace(f"{out}.{k}.part", f"{out}.{k}")
+
+
+def held_out_gain(r, ref, plain, outputs):
+    """Two-fold cross-validation of the choice on val: each half of val (the
+    even lines, the odd lines) chooses what the recipe would choose on it,
+    the best of OUTPUTS (val translations, one per setting) if it beats PLAIN
+    (the system's own val translation) there, else PLAIN; the other half scores
+    that choice against PLAIN. Returns the mean of the two gains, in the
+    recipe's figure: an estimate of what choosing among the settings gains on
+    lines it was not chosen on, free of the upward bias of the best of many
+    noisy scores on the same lines (0 where both halves keep PLAIN). REF is
+    val's reference. Dies as the scoring does."""
+    files = [plain] + list(outputs)
+    halves_of(ref, f"{r.sel}/val-reference")
+
+    def score(item):  # one half of one translation, its score reused while newer than the translation
+        path, k = item
+        halves_of(path, path)
+        scores = f"{path}.{k}.json"
+        if newer(scores, f"{path}.{k}", f"{r.sel}/val-reference.{k}"):
+            return json.load(open(scores))[r.key]
+        return evaluate(r, f"{path}.{k}", f"{r.sel}/val-reference.{k}", scores)
+
+    with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:
+        flat = list(pool.map(score, [(f, k) for k in (0, 1) for f in files]))
+    return cross_validated_gain([flat[:len(files)], flat[len(files):]])
+
+
+def cross_validated_gain(halves):
+    """HALVES: for each of two halves, the scores of the plain system and then
+    of each setting. The mean over the halves of the gain on the other half of
+    the setting this half would choose (the first of the highest, where it is
+    above the plain system's; none, gaining 0, otherwise)."""
+    gains = []
+    for k in (0, 1):
+        mine, other = halves[k], halves[1 - k]
+        pick = max(range(1, len(mine)), key=lambda i: mine[i], default=0)
+        gains.append(other[pick] - other[0] if mine[pick] > mine[0] else 0.0)
+    return sum(gains) / 2
 
 
 def read_rescored(path, r2l, channel):

@@ -105,14 +105,18 @@ def write(r, models, best, test_seconds, single_seconds, info):
                                      if d_info[5] else None)}
                     if d_info else None)
     # Reranking: the numbers of r2l and channel models, the right-to-left weight w,
-    # channel weight c and length exponent a chosen on val (None: the reranked output
-    # did not beat the plain one there), and the plain system's val score (None: off).
+    # channel weight c and length exponent a chosen on val (None: not kept, as the
+    # reranked output did not beat the plain one there or its held-out gain was not
+    # above 0), the plain system's val score, and the held-out gain: the mean, over
+    # the two halves of val, of what the half's own choice gains on the other half
+    # (multi30k_rerank.held_out_gain()). None: reranking was off.
     r_info = info["rerank"]  # a multi30k_rerank.RerankRun, or None
     chosen = r_info.chosen if r_info else None
     rerank = ({"r2l_models": r_info.r2l, "weight": chosen.w if chosen else None,
                "length_exponent": chosen.a if chosen else None,
                "channel_models": r_info.channel, "channel_weight": chosen.c if chosen else None,
-               "val_bleu_without": float(r_info.plain_score)} if r_info else None)
+               "val_bleu_without": float(r_info.plain_score),
+               "val_held_out_gain": round(r_info.held_out, 4)} if r_info else None)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
     try:  # the GPU's name where there is one
         gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,

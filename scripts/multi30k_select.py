@@ -29,6 +29,15 @@ class Selection:
                                     "--scores-json", out + ".json"], out + ".log")
         return record(out, made, self.key)
 
+    def output(self, system):
+        """The val translation of SYSTEM (its name, models, beam and length
+        penalty) under the name the selection gives it, made now where it is
+        not there or is stale. Dies as translate() does."""
+        beam, lp = system["beam"], str(system["lp"])
+        name = f"{system['name']}-b{beam}" + ("" if (int(beam), lp) == (5, "1.0") else f"-lp{lp}")
+        self.translate(name, beam, lp, system["models"])
+        return f"{self.sel}/{name}.out"
+
     def translate_many(self, items):
         """translate() of every (name, beam, lp, models) of ITEMS, NMT_JOBS at a
         time; their scores in order. Dies as translate() does."""

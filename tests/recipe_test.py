@@ -9,9 +9,10 @@ students of other flags, likewise; a channel model's reranking beside
 the right-to-left one, with its own outputs, and channel models alone; every student of the folder in
 one selection; the teachers' ensemble selected when
 it is the best on val; the
-reranked targets made again when the choice on val changes; the teachers'
-translation made again when a teacher is newer; a model
-that finishes as the recipe's stop signal comes, marked trained; and the bad
+reranked targets made again when the choice on val changes; the held-out
+gain of a choice on val; the teachers' translation made again when a teacher
+is newer; a model that finishes as the recipe's stop signal comes, marked
+trained (these last on the run folder, in recipe_functions.py); and the bad
 settings that must fail before anything trains.
 
   tests/recipe_test.py SOURCE_DIR BUILD_DIR
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 
+from recipe_functions import channel_alone, held_out, remade_targets, signal_at_the_end, stale_teachers
 from recipe_util import TINY, check, make_data, recipe, result, snapshot
 
 
@@ -52,6 +54,9 @@ def first_pick(source, env, run, results):
     plain = max(float(row[3]) for row in rows if "+r2l" not in row[0])
     check(r["rerank"]["val_bleu_without"] == plain, f"the system before reranking is the best on val, {plain}: "
           f"{r['rerank']['val_bleu_without']} ({r['selected']})")
+    gain = r["rerank"]["val_held_out_gain"]
+    check(isinstance(gain, float) and (r["rerank"]["weight"] is None or gain > 0),
+          f"the reranking is kept only with a held-out gain above 0: {r['rerank']}")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
     # Each reranking setting is chosen from one rescored n-best list, as nmt-translate would choose.
     nbest = glob.glob(f"{run}/select/rerank-val-*.nbest")
@@ -209,144 +214,6 @@ def teachers_win(source, env, run):
     check(selected[:3] == ["teachers-2", "5", "1.0"], f"the teachers' ensemble is selected: {selected}")
 
 
-def remade_targets(source, env, run):
-    """reranked_targets() with the choice on val forced (the tiny models may go
-    either way): targets made again when the choice changes, left alone and
-    replaced by the top pick's when no reranking wins, refused once a student
-    has learnt from them; student_specs() then names the top pick's students."""
-    os.chdir(source)  # as multi30k.main() does: the recipe's paths are the project root's
-    sys.path.insert(0, f"{source}/scripts")
-    os.environ.update({k: v for k, v in env.items() if k.startswith("NMT_")})
-    os.environ["NMT_DISTILL_PICK"] = "reranked"
-    import multi30k
-    import multi30k_distill
-    from multi30k_rerank import Rerank
-    r = multi30k.Recipe(env["DATA"], "en-de", "tok")
-    teachers = [f"{run}/model-{i}/best.ckpt" for i in (1, 2)]
-    target = f"{run}/data/train.distilled-reranked.de"
-    shutil.rmtree(f"{run}/student-reranked-1", ignore_errors=True)
-    r2l = [f"{run}/r2l-1"]
-    for choice, want in ((Rerank(0.25, 0.0, 1.0, 99.0, r2l, []), "reranked: w 0.25, a 1.0"),
-                         (None, "reranked: w 0.25, a 1.0"),
-                         (Rerank(0.5, 0.0, 0.6, 99.0, r2l, []), "reranked: w 0.5, a 0.6")):
-        multi30k_distill.choose_rerank = lambda *_, c=choice: c
-        name, setting = multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
-        wanted = ("train.distilled-reranked.de", (choice.w, choice.a)) if choice else ("train.distilled.de", None)
-        check((name, setting) == wanted, f"reranked_targets() returns {wanted} for {choice}: {name}, {setting}")
-        check(open(target + ".made").read().startswith(want), f"the targets are made again for {choice}")
-        with open(target) as f:
-            lines = f.read().split("\n")[:-1]
-        check(len(lines) == 200, f"{len(lines)} targets for {choice}, not 200")
-    os.makedirs(f"{run}/student-reranked-1")
-    multi30k_distill.choose_rerank = lambda *_: Rerank(0.75, 0.0, 1.4, 99.0, r2l, [])
-    for marker in ("last.ckpt", "trained"):  # a student stopped part way, then one that finished
-        open(f"{run}/student-reranked-1/{marker}", "w").close()
-        try:
-            multi30k_distill.reranked_targets(r, teachers, 2, "1.0", 3, 1)
-        except SystemExit as e:
-            check("student-reranked-1 learnt from" in str(e), f"the refusal names the student ({marker}): {e}")
-        else:
-            check(False, f"new targets are refused where a student learnt from the old ones ({marker})")
-        os.remove(f"{run}/student-reranked-1/{marker}")
-    merged = multi30k_distill.merged_flags(["--x", "1", "--y", "-2", "--z"], ["--x=3", "--z", "4"])
-    check(merged == ["--y", "-2", "--x=3", "--z", "4"], f"merged_flags() replaces the same options: {merged}")
-    multi30k_distill.choose_rerank = lambda *_: None
-    info = {}
-    students, specs = multi30k_distill.student_specs(r, [f"{run}/model-1", f"{run}/model-2"], 2, 1, 1, info)
-    check(students == [f"{run}/student-1"] and specs[0][2] == "train.distilled.de",
-          f"without a reranking that wins, the students are the top pick's: {students}, {specs}")
-    check(info["distill"][4:] == ("reranked", None), f"the result records the pick and no reranking: {info}")
-    return r
-
-
-def channel_alone(r, run):
-    """A reranking by channel models alone keeps them even at weight 0 (its
-    mix is then the left-to-right one, length-normalized), and nmt-translate
-    runs it; beside right-to-left models, weight 0 drops them."""
-    from multi30k_rerank import rerank, rerank_of
-    chosen = rerank_of(0.0, 0.0, 1.0, 1.0, [], [f"{run}/ch-1"])
-    check(chosen.channel == [f"{run}/ch-1"], f"channel models alone stay at weight 0: {chosen}")
-    beside = rerank_of(0.5, 0.0, 1.0, 1.0, [f"{run}/r2l-1"], [f"{run}/ch-1"])
-    check(beside.channel == [], f"beside right-to-left models, weight 0 drops them: {beside}")
-    out = f"{run}/channel-alone.out"
-    rerank(r, {"models": [f"{run}/model-1/best.ckpt"], "beam": 2, "lp": "1.0"}, chosen, r.path("val.en"), out,
-           f"{run}/channel-alone.log")
-    with open(out) as f:
-        check(sum(1 for _ in f) == 30, "the channel-alone reranking translates every val line")
-
-
-def stale_teachers(r, run, tmp):
-    """The teachers' translation of the training source (the n-best file the
-    students' targets come from): kept while no teacher is newer (whatever
-    the choices on val); once one is, refused while a model that learnt from
-    it is there, and made again, with the targets from it, when none is."""
-    import multi30k_distill
-    r.pick = "top"
-    teachers, nbest = [f"{run}/model-1", f"{run}/model-2"], f"{run}/data/train.distilled.nbest.de"
-    before = os.stat(nbest).st_mtime_ns
-    multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
-    check(os.stat(nbest).st_mtime_ns == before, "the teachers' translation is kept while no teacher is newer")
-    for ckpt in glob.glob(f"{run}/model-2/*.ckpt"):  # model-2 retrained, say
-        os.utime(ckpt)
-    try:
-        multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
-    except SystemExit as e:
-        check("learnt from the teachers' translation" in str(e), f"the refusal names the model: {e}")
-    else:
-        check(False, "a stale teachers' translation is refused while a model that learnt from it is there")
-    check(os.stat(nbest).st_mtime_ns == before, "the refused translation is left as it was")
-    os.makedirs(f"{tmp}/learnt")
-    for folder in glob.glob(f"{run}/student-*") + glob.glob(f"{run}/r2l-*"):
-        shutil.move(folder, f"{tmp}/learnt")
-    multi30k_distill.student_specs(r, teachers, 2, 1, 1, {})
-    check(os.stat(nbest).st_mtime_ns > before and open(nbest + ".made").read().startswith("teachers "),
-          "the teachers translate the training source again, and say how")
-    top = f"{run}/data/train.distilled.de"
-    check(os.path.getmtime(top) >= os.path.getmtime(nbest), "the students' targets are made again from it")
-
-
-def signal_at_the_end(r, tmp):
-    """train_model() when the recipe's stop signal came while nmt-train (here a
-    stand-in script) was finishing: a run that says it finished is `trained`
-    and an interrupted one is not (it resumes); the recipe stops either way,
-    and starts no translation after it. A folder with a step checkpoint but
-    no last.ckpt resumes."""
-    import multi30k
-    r.bin = f"{tmp}/fake-bin"
-    os.makedirs(r.bin)
-    multi30k.STOP.set()
-    for reason, trained in (("max_epochs", True), ("interrupted", False)):
-        with open(f"{r.bin}/nmt-train", "w") as f:
-            f.write(f"#!/bin/sh\necho 'training finished ({reason}): 7 steps' >&2\n")
-        os.chmod(f"{r.bin}/nmt-train", 0o755)
-        folder = f"{tmp}/signalled-{reason}"
-        os.makedirs(folder)
-        try:
-            r.train_model(1, folder, "train.de", "val.de", echo=False)
-        except SystemExit as e:
-            check("stopped by a signal" in str(e), f"the recipe stops after a signal ({reason}): {e}")
-        else:
-            check(False, f"the recipe stops after a signal ({reason})")
-        check(os.path.exists(f"{folder}/trained") == trained,
-              f"a run that ends '{reason}' under a signal is{'' if trained else ' not'} marked trained")
-    open(f"{r.bin}/nmt-translate", "w").close()  # not to be run: anything queued stays unstarted
-    try:
-        r.nmt_translate(["model.ckpt"], ["-i", "in", "-o", "out"], f"{tmp}/translate.log")
-    except SystemExit as e:
-        check("stopped by a signal" in str(e), f"a translation after the signal is not started: {e}")
-    else:
-        check(False, "a translation after the signal is not started")
-    multi30k.STOP.clear()
-    # A run stopped before its first last.ckpt (a second signal during the save) resumes from a step checkpoint.
-    with open(f"{r.bin}/nmt-train", "w") as f:
-        f.write(f"#!/bin/sh\necho \"$@\" > {tmp}/args\necho 'training finished (max_epochs): 7 steps' >&2\n")
-    folder = f"{tmp}/stepped"
-    os.makedirs(folder)
-    open(f"{folder}/step-500.ckpt", "w").close()
-    r.train_model(1, folder, "train.de", "val.de", echo=False)
-    check("--resume" in open(f"{tmp}/args").read().split(), "a folder with only step-N.ckpt is resumed")
-
-
 def bad_settings(source, env, tmp):
     for extra, words in (({"NMT_DISTILL_PICK": "best"}, "NMT_DISTILL_PICK must be one of"),
                          ({"NMT_DISTILL_PICK": "reranked", "NMT_R2L": "0"}, "needs right-to-left models"),
@@ -383,6 +250,7 @@ def main():
         teachers_win(source, env, run)
         r = remade_targets(source, env, run)
         channel_alone(r, run)
+        held_out(r, run)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
