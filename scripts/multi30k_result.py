@@ -1,8 +1,9 @@
 """The test and the result file of the Multi30k recipe (scripts/multi30k.py):
 the selected system translates test_2016_flickr once (run_test), and write()
-makes bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT.json (the folder:
-NMT_RESULTS_DIR) with the selection on val, the test figures, every model's
+makes bench/results/multi30k-PAIR-FORM[-PICK]-HOST-COMMIT[-N].json (the folder:
+NMT_RESULTS_DIR; -N where another command's result holds the name) with the selection on val, the test figures, every model's
 training and the machine."""
+import itertools
 import json
 import os
 import platform
@@ -43,6 +44,22 @@ def command(r):
     return " ".join(env + ["scripts/multi30k.sh", shlex.quote(r.data), r.pair, r.form])
 
 
+def unclaimed(stem, made_by):
+    """STEM.json, unless a result another command made is there (its "command"
+    differs from MADE_BY, or it has none or cannot be read): then the first
+    STEM-N.json, N = 2, 3, ..., that is not there or MADE_BY made. A run of
+    other settings at the same commit so keeps the earlier run's file."""
+    for n in itertools.count(1):
+        path = f"{stem}.json" if n == 1 else f"{stem}-{n}.json"
+        if not os.path.exists(path):
+            return path
+        try:
+            if json.load(open(path)).get("command") == made_by:
+                return path
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def write(r, models, best, test_seconds, single_seconds, info):
     """Writes the result of recipe R (multi30k.Recipe): MODELS trained, the
     selected system BEST, the test translation's seconds (the selected system's
@@ -55,7 +72,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
     commit = r.commit
     results = os.environ.get("NMT_RESULTS_DIR", "") or "bench/results"
     os.makedirs(results, exist_ok=True)
-    result = f"{results}/multi30k-{pair}-{form}{r.out_tag}-{platform.node().split('.')[0]}-{commit}.json"
+    result = unclaimed(f"{results}/multi30k-{pair}-{form}{r.out_tag}-{platform.node().split('.')[0]}-{commit}",
+                       command(r))
     scores = json.load(open(f"{run}/test{r.out_tag}.scores.json"))
     tok = form == "tok"
     train = []

@@ -1,11 +1,13 @@
 """The Multi30k recipe's functions called directly on the run folder that
 tests/recipe_test.py's runs leave (not through a run of the recipe): the
 reranked targets made again when the choice on val changes, the channel
-models' reranking alone, the held-out gain of a choice on val, the teachers'
-translation made again when a teacher is newer, and a model that finishes as
+models' reranking alone, the held-out gain of a choice on val, result files
+of other commands kept, the teachers' translation made again when a teacher
+is newer, and a model that finishes as
 the recipe's stop signal comes. Each function exits through check() when a
 check fails."""
 import glob
+import json
 import os
 import shutil
 import sys
@@ -100,6 +102,23 @@ def held_out(r, run):
     check(held_out_gain(r, ref, plain, [same, worse]) == 0.0, "a setting that ties the plain system gains nothing")
     check(held_out_gain(r, ref, worse, [worse, plain]) > 50, "a setting far above the plain one gains on both halves")
     check(os.path.exists(f"{plain}.1.json"), "each half's score is kept beside its translation")
+
+
+def result_names(tmp):
+    """A result file another command made is kept: the next run at the same
+    commit writes STEM-2.json (then -3, ...); the same command's file is
+    replaced."""
+    from multi30k_result import unclaimed
+    stem = f"{tmp}/names/multi30k-en-de-tok-vm-abc1234"
+    os.makedirs(f"{tmp}/names")
+    check(unclaimed(stem, "A") == f"{stem}.json", "a name no file holds is taken")
+    with open(f"{stem}.json", "w") as f:
+        json.dump({"command": "A"}, f)
+    check(unclaimed(stem, "A") == f"{stem}.json", "the same command's result is replaced")
+    check(unclaimed(stem, "B") == f"{stem}-2.json", "another command's result is kept: -2")
+    with open(f"{stem}-2.json", "w") as f:
+        f.write("not json")
+    check(unclaimed(stem, "B") == f"{stem}-3.json", "a file that cannot be read is kept too: -3")
 
 
 def stale_teachers(r, run, tmp):

@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-from recipe_functions import channel_alone, held_out, remade_targets, signal_at_the_end, stale_teachers
+from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
+                              stale_teachers)
 from recipe_util import TINY, check, make_data, recipe, result, snapshot
 
 
@@ -251,6 +252,7 @@ def main():
         r = remade_targets(source, env, run)
         channel_alone(r, run)
         held_out(r, run)
+        result_names(tmp)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
     print("recipe_test.py: every check holds")
