@@ -15,6 +15,7 @@ import re
 
 from multi30k_cache import fresh, newer, nonempty
 from multi30k_rerank import choose_rerank, rerank, train_r2l
+from multi30k_select import translation_name
 
 
 def die(message):
@@ -141,7 +142,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     reranked file is left as it is. Dies as the training and translations do."""
     r2l_models = train_r2l(r, first_r2l_seed, k, True)
     label = f"teachers-{seeds}"
-    plain = r.translate(f"{label}-b5" + ("" if lp == "1.0" else f"-lp{lp}"), 5, lp, teachers)
+    plain = r.translate(translation_name(label, 5, lp), 5, lp, teachers)
     system = {"name": label, "models": teachers, "beam": 5, "lp": lp, "score": plain}
     chosen = choose_rerank(r, system, r2l_models).chosen
     if not chosen:

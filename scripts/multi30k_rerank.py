@@ -235,10 +235,11 @@ def held_out_gain(r, ref, plain, outputs):
     val's reference. Dies as the scoring does."""
     files = [plain] + list(outputs)
     halves_of(ref, f"{r.sel}/val-reference")
+    for path in files:  # here, not in the pool: two threads would write one file's halves at once
+        halves_of(path, path)
 
     def score(item):  # one half of one translation, its score reused while newer than the translation
         path, k = item
-        halves_of(path, path)
         scores = f"{path}.{k}.json"
         if newer(scores, f"{path}.{k}", f"{r.sel}/val-reference.{k}"):
             return json.load(open(scores))[r.key]

@@ -10,6 +10,12 @@ import os
 from multi30k_cache import cached, record, translator
 
 
+def translation_name(name, beam, lp):
+    """The selection's name for candidate NAME's val translation at BEAM and
+    length penalty LP: NAME-bBEAM, with -lpLP unless at beam 5, lp 1.0."""
+    return f"{name}-b{beam}" + ("" if (int(beam), str(lp)) == (5, "1.0") else f"-lp{lp}")
+
+
 class Selection:
     """The selection methods of multi30k.Recipe, which gives them its run and
     sel folders, bin, key, jobs, tags, log_rows and single, path() and
@@ -34,7 +40,7 @@ class Selection:
         penalty) under the name the selection gives it, made now where it is
         not there or is stale. Dies as translate() does."""
         beam, lp = system["beam"], str(system["lp"])
-        name = f"{system['name']}-b{beam}" + ("" if (int(beam), lp) == (5, "1.0") else f"-lp{lp}")
+        name = translation_name(system["name"], beam, lp)
         self.translate(name, beam, lp, system["models"])
         return f"{self.sel}/{name}.out"
 
@@ -80,7 +86,7 @@ class Selection:
         best = {"beam": 5, "lp": "1.0", "score": self.at_b5(name)}
         best5 = dict(best)
         settings = [(beam, lp) for beam, lp in itertools.product((5, 10), ("0.6", "1.0", "1.4")) if (beam, lp) != (5, "1.0")]
-        scores = self.translate_many([(f"{name}-b{beam}-lp{lp}", beam, lp, models) for beam, lp in settings])
+        scores = self.translate_many([(translation_name(name, beam, lp), beam, lp, models) for beam, lp in settings])
         for (beam, lp), score in zip(settings, scores):
             self.logged(name, beam, lp, score)
             if score > best["score"]:
