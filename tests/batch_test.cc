@@ -276,3 +276,19 @@ TEST(PadBatchTest, GrowsToTheGivenShapeWithEmptyTargetRows) {
   EXPECT_THROW(nmt::pad_batch(b, B - 1, S, T), nmt::Error);
   EXPECT_THROW(nmt::pad_batch(b, B, S, T - 1), nmt::Error);
 }
+
+TEST(MakeBatchTest, TwiceRepeatsEveryRowAndDoublesTheCounts) {
+  const auto ex = nmt::test::padded_examples();
+  auto b = nmt::make_batch(ex, {0, 1, 2});
+  b.guide = torch::rand({3, b.tgt_in.size(1), b.src.size(1)});
+  const auto t = nmt::twice(b);
+  for (const auto& [mine, theirs] : {std::pair{t.src, b.src}, {t.src_len, b.src_len}, {t.tgt_in, b.tgt_in},
+                                     {t.tgt_out, b.tgt_out}, {t.guide, b.guide}}) {
+    ASSERT_EQ(mine.size(0), 6);
+    EXPECT_TRUE(torch::equal(mine.narrow(0, 0, 3), theirs));
+    EXPECT_TRUE(torch::equal(mine.narrow(0, 3, 3), theirs));
+  }
+  EXPECT_EQ(t.tgt_tokens, 2 * b.tgt_tokens);
+  EXPECT_EQ(t.src_tokens, 2 * b.src_tokens);
+  EXPECT_FALSE(nmt::twice(nmt::make_batch(ex, {0}, /*with_target=*/false)).tgt_in.defined());
+}

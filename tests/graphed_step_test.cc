@@ -36,7 +36,10 @@ void copy_weights(nmt::Seq2Seq& from, nmt::Seq2Seq& to) {
   for (size_t i = 0; i < ours.size(); ++i) ours[i].copy_(theirs[i]);
 }
 
-TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) {
+// Steps a graphed step through three batches (two shapes) and checks each
+// against the plain step's loss and gradients; with r_drop > 0 against the
+// plain step on twice() the batch with consistency_loss().
+void check_plain_steps(double r_drop) {
   const auto ex = nmt::test::padded_examples();
   auto model = tiny(5), reference = tiny(6);
   nmt::FlatAdam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
@@ -44,6 +47,7 @@ TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) {
   o.rows = 6;
   o.label_smoothing = 0.1;
   o.clip_norm = 1.0;
+  o.r_drop = r_drop;
   nmt::GraphedTrainStep graphed(model, adam, o, torch::kCPU);
   // Two shapes, the first one again.
   const std::vector<std::vector<int64_t>> batches = {{0, 1, 2, 3}, {2}, {1, 3}};
@@ -52,7 +56,16 @@ TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) {
     const auto b = nmt::make_batch(ex, batches[k]);
     copy_weights(model, reference);
     reference->zero_grad();
-    const auto loss = nmt::sequence_loss(reference->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
+    torch::Tensor loss, value;  // [] the reference's loss; the value the step reports
+    if (r_drop > 0) {
+      const auto two = nmt::twice(b);
+      auto both = nmt::consistency_loss(reference->forward(two.src, two.src_len, two.tgt_in), b.tgt_out, 0.1, r_drop);
+      loss = both.loss;
+      value = both.cross_entropy;
+    } else {
+      loss = nmt::sequence_loss(reference->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
+      value = loss.detach();
+    }
     (loss / static_cast<double>(b.tgt_tokens)).backward();
     const auto before = model->parameters()[0].detach().clone();
     const auto r = graphed.run(b);
@@ -60,9 +73,10 @@ TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) {
     // Padding rows and positions change the products' lengths only: within
     // the model's rounding bounds, the loss per target token.
     const int64_t S = (b.src.size(1) + 7) / 8 * 8, T = (b.tgt_in.size(1) + 7) / 8 * 8;
-    EXPECT_TRUE(within(torch::tensor(r.loss_sum), torch::tensor(loss.item<double>()),
+    EXPECT_TRUE(within(torch::tensor(r.loss_sum), torch::tensor(value.item<double>()),
                        nmt::test::model_rounding_bound(*reference, model_depth(S, T)) * b.tgt_tokens));
-    const double bound = nmt::test::gradient_rounding_bound(*reference, model_depth(S, T), o.rows * T);
+    const int64_t rows = r_drop > 0 ? 2 * o.rows : o.rows;  // the rows each weight's gradient sums over
+    const double bound = nmt::test::gradient_rounding_bound(*reference, model_depth(S, T), rows * T);
     auto mine = model->parameters(), theirs = reference->parameters();
     for (size_t i = 0; i < mine.size(); ++i)
       EXPECT_TRUE(within(mine[i].grad(), theirs[i].grad(), bound * theirs[i].grad().abs().max().item<double>()))
@@ -71,6 +85,14 @@ TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) {
   }
   EXPECT_EQ(graphed.shapes(), 2u);
 }
+
+TEST(GraphedStepTest, EachStepHasThePlainStepsLossAndGradients) { check_plain_steps(0.0); }
+
+// tiny_model() has no dropout, so the two runs agree and the divergence
+// adds nothing but rounding: this checks that the doubled rows reach the
+// loss as the trainer's eager step sends them (trainer_test checks R-Drop
+// with dropout).
+TEST(GraphedStepTest, WithRDropEachStepHasThePlainStepsLossAndGradients) { check_plain_steps(5.0); }
 
 TEST(GraphedStepTest, ANonFiniteLossSkipsTheStepAndChangesNothing) {
   const auto ex = nmt::test::padded_examples();

@@ -88,4 +88,72 @@ TEST(LossTest, SequenceLossAndItsGradientEqualLibTorchCrossEntropy) {
   }
 }
 
+// R-Drop's loss against one written from LibTorch's own functions
+// (cross_entropy, kl_div) on rows with padding targets, in double so that
+// both sides are within a few units of 2^-53 per term of the exact value.
+TEST(LossTest, ConsistencyLossAndItsGradientEqualLibTorchsDivergence) {
+  namespace F = torch::nn::functional;
+  torch::manual_seed(4);
+  const int64_t B = 3, T = 5, V = 11;
+  const double eps = 0.1;
+  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
+  tgt.index_put_({2, 4}, nmt::kPadId);
+  const auto real = tgt.reshape({-1}).ne(nmt::kPadId);  // [B T]
+  for (double alpha : {0.0, 1.0, 5.0}) {
+    auto x = (torch::randn({2 * B, T, V}, torch::kDouble) * 3).requires_grad_();
+    auto got = nmt::consistency_loss(x, tgt, eps, alpha);
+    got.loss.backward(torch::full({}, 0.7, torch::kDouble));
+    auto y = x.detach().clone().requires_grad_();
+    const auto ce = [&](const torch::Tensor& half) {
+      return F::cross_entropy(half.reshape({-1, V}), tgt.reshape({-1}),
+                              F::CrossEntropyFuncOptions().ignore_index(nmt::kPadId).label_smoothing(eps).reduction(
+                                  torch::kSum));
+    };
+    // KL(p || q) summed over the real positions: kl_div(log q, log p).
+    const auto kl = [&](const torch::Tensor& lp, const torch::Tensor& lq) {
+      return F::kl_div(lq.reshape({-1, V}).index({real}), lp.reshape({-1, V}).index({real}),
+                       F::KLDivFuncOptions().reduction(torch::kSum).log_target(true));
+    };
+    const auto y1 = y.narrow(0, 0, B), y2 = y.narrow(0, B, B);
+    const auto ce_mean = (ce(y1) + ce(y2)) * 0.5;
+    const auto lp1 = torch::log_softmax(y1, 2), lp2 = torch::log_softmax(y2, 2);
+    const auto want = ce_mean + (kl(lp1, lp2) + kl(lp2, lp1)) * (alpha / 4);
+    want.backward(torch::full({}, 0.7, torch::kDouble));
+    // Each side sums at most 2 B T V terms its own way, each term from a
+    // log-softmax within gamma_{V+3} (|log-sum-exp| + 2 max |x|) of exact and
+    // times at most 1 + alpha (2 |lp1 - lp2| + 1); every gradient element
+    // sums at most 4 V such terms.
+    const double u = 0x1p-53;
+    const auto xd = x.detach();
+    const double magnitude = (xd.logsumexp(2).abs().max() + 2 * xd.abs().max()).item<double>();
+    const double spread = (lp1 - lp2).abs().max().item<double>();
+    const double per_term = gamma(V + 3, u) * magnitude * (1 + alpha * (2 * spread + 1));
+    const double loss_bound = 2 * (gamma(2 * B * T * V, u) + 2 * B * T * V * per_term) * (1 + want.abs().item<double>());
+    EXPECT_TRUE(within(got.loss.item<double>(), want.item<double>(), loss_bound)) << "alpha " << alpha;
+    EXPECT_TRUE(within(got.cross_entropy.item<double>(), ce_mean.item<double>(), loss_bound)) << "alpha " << alpha;
+    EXPECT_FALSE(got.cross_entropy.requires_grad());
+    EXPECT_TRUE(within(x.grad(), y.grad(), 2 * 0.7 * 4 * V * per_term)) << "alpha " << alpha;
+    EXPECT_EQ(x.grad()[0][4].abs().sum().item<double>(), 0.0);      // padding rows get no gradient,
+    EXPECT_EQ(x.grad()[B][4].abs().sum().item<double>(), 0.0);      // in either run
+    if (alpha > 0) EXPECT_GT(got.loss.item<double>() - got.cross_entropy.item<double>(), 1.0);  // the runs differ
+  }
+}
+
+// Two runs that agree exactly have no divergence: the loss is their
+// cross-entropy, and that the one run's sequence_loss() to rounding.
+TEST(LossTest, ConsistencyLossOfEqualRunsIsTheirCrossEntropy) {
+  torch::manual_seed(5);
+  const int64_t B = 2, T = 4, V = 7;
+  const auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  const auto half = torch::randn({B, T, V});
+  const auto got = nmt::consistency_loss(torch::cat({half, half}), tgt, 0.1, 5.0);
+  EXPECT_EQ(got.loss.item<float>(), got.cross_entropy.item<float>());
+  const double one = nmt::sequence_loss(half, tgt, 0.1).item<double>();
+  // Both sum B T rows of at most V + 3 rounded terms; the doubled one twice as many rows.
+  const double bound = 2 * gamma(2 * B * T + V + 3, 0x1p-24) * (one + 2 * B * T * (half.abs().max().item<double>() + std::log(V)));
+  EXPECT_TRUE(within(got.cross_entropy.item<double>(), one, bound));
+  EXPECT_THROW(nmt::consistency_loss(half, tgt, 0.1, 5.0), c10::Error);  // [B, T, V] is not [2B, T, V]
+}
+
 }  // namespace

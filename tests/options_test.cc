@@ -158,14 +158,13 @@ TEST(OptionsTest, MissingRequiredOptionsAreNamed) {
 TEST(OptionsTest, TrainingOptionsOutOfRange) {
   using T = nmt::TrainOptions;
   const T good = train_options();
-  expect_refused<T>(good, [](T& o) { o.learning_rate = kNan; }, "--learning-rate");
-  expect_refused<T>(good, [](T& o) { o.learning_rate = 0; }, "--learning-rate");
-  expect_refused<T>(good, [](T& o) { o.learning_rate = kInf; }, "--learning-rate");
+  for (double bad : {kNan, 0.0, kInf}) expect_refused<T>(good, [bad](T& o) { o.learning_rate = bad; }, "--learning-rate");
   expect_refused<T>(good, [](T& o) { o.batch_tokens = -5; }, "--batch-tokens");
   expect_refused<T>(good, [](T& o) { o.batch_sentences = 0; }, "--batch-sentences");
   expect_refused<T>(good, [](T& o) { o.runtime.threads = -3; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.runtime.threads = 100000; }, "--threads");
   expect_refused<T>(good, [](T& o) { o.label_smoothing = 1.5; }, "--label-smoothing");
+  for (double bad : {-1.0, kNan, kInf}) expect_refused<T>(good, [bad](T& o) { o.r_drop = bad; }, "--r-drop");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = kNan; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = -0.1; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.spm_nbest = 1; }, "--spm-nbest");

@@ -1,7 +1,8 @@
 // End-to-end training on the toy corpus: the loss falls and the run's files
 // appear; resuming is exact; a used folder is refused; a stop flag
-// interrupts cleanly. Guided alignment, the schedule, --average and
-// subword regularization: trainer_schedule_test.cc.
+// interrupts cleanly; --r-drop makes two dropout runs agree. Guided
+// alignment, the schedule, --average and subword regularization:
+// trainer_schedule_test.cc.
 #include "train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <thread>
@@ -21,10 +23,13 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "model/checkpoint.h"
+#include "model/batch.h"
 #include "model/device.h"
+#include "model/layers.h"
 #include "test_util.h"
 #include "trainer_util.h"
 #include "tools/align.h"
+#include "train/losses.h"
 
 namespace {
 
@@ -227,6 +232,51 @@ TEST(TrainerTest, ResumeIsExactWithExponentialSmoothing) {
 TEST(TrainerTest, ResumeIsExactWithBatchParts) {
   check_exact_resume(20, 10, /*check_rng_control=*/false, /*parts=*/2);
   nmt::set_threads(1);
+}
+
+// The symmetric divergence between the output distributions of two dropout
+// runs of `m` on the first 16 validation pairs of `f`, summed over 4 pairs
+// of masks: what --r-drop trains down.
+double dropout_disagreement(nmt::LoadedModel& m, const nmt::test::ToyFiles& f) {
+  const auto src = read_all_lines(f.valid_src), tgt = read_all_lines(f.valid_tgt);
+  std::vector<nmt::Example> ex(16);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    ex[i].src = m.src_tok.encode(src.at(i));
+    ex[i].src.push_back(nmt::kEosId);
+    ex[i].tgt = m.tgt_tok.encode(tgt.at(i));
+  }
+  std::vector<int64_t> all(ex.size());
+  std::iota(all.begin(), all.end(), 0);
+  const auto b = nmt::make_batch(ex, all), two = nmt::twice(b);
+  m.model->train();
+  torch::NoGradGuard no_grad;
+  double sum = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const nmt::DropoutRng rng(seed);
+    const auto c = nmt::consistency_loss(m.model->forward(two.src, two.src_len, two.tgt_in), b.tgt_out, 0.0, 4.0);
+    sum += (c.loss - c.cross_entropy).item<double>();  // alpha 4: the divergence itself
+  }
+  return sum;
+}
+
+// --r-drop: the same run (seed, data, dropout 0.3) with and without it. Its
+// model's two dropout runs disagree by less than half as much.
+TEST(TrainerTest, RDropTrainsTwoDropoutRunsToAgree) {
+  Quiet q;
+  nmt::set_threads(1);
+  const auto dir = nmt::test::temp_dir("train_rdrop");
+  const auto files = nmt::test::write_toy_corpus(dir, 400, 40);
+  std::vector<double> disagreement;
+  for (double r_drop : {0.0, 5.0}) {
+    auto o = base_options(files, dir + "/r" + std::to_string(static_cast<int>(r_drop)));
+    o.max_steps = 100;
+    o.valid_every = 1000;
+    o.r_drop = r_drop;
+    ASSERT_EQ(nmt::train(o, toy_tok(), tiny_arch(0.3)).steps, 100);
+    auto m = nmt::load_checkpoint(o.output_dir + "/last.ckpt", torch::kCPU);
+    disagreement.push_back(dropout_disagreement(m, files));
+  }
+  EXPECT_LT(disagreement[1], 0.5 * disagreement[0]) << disagreement[0] << " -> " << disagreement[1];
 }
 
 TEST(TrainerTest, RefusesAFolderWithARun) {

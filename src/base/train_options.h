@@ -101,6 +101,12 @@ struct TrainOptions {
   double weight_decay = 0.0;
   double clip_norm = 1.0;
   double label_smoothing = 0.1;
+  // R-Drop (Liang et al. 2021): each batch runs twice (its rows repeated,
+  // so two dropout masks) and the loss adds this alpha times the symmetric
+  // KL divergence between the two runs' output distributions (the paper's
+  // weighting; train/losses.h's consistency_loss()). About twice the
+  // compute per step. 0: off.
+  double r_drop = 0.0;
   // Exponential smoothing (Marian's --exponential-smoothing): a moving
   // average of the weights, a += d (w - a) after every step with
   // d = max(this, 9 / (step + 9)), which validation, checkpoints and so
@@ -226,6 +232,10 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"weight-decay", "Weight decay (L2, both optimizers)", tr}.at_least(0.0), s.weight_decay);
   v(Field{"clip-norm", "Gradient-norm clipping (0: off)", tr}.at_least(0.0), s.clip_norm);
   v(Field{"label-smoothing", "Label smoothing", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.label_smoothing);
+  v(Field{"r-drop", "R-Drop: run each batch twice (two dropout masks) and add this weight times the symmetric KL "
+                    "divergence between the runs' outputs (about twice the compute; 0: off)", tr}
+        .at_least(0.0),
+    s.r_drop);
   v(Field{"exponential-smoothing", "Validate, save and translate with a moving average of the weights, updated "
                                    "each step by this factor (about 1/factor steps averaged; 0: off)", tr}
         .within(0.0, 1.0, End::kClosed, End::kOpen),

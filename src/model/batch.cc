@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "text/tokenizer.h"
@@ -80,6 +81,24 @@ Batch pad_batch(const Batch& b, int64_t rows, int64_t src_positions, int64_t tgt
   }
   if (b.guide.defined())
     out.guide = torch::constant_pad_nd(b.guide, {0, src_positions - S, 0, tgt_positions - T, 0, rows - B}, 0.0);
+  return out;
+}
+
+Batch twice(const Batch& b) {
+  const auto rows = [](const torch::Tensor& t) {  // [B, ...] -> [2B, ...]
+    if (!t.defined()) return t;
+    std::vector<int64_t> times(static_cast<size_t>(t.dim()), 1);
+    times[0] = 2;
+    return t.repeat(times);
+  };
+  Batch out;
+  out.src = rows(b.src);
+  out.src_len = rows(b.src_len);
+  out.tgt_in = rows(b.tgt_in);
+  out.tgt_out = rows(b.tgt_out);
+  out.guide = rows(b.guide);
+  out.tgt_tokens = 2 * b.tgt_tokens;
+  out.src_tokens = 2 * b.src_tokens;
   return out;
 }
 

@@ -40,4 +40,10 @@ Batch make_batch(const std::vector<Example>& examples, const std::vector<int64_t
 // Throws nmt::Error when a size is smaller than b's.
 Batch pad_batch(const Batch& b, int64_t rows, int64_t src_positions, int64_t tgt_positions);
 
+// `b` (on any device) with its rows twice over: rows B..2B-1 repeat rows
+// 0..B-1, so that one forward pass in training mode runs the batch under two
+// dropout masks (R-Drop, train/losses.h's consistency_loss()). Every tensor
+// b defines is repeated, src_len too; tgt_tokens and src_tokens double.
+Batch twice(const Batch& b);
+
 }  // namespace nmt

@@ -33,13 +33,14 @@ constexpr int64_t kPositionStep = 8;
 struct GraphedStepOptions {
   int64_t rows = 64;              // rows of every padded batch: at least the largest batch's
   double label_smoothing = 0.0;   // as TrainOptions::label_smoothing
+  double r_drop = 0.0;            // as TrainOptions::r_drop: each padded batch runs as 2 x rows rows
   double clip_norm = 0.0;         // as TrainOptions::clip_norm (<= 0: no clipping)
   bool capture = true;            // capture CUDA graphs where the build and device allow (else eager)
 };
 
 // What one step did.
 struct GraphedStepResult {
-  double loss_sum = 0;  // summed label-smoothed loss over the batch's target tokens
+  double loss_sum = 0;  // summed label-smoothed loss over the batch's target tokens (with r_drop: the two runs' mean)
   bool finite = true;   // loss and gradient norm were finite: the step was taken (else skipped, nothing changed)
 };
 

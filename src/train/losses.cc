@@ -57,4 +57,23 @@ torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tg
   return SmoothedCrossEntropy::apply(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}), label_smoothing);
 }
 
+ConsistencyLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                                 double alpha) {
+  const int64_t B = tgt_out.size(0);
+  TORCH_CHECK(logits.dim() == 3 && tgt_out.dim() == 2 && logits.size(0) == 2 * B && logits.size(1) == tgt_out.size(1),
+              "consistency_loss: logits ", logits.sizes(), " are not [2B, T, V] for tgt_out ", tgt_out.sizes());
+  auto loss = sequence_loss(logits, tgt_out.repeat({2, 1}), label_smoothing) * 0.5;  // [] the two runs' mean
+  auto cross_entropy = loss.detach();
+  if (alpha > 0) {
+    const auto lp = torch::log_softmax(logits, 2);                                   // [2B, T, V]
+    const auto lp1 = lp.narrow(0, 0, B), lp2 = lp.narrow(0, B, B);                  // [B, T, V] each
+    const auto keep = tgt_out.ne(kPadId).unsqueeze(2).to(lp.scalar_type());          // [B, T, 1]
+    // KL(p1 || p2) + KL(p2 || p1) = sum_v (p1 - p2) (log p1 - log p2), per position.
+    const auto divergence = ((lp1.exp() - lp2.exp()) * (lp1 - lp2) * keep).sum();  // []
+    loss = loss + divergence * (alpha / 4);
+    cross_entropy = cross_entropy + divergence.detach() * 0.0;  // NaN with a divergence that is not finite
+  }
+  return {loss, cross_entropy};
+}
+
 }  // namespace nmt

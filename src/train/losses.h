@@ -13,6 +13,27 @@ namespace nmt {
 // logits [B, T, V], tgt_out [B, T] -> scalar.
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing);
 
+// R-Drop's loss (Liang et al. 2021, "R-Drop: Regularized Dropout for Neural
+// Networks"): one batch run twice through the model in training mode, so
+// under two dropout masks, and each run's output distribution pulled toward
+// the other's. logits [2B, T, V]: rows 0..B-1 the first run, B..2B-1 the
+// second (a batch from twice()); tgt_out [B, T].
+struct ConsistencyLoss {
+  // The mean of the two runs' sequence_loss() plus alpha / 4 times the
+  // symmetric divergence KL(p1 || p2) + KL(p2 || p1) summed over the
+  // positions whose target is not padding: the paper's loss, NLL_1 + NLL_2 +
+  // alpha / 2 (KL_12 + KL_21), halved, so that alpha keeps the paper's
+  // meaning and the cross-entropy its scale. Differentiable in logits.
+  torch::Tensor loss;
+  // Detached: the mean of the two cross-entropies (what training logs, the
+  // same quantity sequence_loss() gives without R-Drop); NaN when the
+  // divergence is not finite, so that such a step is skipped.
+  torch::Tensor cross_entropy;
+};
+// Throws c10::Error when logits is not [2B, T, V] for tgt_out [B, T].
+ConsistencyLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                                 double alpha);
+
 // Guided alignment (Chen et al. 2016): the cross-entropy of the attention
 // `alpha` [B, T, S] against `guide` [B, T, S] (each guided row spreads 1
 // over its linked source pieces, other rows are 0), summed over the batch.

@@ -98,21 +98,33 @@ std::optional<StopReason> Trainer::stop_before_step() {
 // The loss of `batch` (summed over its target tokens, plus the guided
 // alignment term) and, detached, its value without that term; the value is
 // NaN when the term is not finite (0 * Inf and 0 * NaN are NaN), so such a
-// step is skipped. Nothing here waits for the device.
+// step is skipped. With --r-drop the batch runs twice in one pass (twice())
+// and the loss is consistency_loss()'s, its value the two runs' mean
+// cross-entropy. Nothing here waits for the device.
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) {
-  torch::Tensor logits, alpha;  // [B, T, V]; [B, T, S] the alignment guided alignment trains
+  const bool r_drop = opt_.r_drop > 0;
+  const Batch doubled = r_drop ? twice(batch) : Batch();
+  const Batch& in = r_drop ? doubled : batch;  // [B or 2B, ...]
+  torch::Tensor logits, alpha;  // [B or 2B, T, V]; [B or 2B, T, S] the alignment guided alignment trains
   {
     const Bf16Autocast bf16(opt_.bf16 && device_.is_cpu());  // products in bfloat16 (this thread's forward)
-    if (batch.guide.defined())
-      std::tie(logits, alpha) = model_->forward_aligned(batch.src, batch.src_len, batch.tgt_in, batch.tgt_out);
+    if (in.guide.defined())
+      std::tie(logits, alpha) = model_->forward_aligned(in.src, in.src_len, in.tgt_in, in.tgt_out);
     else
-      logits = model_->forward(batch.src, batch.src_len, batch.tgt_in);
+      logits = model_->forward(in.src, in.src_len, in.tgt_in);
   }
   logits = logits.to(torch::kFloat);  // the loss in float (a no-op unless --bf16)
-  if (alpha.defined()) alpha = alpha.to(torch::kFloat);
-  auto loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
-  auto value = loss.detach();
+  torch::Tensor loss, value;
+  if (r_drop) {
+    auto both = consistency_loss(logits, batch.tgt_out, opt_.label_smoothing, opt_.r_drop);
+    loss = both.loss;
+    value = both.cross_entropy;
+  } else {
+    loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
+    value = loss.detach();
+  }
   if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows
+    alpha = alpha.narrow(0, 0, batch.size()).to(torch::kFloat);  // the first run's, under R-Drop
     auto guided = guided_alignment_loss(alpha, batch.guide);
     loss = loss + opt_.guided_alignment_weight * guided;
     value = value + guided.detach() * 0.0;

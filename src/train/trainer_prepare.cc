@@ -74,6 +74,7 @@ void Trainer::prepare() {
     g.rows = 1;  // the largest batch's rows: every padded batch has them
     for (const auto& b : batches_) g.rows = std::max<int64_t>(g.rows, static_cast<int64_t>(b.size()));
     g.label_smoothing = opt_.label_smoothing;
+    g.r_drop = opt_.r_drop;
     g.clip_norm = opt_.clip_norm;
     graphed_ = std::make_unique<GraphedTrainStep>(model_, dynamic_cast<FlatAdam&>(*optimizer_), g, device_);
   }
@@ -143,6 +144,9 @@ void Trainer::validate_options() {
                                                                : nullptr;
     if (why) throw UsageError(std::string("--cuda-graphs needs ") + why);
   }
+  if (opt_.r_drop > 0 && model_opt_.dropout == 0 && model_opt_.word_dropout == 0 && opt_.dist.rank == 0)
+    spdlog::warn("--r-drop {} without dropout: the two runs of each batch are the same, at twice the cost",
+                 shortest_decimal(opt_.r_drop));
 }
 
 void Trainer::join_group() {
