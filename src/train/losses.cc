@@ -51,6 +51,62 @@ struct SmoothedCrossEntropy : torch::autograd::Function<SmoothedCrossEntropy> {
   }
 };
 
+// R-Drop's loss (consistency_loss()) on rows [2N, V] (the first run's N,
+// then the second's) with a hand-written backward, as SmoothedCrossEntropy's:
+// the log-softmax once, its exponential and the difference of the two runs'
+// log-probabilities saved; the backward turns them into the gradient in
+// place. Composed of LibTorch's operators the divergence alone made about
+// forty passes over [N, V] tensors and as many allocations. With
+// D = log p1 - log p2 and the per-row divergences KL_12 = sum p1 D and
+// KL_21 = -sum p2 D, the divergence's gradient in the first run's logits is
+// p1 (D - KL_12) + p1 - p2, in the second's p2 (-D - KL_21) + p2 - p1.
+struct SmoothedConsistency : torch::autograd::Function<SmoothedConsistency> {
+  // logits [2N, V], target [N] int64 -> {loss, cross-entropy}, scalars; the second is not differentiable.
+  static torch::autograd::tensor_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                                              const torch::Tensor& target, double eps, double alpha) {
+    const int64_t N = target.size(0), V = logits.size(1);
+    auto lp = torch::log_softmax(logits, 1);                         // [2N, V]
+    const auto target2 = target.repeat({2});                         // [2N]
+    const auto keep = target.ne(kPadId).to(logits.scalar_type());    // [N]
+    const auto keep2 = keep.repeat({2});                             // [2N]
+    auto row = lp.gather(1, target2.unsqueeze(1)).squeeze(1) * (1.0 - eps);  // [2N]
+    if (eps > 0) row = row + lp.sum(1) * (eps / static_cast<double>(V));
+    const auto cross_entropy = -(row * keep2).sum() * 0.5;          // [] the two runs' mean
+    auto diff = lp.narrow(0, 0, N) - lp.narrow(0, N, N);             // [N, V] D
+    auto p = lp.exp_();                                              // [2N, V], in lp's memory
+    const auto kl12 = (p.narrow(0, 0, N) * diff).sum(1);             // [N]
+    const auto kl21 = -(p.narrow(0, N, N) * diff).sum(1);            // [N]
+    const auto loss = cross_entropy + ((kl12 + kl21) * keep).sum() * (alpha / 4);
+    ctx->save_for_backward({p, diff, target2, keep2, kl12, kl21});
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["alpha"] = alpha;
+    const auto value = cross_entropy + (kl12 + kl21).sum() * 0.0;  // NaN with a divergence that is not finite
+    ctx->mark_non_differentiable({value});
+    return {loss, value};
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto grad = saved[0];  // the probabilities, turned into the gradient in place
+    auto diff = saved[1];  // D, consumed
+    const auto& target2 = saved[2];
+    const double eps = ctx->saved_data["eps"].toDouble(), alpha = ctx->saved_data["alpha"].toDouble();
+    const int64_t N = diff.size(0), V = grad.size(1);
+    const auto w2 = (saved[3] * grad_out[0]).unsqueeze(1);  // [2N, 1]: the upstream gradient, 0 on padding
+    const auto w = w2.narrow(0, 0, N) * (alpha / 4);        // [N, 1]: the divergence's weight
+    auto p1 = grad.narrow(0, 0, N), p2 = grad.narrow(0, N, N);
+    const auto spread = p1 - p2;                                                            // [N, V]
+    auto first = (diff - saved[4].unsqueeze(1)).mul_(p1).add_(spread).mul_(w);             // [N, V]
+    auto second = diff.neg_().sub_(saved[5].unsqueeze(1)).mul_(p2).sub_(spread).mul_(w);  // [N, V], in D's memory
+    if (eps > 0) grad.sub_(eps / static_cast<double>(V));
+    grad.mul_(w2 * 0.5);
+    grad.scatter_add_(1, target2.unsqueeze(1), w2 * (-(1.0 - eps) * 0.5));
+    p1.add_(first);
+    p2.add_(second);
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing) {
@@ -62,18 +118,9 @@ ConsistencyLoss consistency_loss(const torch::Tensor& logits, const torch::Tenso
   const int64_t B = tgt_out.size(0);
   TORCH_CHECK(logits.dim() == 3 && tgt_out.dim() == 2 && logits.size(0) == 2 * B && logits.size(1) == tgt_out.size(1),
               "consistency_loss: logits ", logits.sizes(), " are not [2B, T, V] for tgt_out ", tgt_out.sizes());
-  auto loss = sequence_loss(logits, tgt_out.repeat({2, 1}), label_smoothing) * 0.5;  // [] the two runs' mean
-  auto cross_entropy = loss.detach();
-  if (alpha > 0) {
-    const auto lp = torch::log_softmax(logits, 2);                                   // [2B, T, V]
-    const auto lp1 = lp.narrow(0, 0, B), lp2 = lp.narrow(0, B, B);                  // [B, T, V] each
-    const auto keep = tgt_out.ne(kPadId).unsqueeze(2).to(lp.scalar_type());          // [B, T, 1]
-    // KL(p1 || p2) + KL(p2 || p1) = sum_v (p1 - p2) (log p1 - log p2), per position.
-    const auto divergence = ((lp1.exp() - lp2.exp()) * (lp1 - lp2) * keep).sum();  // []
-    loss = loss + divergence * (alpha / 4);
-    cross_entropy = cross_entropy + divergence.detach() * 0.0;  // NaN with a divergence that is not finite
-  }
-  return {loss, cross_entropy};
+  const auto out = SmoothedConsistency::apply(logits.reshape({2 * tgt_out.numel(), logits.size(2)}),
+                                              tgt_out.reshape({-1}), label_smoothing, alpha);
+  return {out[0], out[1]};
 }
 
 }  // namespace nmt
