@@ -55,8 +55,9 @@ struct SmoothedCrossEntropy : torch::autograd::Function<SmoothedCrossEntropy> {
 // then the second's) with a hand-written backward, as SmoothedCrossEntropy's:
 // the log-softmax once, its exponential and the difference of the two runs'
 // log-probabilities saved; the backward turns them into the gradient in
-// place. Composed of LibTorch's operators the divergence alone made about
-// forty passes over [N, V] tensors and as many allocations. With
+// place. A training step of the Multi30k recipe with --r-drop 5 runs 1.14
+// times as fast as with the same loss composed of LibTorch's operators
+// (bench/results/train-speed-rdrop-vm-c55e497.txt). With
 // D = log p1 - log p2 and the per-row divergences KL_12 = sum p1 D and
 // KL_21 = -sum p2 D, the divergence's gradient in the first run's logits is
 // p1 (D - KL_12) + p1 - p2, in the second's p2 (-D - KL_21) + p2 - p1.
