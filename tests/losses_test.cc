@@ -136,7 +136,9 @@ TEST(LossTest, ConsistencyLossAndItsGradientEqualLibTorchsDivergence) {
     EXPECT_TRUE(within(x.grad(), y.grad(), 2 * 0.7 * 4 * V * per_term)) << "alpha " << alpha;
     EXPECT_EQ(x.grad()[0][4].abs().sum().item<double>(), 0.0);      // padding rows get no gradient,
     EXPECT_EQ(x.grad()[B][4].abs().sum().item<double>(), 0.0);      // in either run
-    if (alpha > 0) EXPECT_GT(got.loss.item<double>() - got.cross_entropy.item<double>(), 1.0);  // the runs differ
+    if (alpha > 0) {
+      EXPECT_GT(got.loss.item<double>() - got.cross_entropy.item<double>(), 1.0);  // the runs differ
+    }
   }
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <string>
-#include <vector>
 
 #include "base/error.h"
 #include "text/tokenizer.h"
@@ -85,12 +84,7 @@ Batch pad_batch(const Batch& b, int64_t rows, int64_t src_positions, int64_t tgt
 }
 
 Batch twice(const Batch& b) {
-  const auto rows = [](const torch::Tensor& t) {  // [B, ...] -> [2B, ...]
-    if (!t.defined()) return t;
-    std::vector<int64_t> times(static_cast<size_t>(t.dim()), 1);
-    times[0] = 2;
-    return t.repeat(times);
-  };
+  const auto rows = [](const torch::Tensor& t) { return t.defined() ? torch::cat({t, t}) : t; };  // [B, ...] -> [2B, ...]
   Batch out;
   out.src = rows(b.src);
   out.src_len = rows(b.src_len);

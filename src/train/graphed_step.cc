@@ -65,17 +65,12 @@ GraphedTrainStep::Shape& GraphedTrainStep::shape_for(int64_t src_positions, int6
 
 void GraphedTrainStep::step(Shape& s) {
   for (auto p : params_) p.mutable_grad().reset();  // the backward writes them anew (in a graph: its own memory)
-  torch::Tensor loss, value;  // [] summed over target tokens; detached, what the step reports
-  if (options_.r_drop > 0) {  // the rows twice over in one pass: two dropout masks
-    const auto logits = model_->forward(s.src.repeat({2, 1}), torch::Tensor(), s.tgt_in.repeat({2, 1}));  // [2R, T, V]
-    auto both = consistency_loss(logits, s.tgt_out, options_.label_smoothing, options_.r_drop);
-    loss = both.loss;
-    value = both.cross_entropy;
-  } else {
-    const auto logits = model_->forward(s.src, torch::Tensor(), s.tgt_in);  // [R, T, V]
-    loss = sequence_loss(logits, s.tgt_out, options_.label_smoothing);
-    value = loss.detach();
-  }
+  const bool r_drop = options_.r_drop > 0;  // the rows twice over in one pass: two dropout masks
+  const auto src = r_drop ? torch::cat({s.src, s.src}) : s.src;               // [R or 2R, S]
+  const auto tgt_in = r_drop ? torch::cat({s.tgt_in, s.tgt_in}) : s.tgt_in;  // [R or 2R, T]
+  const auto logits = model_->forward(src, torch::Tensor(), tgt_in);  // [R or 2R, T, V]
+  // [] summed over target tokens; detached, what the step reports
+  const auto [loss, value] = training_loss(logits, s.tgt_out, options_.label_smoothing, options_.r_drop);
   (loss * s.scale).backward();
   auto grads = optimizer_.gradients();  // [N]
   const double max_norm = options_.clip_norm > 0 ? options_.clip_norm : std::numeric_limits<double>::infinity();

@@ -114,14 +114,21 @@ torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tg
   return SmoothedCrossEntropy::apply(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}), label_smoothing);
 }
 
-ConsistencyLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
-                                 double alpha) {
+TrainingLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                              double alpha) {
   const int64_t B = tgt_out.size(0);
   TORCH_CHECK(logits.dim() == 3 && tgt_out.dim() == 2 && logits.size(0) == 2 * B && logits.size(1) == tgt_out.size(1),
               "consistency_loss: logits ", logits.sizes(), " are not [2B, T, V] for tgt_out ", tgt_out.sizes());
   const auto out = SmoothedConsistency::apply(logits.reshape({2 * tgt_out.numel(), logits.size(2)}),
                                               tgt_out.reshape({-1}), label_smoothing, alpha);
   return {out[0], out[1]};
+}
+
+TrainingLoss training_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                           double r_drop) {
+  if (r_drop > 0) return consistency_loss(logits, tgt_out, label_smoothing, r_drop);
+  auto loss = sequence_loss(logits, tgt_out, label_smoothing);  // [] summed over target tokens
+  return {loss, loss.detach()};
 }
 
 }  // namespace nmt

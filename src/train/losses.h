@@ -18,7 +18,7 @@ torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tg
 // under two dropout masks, and each run's output distribution pulled toward
 // the other's. logits [2B, T, V]: rows 0..B-1 the first run, B..2B-1 the
 // second (a batch from twice()); tgt_out [B, T].
-struct ConsistencyLoss {
+struct TrainingLoss {
   // The mean of the two runs' sequence_loss() plus alpha / 4 times the
   // symmetric divergence KL(p1 || p2) + KL(p2 || p1) summed over the
   // positions whose target is not padding: the paper's loss, NLL_1 + NLL_2 +
@@ -31,8 +31,15 @@ struct ConsistencyLoss {
   torch::Tensor cross_entropy;
 };
 // Throws c10::Error when logits is not [2B, T, V] for tgt_out [B, T].
-ConsistencyLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
-                                 double alpha);
+TrainingLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                              double alpha);
+
+// The loss a training step takes: consistency_loss() with alpha = r_drop
+// when r_drop > 0 (logits [2B, T, V] of a batch from twice()), else
+// sequence_loss() (logits [B, T, V]) and its detached value. Throws as
+// those do.
+TrainingLoss training_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                           double r_drop);
 
 // Guided alignment (Chen et al. 2016): the cross-entropy of the attention
 // `alpha` [B, T, S] against `guide` [B, T, S] (each guided row spreads 1

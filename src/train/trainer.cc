@@ -114,15 +114,7 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) 
       logits = model_->forward(in.src, in.src_len, in.tgt_in);
   }
   logits = logits.to(torch::kFloat);  // the loss in float (a no-op unless --bf16)
-  torch::Tensor loss, value;
-  if (r_drop) {
-    auto both = consistency_loss(logits, batch.tgt_out, opt_.label_smoothing, opt_.r_drop);
-    loss = both.loss;
-    value = both.cross_entropy;
-  } else {
-    loss = sequence_loss(logits, batch.tgt_out, opt_.label_smoothing);  // summed over target tokens
-    value = loss.detach();
-  }
+  auto [loss, value] = training_loss(logits, batch.tgt_out, opt_.label_smoothing, opt_.r_drop);  // summed over target tokens
   if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows
     alpha = alpha.narrow(0, 0, batch.size()).to(torch::kFloat);  // the first run's, under R-Drop
     auto guided = guided_alignment_loss(alpha, batch.guide);
