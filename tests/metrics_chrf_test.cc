@@ -35,7 +35,7 @@ using nmt::corpus_chrf;
 using nmt::metrics_version;
 using Strings = std::vector<std::string>;
 
-constexpr double kTol = 1e-9;
+constexpr double kChrfTol = 1e-9;
 
 // ---------------------------------------------------------------------------
 // chrF
@@ -108,10 +108,10 @@ TEST(ChrfTest, SacreBleuTestSuiteWithItsSettings) {
 
 TEST(ChrfTest, Ascii) {
   const auto c = corpus_chrf({"The cat sat on the mat."}, {"The cat is on the mat."});
-  EXPECT_NEAR(c.score, 67.17273492330233, kTol);
+  EXPECT_NEAR(c.score, 67.17273492330233, kChrfTol);
   EXPECT_EQ(c.to_string(), "chrF2 = 67.17");
   EXPECT_EQ(c.signature(), "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + metrics_version());
-  EXPECT_NEAR(corpus_chrf({"abcdefg"}, {"hijklmnop"}).score, 0.0, kTol);
+  EXPECT_NEAR(corpus_chrf({"abcdefg"}, {"hijklmnop"}).score, 0.0, kChrfTol);
 }
 
 // Counting bytes instead of code points would give 64.0333 (German) and
@@ -120,13 +120,13 @@ TEST(ChrfTest, GermanAccentedText) {
   // Sentence pair from sacreBLEU's test/test_chrf.py, scored with the defaults.
   const auto c = corpus_chrf({" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "},
                              {"Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."});
-  EXPECT_NEAR(c.score, 64.818123726097, kTol);
+  EXPECT_NEAR(c.score, 64.818123726097, kChrfTol);
 }
 
 TEST(ChrfTest, FrenchAccentedText) {
   const auto c = corpus_chrf({"L'été dernier, nous sommes allés à la mer près de Nîmes."},
                              {"L'été passé, nous sommes allées à la plage près de Nîmes."});
-  EXPECT_NEAR(c.score, 59.29316125793726, kTol);
+  EXPECT_NEAR(c.score, 59.29316125793726, kChrfTol);
 }
 
 // Czech sentence pairs from sacreBLEU's test/test_chrf.py, scored as one
@@ -140,8 +140,8 @@ TEST(ChrfTest, CzechCorpus) {
       "Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.",
       "A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři.",
       "Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli."};
-  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 43.03622941164886, kTol);
-  EXPECT_NEAR(corpus_bleu(hyps, refs).score, 24.66242872148067, kTol);
+  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 43.03622941164886, kChrfTol);
+  EXPECT_NEAR(corpus_bleu(hyps, refs).score, 24.66242872148067, kChrfTol);
 }
 
 TEST(ChrfTest, MultiSentenceCorpus) {
@@ -153,7 +153,7 @@ TEST(ChrfTest, MultiSentenceCorpus) {
                         "Prices increased by 3.5 percent in 2019.",
                         "She did not say anything about the plan.",
                         "The game ended 2-1 after extra time."};
-  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 79.75716874603901, kTol);
+  EXPECT_NEAR(corpus_chrf(hyps, refs).score, 79.75716874603901, kChrfTol);
 }
 
 // ---------------------------------------------------------------------------
@@ -208,7 +208,7 @@ TEST(RealisticCorpusTest, Bleu13a) {
   const auto b = corpus_bleu(kRealHyps, kRealRefs);
   EXPECT_EQ(b.counts, (std::array<int64_t, 4>{194, 130, 86, 53}));
   EXPECT_EQ(b.totals, (std::array<int64_t, 4>{252, 232, 212, 192}));
-  EXPECT_NEAR(b.score, 46.881170565135285, kTol);
+  EXPECT_NEAR(b.score, 46.881170565135285, kChrfTol);
   EXPECT_EQ(b.to_string(),
             "BLEU = 46.88 77.0/56.0/40.6/27.6 (BP = 1.000 ratio = 1.063 hyp_len = 252 ref_len = 237)");
   EXPECT_EQ(b.signature(), "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" + metrics_version());
@@ -217,17 +217,17 @@ TEST(RealisticCorpusTest, Bleu13a) {
 TEST(RealisticCorpusTest, BleuLowercaseAndNoTokenizer) {
   BleuOptions lc;
   lc.lowercase = true;
-  EXPECT_NEAR(corpus_bleu(kRealHyps, kRealRefs, lc).score, 48.107096334685785, kTol);
+  EXPECT_NEAR(corpus_bleu(kRealHyps, kRealRefs, lc).score, 48.107096334685785, kChrfTol);
   BleuOptions none;
   none.tokenize = "none";
   const auto b = corpus_bleu(kRealHyps, kRealRefs, none);
-  EXPECT_NEAR(b.score, 43.975577916625085, kTol);
+  EXPECT_NEAR(b.score, 43.975577916625085, kChrfTol);
   EXPECT_EQ(b.sys_len, 228);
   EXPECT_EQ(b.ref_len, 210);
 }
 
 TEST(RealisticCorpusTest, Chrf) {
-  EXPECT_NEAR(corpus_chrf(kRealHyps, kRealRefs).score, 76.40391102247047, kTol);
+  EXPECT_NEAR(corpus_chrf(kRealHyps, kRealRefs).score, 76.40391102247047, kChrfTol);
 }
 
 // mteval-v14 international tokenization: punctuation and symbols by Unicode
@@ -291,9 +291,9 @@ const Streams kReadmeRefs = {
 // transcription of sacreBLEU 2.x's chrF (metrics/chrf.py, helpers.py).
 TEST(MetricsTest, MultiReferenceChrfTakesEachSegmentsBestReference) {
   const auto both = nmt::corpus_chrf_multiref(kReadmeHyps, kReadmeRefs);
-  EXPECT_NEAR(both.score, 59.72751782684763, kTol);
-  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[0]).score, 50.043063606582294, kTol);
-  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[1]).score, 51.70106133373036, kTol);
+  EXPECT_NEAR(both.score, 59.72751782684763, kChrfTol);
+  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[0]).score, 50.043063606582294, kChrfTol);
+  EXPECT_NEAR(corpus_chrf(kReadmeHyps, kReadmeRefs[1]).score, 51.70106133373036, kChrfTol);
   EXPECT_EQ(both.signature(), "nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + metrics_version());
   // One stream is plain chrF.
   EXPECT_EQ(nmt::corpus_chrf_multiref(kReadmeHyps, {kReadmeRefs[1]}).score,
@@ -312,13 +312,13 @@ TEST(MetricsTest, EmptyReferencesAreLeftOutAsSacreBleuLeavesThem) {
   const Streams refs = {{"the cat sat on a mat", "", "birds fly south in winter"},
                         {"a cat is on the mat", "the dog barks loud", "the birds fly south"}};
   const auto chrf = nmt::corpus_chrf_multiref(hyps, refs);
-  EXPECT_NEAR(chrf.score, 76.22937526512032, kTol);
+  EXPECT_NEAR(chrf.score, 76.22937526512032, kChrfTol);
   EXPECT_EQ(chrf.signature().rfind("nrefs:var|", 0), 0u) << chrf.signature();
   const auto bleu = nmt::corpus_bleu_multiref(hyps, refs);
   EXPECT_EQ(bleu.counts, (std::array<int64_t, 4>{10, 8, 4, 1}));
   EXPECT_EQ(bleu.totals, (std::array<int64_t, 4>{13, 10, 7, 4}));
   EXPECT_EQ(bleu.ref_len, 14);  // the empty reference would have made it 13
-  EXPECT_NEAR(bleu.score, 50.42023677771565, kTol);
+  EXPECT_NEAR(bleu.score, 50.42023677771565, kChrfTol);
   EXPECT_EQ(bleu.signature().rfind("nrefs:var|", 0), 0u) << bleu.signature();
   // With one reference an empty one is still scored, as before.
   EXPECT_EQ(corpus_bleu({"a b"}, {""}).signature().rfind("nrefs:1|", 0), 0u);

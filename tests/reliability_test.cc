@@ -100,8 +100,6 @@ TEST(ReliabilityTest, SigtermSavesExitsZeroAndResumesExactly) {
   check_signal_saves_and_resume_is_exact(SIGTERM, "sigterm");
 }
 
-std::vector<std::string> temporaries(const std::string& dir) { return nmt::test::temporary_files(dir); }
-
 TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
   const auto dir = nmt::test::temp_dir("sigkill");
   // Each round kills the run the moment a checkpoint's temporary file
@@ -113,7 +111,7 @@ TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
     if (resuming) args.push_back("--resume");
     auto c = spawn(args, dir + "/log" + std::to_string(round));
     auto writing_checkpoint = [&] {
-      for (const auto& t : temporaries(dir + "/run"))
+      for (const auto& t : nmt::test::temporary_files(dir + "/run"))
         if (t.find(".ckpt.tmp.") != std::string::npos) return true;
       return false;
     };
@@ -127,7 +125,7 @@ TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
     if (resuming) {
       EXPECT_NE(read_all(c.log).find("resumed from"), std::string::npos) << read_all(c.log);
     }
-    mid_write += !temporaries(dir + "/run").empty();
+    mid_write += !nmt::test::temporary_files(dir + "/run").empty();
     for (const auto& e : fs::directory_iterator(dir + "/run")) {
       const auto name = e.path().filename().string();
       if (e.path().extension() == ".ckpt") {
@@ -144,7 +142,7 @@ TEST(ReliabilityTest, SigkillMidWriteNeverDamagesTheCheckpoints) {
   auto fin = demo_train_args(dir + "/run", at + 5);
   fin.push_back("--resume");
   EXPECT_EQ(run_to_end(fin, dir + "/final.log"), 0) << read_all(dir + "/final.log");
-  EXPECT_TRUE(temporaries(dir + "/run").empty());
+  EXPECT_TRUE(nmt::test::temporary_files(dir + "/run").empty());
 }
 
 // `nmt-train ... 2>&1 | head -1`, or a log reader that dies: the run's
