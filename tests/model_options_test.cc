@@ -38,6 +38,9 @@ TEST(ModelOptionsTest, ValidateRejectsBadOptions) {
   bad.word_dropout = -0.1;
   EXPECT_THROW(bad.validate(), nmt::Error);
   bad = nmt::test::tiny_model();
+  bad.dec_hidden_dropout = 1.0;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+  bad = nmt::test::tiny_model();
   bad.src_vocab = 0;
   EXPECT_THROW(bad.validate(), nmt::Error);
 }
@@ -47,6 +50,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   opt.enc_layers = 2;
   opt.dropout = 0.35;
   opt.word_dropout = 0.15;
+  opt.dec_hidden_dropout = 0.25;
   opt.tie_embeddings = true;
   opt.attn_dim = 17;
   const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
@@ -60,6 +64,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   EXPECT_EQ(back.attention, opt.attention);
   EXPECT_DOUBLE_EQ(back.dropout, opt.dropout);
   EXPECT_DOUBLE_EQ(back.word_dropout, opt.word_dropout);
+  EXPECT_DOUBLE_EQ(back.dec_hidden_dropout, opt.dec_hidden_dropout);
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,

@@ -182,83 +182,89 @@ TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   }
 }
 
+// What a decoder path computes in FastPathsEqualReferencePath.
+struct PathOutput {
+  torch::Tensor logits, alpha, step_logits;
+  std::map<std::string, torch::Tensor> grads;
+};
+
 TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
   // The decoder's optimized step (hoisted input projection, the context's
   // gate projection through the attention weights, fused query products) and
   // the recurrence with a hand-written backward (attentive_recurrence) compute
   // the plain formulation's function: logits, attention weights and every
   // parameter's gradient, in training mode with dropout (all paths draw the
-  // same masks) and a loss on the attention too (guided alignment), and the
-  // search step.
+  // same masks), without and with the decoder's state dropout, and a loss on
+  // the attention too (guided alignment), and the search step.
   using Path = nmt::DecoderImpl::Path;
-  auto opt = options();
-  opt.dropout = 0.2;
-  opt.word_dropout = 0.25;
-  if (attention() != AttentionType::kDot) opt.dec_hidden = 20;  // D != C = 24 (dot needs them equal)
-  auto model = make_model(opt);
-  model->train();
-  const auto b = nmt::make_batch(examples(), all_indices());
-  torch::manual_seed(3);
-  auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
-  struct Out {
-    torch::Tensor logits, alpha, step_logits;
-    std::map<std::string, torch::Tensor> grads;
-  };
-  auto run = [&](Path path) {
-    model->decoder->set_path(path);
-    model->zero_grad();
-    torch::manual_seed(7);
-    Out o;
-    o.logits = model->forward(b.src, b.src_len, b.tgt_in, &o.alpha);
-    (nmt::sequence_loss(o.logits, b.tgt_out, 0.1) + 0.5 * nmt::guided_alignment_loss(o.alpha, guide)).backward();
-    for (const auto& p : model->named_parameters()) o.grads[p.key()] = p.value().grad().clone();
-    torch::NoGradGuard ng;
-    model->eval();
-    const auto enc = model->encoder->forward(b.src, b.src_len);
-    o.step_logits = model->decoder->step(b.tgt_in.select(1, 0), enc.init_state, model->decoder->memory(enc)).logits;
+  for (const double hidden_dropout : {0.0, 0.3}) {
+    SCOPED_TRACE("dec_hidden_dropout " + std::to_string(hidden_dropout));
+    auto opt = options();
+    opt.dropout = 0.2;
+    opt.word_dropout = 0.25;
+    opt.dec_hidden_dropout = hidden_dropout;
+    if (attention() != AttentionType::kDot) opt.dec_hidden = 20;  // D != C = 24 (dot needs them equal)
+    auto model = make_model(opt);
     model->train();
-    return o;
-  };
-  // The recurrence runs for additive and concat attention (the others train on the plain path).
-  const bool recurrence = attention() == AttentionType::kAdditive || attention() == AttentionType::kConcat;
-  auto ran_recurrence = [](const Out& o) {
-    return o.alpha.grad_fn() && o.alpha.grad_fn()->name().find("AttentiveRecurrence") != std::string::npos;
-  };
-  // In double precision LibTorch's operations take the place of the energies' one-pass backward.
-  const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
-  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
-    SCOPED_TRACE(dtype == torch::kFloat ? "float" : "double");
-    model->to(dtype);
-    guide = guide.to(dtype);
-    // The paths make other products and sums (and the optimized step in float
-    // the rational tanh, within 8u of tanh): within the rounding bounds of the
-    // dtype, in double so tight that any other function would show.
-    const double bound = model_rounding_bound(*model, model_depth(S, T));
-    const double step_bound = model_rounding_bound(*model, model_depth(S, 1));
-    const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), b.size() * T);
-    const auto ref = run(Path::kPlain);
-    EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
-    EXPECT_FALSE(ran_recurrence(ref));
-    for (const auto path : {Path::kOptimized, Path::kRecurrence, Path::kAuto}) {
-      const auto fast = run(path);
-      const std::string name =
-          path == Path::kOptimized ? "optimized" : path == Path::kRecurrence ? "recurrence" : "auto";
-      EXPECT_EQ(ran_recurrence(fast), recurrence && path != Path::kOptimized) << name;
-      EXPECT_TRUE(within(fast.logits, ref.logits, bound)) << name;
-      EXPECT_TRUE(within(fast.alpha, ref.alpha, bound)) << name;
-      EXPECT_TRUE(within(fast.step_logits, ref.step_logits, step_bound)) << name;
-      ASSERT_EQ(fast.grads.size(), ref.grads.size());
-      for (const auto& [param, g] : ref.grads) {
-        ASSERT_TRUE(g.defined()) << param;
-        const auto& f = fast.grads.at(param);
-        ASSERT_TRUE(f.defined()) << name << ": " << param;
-        const double scale = g.abs().max().item<double>();
-        EXPECT_GT(scale, 0.0) << param;
-        EXPECT_TRUE(within(f, g, grad_bound * scale)) << name << ": gradient of " << param;
+    const auto b = nmt::make_batch(examples(), all_indices());
+    torch::manual_seed(3);
+    auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
+    auto run = [&](Path path) {
+      model->decoder->set_path(path);
+      model->zero_grad();
+      torch::manual_seed(7);
+      PathOutput o;
+      o.logits = model->forward(b.src, b.src_len, b.tgt_in, &o.alpha);
+      (nmt::sequence_loss(o.logits, b.tgt_out, 0.1) + 0.5 * nmt::guided_alignment_loss(o.alpha, guide)).backward();
+      for (const auto& p : model->named_parameters()) o.grads[p.key()] = p.value().grad().clone();
+      torch::NoGradGuard ng;
+      model->eval();
+      const auto enc = model->encoder->forward(b.src, b.src_len);
+      o.step_logits = model->decoder->step(b.tgt_in.select(1, 0), enc.init_state, model->decoder->memory(enc)).logits;
+      model->train();
+      return o;
+    };
+    // The recurrence runs for additive and concat attention (the others train on the plain path).
+    const bool recurrence = attention() == AttentionType::kAdditive || attention() == AttentionType::kConcat;
+    auto ran_recurrence = [](const PathOutput& o) {
+      return o.alpha.grad_fn() && o.alpha.grad_fn()->name().find("AttentiveRecurrence") != std::string::npos;
+    };
+    // In double precision LibTorch's operations take the place of the energies' one-pass backward.
+    const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
+    for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+      SCOPED_TRACE(dtype == torch::kFloat ? "float" : "double");
+      model->to(dtype);
+      guide = guide.to(dtype);
+      // The paths make other products and sums (and the optimized step in float
+      // the rational tanh, within 8u of tanh): within the rounding bounds of the
+      // dtype, in double so tight that any other function would show.
+      const double bound = model_rounding_bound(*model, model_depth(S, T));
+      const double step_bound = model_rounding_bound(*model, model_depth(S, 1));
+      const double grad_bound = nmt::test::gradient_rounding_bound(*model, model_depth(S, T), b.size() * T);
+      const auto ref = run(Path::kPlain);
+      EXPECT_GT(ref.logits.abs().max().item<double>(), 0.0);
+      EXPECT_FALSE(ran_recurrence(ref));
+      for (const auto path : {Path::kOptimized, Path::kRecurrence, Path::kAuto}) {
+        const auto fast = run(path);
+        const std::string name =
+            path == Path::kOptimized ? "optimized" : path == Path::kRecurrence ? "recurrence" : "auto";
+        EXPECT_EQ(ran_recurrence(fast), recurrence && path != Path::kOptimized) << name;
+        EXPECT_TRUE(within(fast.logits, ref.logits, bound)) << name;
+        EXPECT_TRUE(within(fast.alpha, ref.alpha, bound)) << name;
+        EXPECT_TRUE(within(fast.step_logits, ref.step_logits, step_bound)) << name;
+        ASSERT_EQ(fast.grads.size(), ref.grads.size());
+        for (const auto& [param, g] : ref.grads) {
+          ASSERT_TRUE(g.defined()) << param;
+          const auto& f = fast.grads.at(param);
+          ASSERT_TRUE(f.defined()) << name << ": " << param;
+          const double scale = g.abs().max().item<double>();
+          EXPECT_GT(scale, 0.0) << param;
+          EXPECT_TRUE(within(f, g, grad_bound * scale)) << name << ": gradient of " << param;
+        }
       }
     }
+    model->decoder->set_path(Path::kAuto);
   }
-  model->decoder->set_path(Path::kAuto);
 }
 
 // The alignment head: its weights are a distribution over the real source

@@ -22,6 +22,7 @@ struct ModelOptions {
   DecoderType decoder = DecoderType::kBahdanau;
   double dropout = 0.2;
   double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
+  double dec_hidden_dropout = 0;  // variational dropout on the decoder's states in its recurrent products
   bool tie_embeddings = false;
   int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
 
@@ -60,6 +61,13 @@ struct ModelOptions {
             g, nullptr, kMayBeAbsent}
           .within(0.0, 1.0, End::kClosed, End::kOpen),
       s.word_dropout);
+    v(Field{"dec-hidden-dropout",
+            "Variational dropout on the decoder's GRU states where they enter its recurrent products and the "
+            "attention query: one mask per sentence for all its steps (Gal & Ghahramani 2016; Nematus's "
+            "dropout_hidden); the states the GRUs carry forward are not dropped",
+            g, nullptr, kMayBeAbsent}
+          .within(0.0, 1.0, End::kClosed, End::kOpen),
+      s.dec_hidden_dropout);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
     v(Field{"alignment-head",
             "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "

@@ -14,6 +14,25 @@
 
 namespace nmt {
 namespace F = torch::nn::functional;
+namespace {
+
+// x with its units dropped by a DecoderMemory mask, or x where it is undefined.
+torch::Tensor dropped(const torch::Tensor& x, const torch::Tensor& mask) { return mask.defined() ? x * mask : x; }
+
+// cell's GRU update of h from x with h masked where it enters W_hh (plain
+// operations; the module itself where there is no mask).
+torch::Tensor gru_cell(torch::nn::GRUCellImpl& cell, const torch::Tensor& x, const torch::Tensor& h,
+                       const torch::Tensor& mask) {
+  if (!mask.defined()) return cell.forward(x, h);
+  const int64_t D = h.size(-1);
+  const auto gi = F::linear(x, cell.weight_ih, cell.bias_ih), gh = F::linear(h * mask, cell.weight_hh, cell.bias_hh);
+  const auto r = torch::sigmoid(gi.narrow(-1, 0, D) + gh.narrow(-1, 0, D));
+  const auto z = torch::sigmoid(gi.narrow(-1, D, D) + gh.narrow(-1, D, D));
+  const auto n = torch::tanh(gi.narrow(-1, 2 * D, D) + r * gh.narrow(-1, 2 * D, D));
+  return (1 - z) * n + z * h;
+}
+
+}  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> query_projection(const AttentionImpl& attention,
                                                          const torch::nn::GRUCellImpl& reader) {
@@ -49,6 +68,7 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
   out_bias = register_parameter("out_bias", torch::zeros({opt.tgt_vocab}));
   drop = register_module("drop", Dropout(opt.dropout));
   word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
+  hidden_drop = register_module("hidden_drop", Dropout(opt.dec_hidden_dropout));
   if (opt.alignment_head > 0) align_head = register_module("align_head", AlignmentHead(opt));
 }
 
@@ -111,6 +131,11 @@ DecoderMemory DecoderImpl::memory(const EncoderOutput& enc, std::shared_ptr<cons
     m.weights = std::move(weights);
   }
   m.mask = enc.mask;
+  if (is_training() && opt_.dec_hidden_dropout > 0) {
+    const auto ones = torch::ones({enc.annotations.size(0), opt_.dec_hidden}, enc.annotations.options());  // [B, D]
+    m.query_mask = hidden_drop(ones);
+    if (cell2) m.prev_mask = hidden_drop(ones);
+  }
   m.mask_bias = torch::zeros(enc.mask.sizes(), enc.annotations.options())
                     .masked_fill(enc.mask.logical_not(), -std::numeric_limits<float>::infinity());  // [B, S]
   return m;
@@ -128,12 +153,15 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
   const int64_t C = mem.context_size, A = w.query_size, G = w.query_t.size(1) - A;  // G = 3D
   const bool q = w.reduced_for(state);
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
-  auto query = cell2 ? gru_update(gi, q ? (*w.hidden1_r)(state) : step_linear(state, w.hidden1_p, w.hidden1_t, w.hidden1_b),
+  // The states enter the products through the dropout masks (training with dec_hidden_dropout).
+  const auto prev = dropped(state, mem.prev_mask);
+  auto query = cell2 ? gru_update(gi, q ? (*w.hidden1_r)(prev) : step_linear(prev, w.hidden1_p, w.hidden1_t, w.hidden1_b),
                                   state)
                      : state;                                                              // [B, D]
-  auto qg = q ? (*w.query_r)(query) : step_linear(query, w.query_p, w.query_t, w.query_b);  // [B, A' + 3D]
+  const auto query_in = dropped(query, mem.query_mask);
+  auto qg = q ? (*w.query_r)(query_in) : step_linear(query_in, w.query_p, w.query_t, w.query_b);  // [B, A' + 3D]
   auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
-  const auto qa = A > 0 ? qg.narrow(1, 0, A) : query;  // W s for additive/concat attention, else s
+  const auto qa = A > 0 ? qg.narrow(1, 0, A) : query_in;  // W s for additive/concat attention, else s
   torch::Tensor alpha, cg;                              // [B, S], [B, C + 3D]
   if (A > 0 && additive_attention_step_applies(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values)) {
     std::tie(alpha, cg) = additive_attention_step(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values);
@@ -150,13 +178,13 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_plain
                                                                                 const torch::Tensor& state,
                                                                                 const DecoderMemory& mem) {
   const auto annotations = mem.annotations();
-  if (cell2) {                                                                 // conditional GRU
-    auto s1 = cell(ey, state);                                                 // [B, D] s'_t
-    auto [c, alpha] = attention->forward(s1, mem.keys, annotations, mem.mask);  // [B, C], [B, S]
-    return {cell2(c, s1), c, alpha};
+  if (cell2) {                                                                      // conditional GRU
+    auto s1 = gru_cell(*cell, ey, state, mem.prev_mask);                            // [B, D] s'_t
+    auto [c, alpha] = attention->forward(dropped(s1, mem.query_mask), mem.keys, annotations, mem.mask);  // [B, C], [B, S]
+    return {gru_cell(*cell2, c, s1, mem.query_mask), c, alpha};
   }
-  auto [c, alpha] = attention->forward(state, mem.keys, annotations, mem.mask);
-  return {cell(torch::cat({ey, c}, 1), state), c, alpha};
+  auto [c, alpha] = attention->forward(dropped(state, mem.query_mask), mem.keys, annotations, mem.mask);
+  return {gru_cell(*cell, torch::cat({ey, c}, 1), state, mem.query_mask), c, alpha};
 }
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::run_recurrence(const torch::Tensor& ey,
@@ -174,7 +202,8 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::run_recurre
   }
   std::tie(w.query_weight, w.query_bias) = query_projection(*attention, cell2 ? *cell2 : *cell);  // [A + 3D, D]
   w.score_weight = attention->score_weight();
-  auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w);
+  auto r = attentive_recurrence(input_gates(ey), enc.init_state, mem.keys, mem.annotations(), mem.mask_bias, w,
+                                {mem.query_mask, mem.prev_mask});
   return {std::move(r.states), std::move(r.contexts), std::move(r.alphas)};
 }
 

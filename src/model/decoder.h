@@ -135,6 +135,7 @@ class DecoderImpl : public torch::nn::Module {
   Path path_ = Path::kAuto;
   Dropout drop{nullptr};
   Dropout word_drop{nullptr};         // whole input embeddings (ModelOptions::word_dropout)
+  Dropout hidden_drop{nullptr};       // DecoderMemory's state masks (ModelOptions::dec_hidden_dropout)
   AlignmentHead align_head{nullptr};  // null without ModelOptions::alignment_head
 };
 TORCH_MODULE(Decoder);

@@ -60,6 +60,23 @@ Tensor product(const Tensor& a, const Tensor& b, bool bf16) {
   return a.to(torch::kBFloat16).mm(b.to(torch::kBFloat16)).to(a.scalar_type());
 }
 
+// x with its units dropped by `mask` [B, D] (RecurrenceMasks), or x itself
+// where the mask is empty (no dropout).
+Tensor dropped(const Tensor& x, const Tensor& mask) { return mask.numel() > 0 ? x * mask : x; }
+
+// dst += (d w) masked: the gradient that reaches a state through the product
+// (state masked) w^T, with the product in bfloat16 when w_r is rounded to it.
+void add_masked_product(Tensor& dst, const Tensor& d, const Tensor& w, const Tensor& w_r, const Tensor& mask) {
+  const bool bf16 = w_r.scalar_type() == torch::kBFloat16;
+  if (mask.numel() == 0) {
+    if (bf16) dst.add_(torch::mm(d.to(torch::kBFloat16), w_r));
+    else dst.addmm_(d, w);
+    return;
+  }
+  const auto through = bf16 ? torch::mm(d.to(torch::kBFloat16), w_r).to(dst.scalar_type()) : torch::mm(d, w);
+  dst.add_(through.mul_(mask));
+}
+
 // The backward of the attention energies e = tanh(k + W q) [B, S, A] under
 // scores = e v: with d_sc = dL/dscores [B, S], d_pre = d_sc v (1 - e^2) is
 // added into d_keys [B, S, A] and summed over S into d_q [B, A] (rows may be
@@ -75,12 +92,12 @@ void energy_backward(const Tensor& d_sc, const Tensor& e, const Tensor& v, Tenso
 
 // Inputs (in apply's order): input_gates, init_state, keys, values, mask_bias,
 // hidden1_weight, hidden1_bias, query_weight, query_bias, score_weight,
-// context_weight, context_bias, cgru. Outputs: states, contexts, alphas.
+// context_weight, context_bias, query_mask, prev_mask, cgru. Outputs: states, contexts, alphas.
 struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
   static variable_list forward(AutogradContext* ctx, const Tensor& input_gates, const Tensor& s0, const Tensor& keys,
                                const Tensor& values, const Tensor& mask_bias, const Tensor& w_h1, const Tensor& b_h1,
                                const Tensor& w_q, const Tensor& b_q, const Tensor& v, const Tensor& w_c,
-                               const Tensor& b_c, bool cgru) {
+                               const Tensor& b_c, const Tensor& m_q, const Tensor& m_p, bool cgru) {
     const int64_t B = input_gates.size(0), T = input_gates.size(1), G = input_gates.size(2), D = G / 3;
     const int64_t S = keys.size(1), A = keys.size(2), C = values.size(2);
     TORCH_CHECK(s0.sizes() == torch::IntArrayRef({B, D}), "attentive_recurrence: init_state must be [B, D]");
@@ -113,9 +130,9 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       Tensor h = s;  // the query state
       if (cgru) {
         h = query_states[t];
-        gru_forward(gi1[t], affine(b_h1, s, w_h1t), s, act1[t], ghn1[t], h);
+        gru_forward(gi1[t], affine(b_h1, dropped(s, m_p), w_h1t), s, act1[t], ghn1[t], h);
       }
-      const auto qg = affine(b_q, h, w_qt);  // [B, A + G]
+      const auto qg = affine(b_q, dropped(h, m_q), w_qt);  // [B, A + G]
       const auto qa = qg.narrow(1, 0, A);          // [B, A] W q
       auto e = energies[t];                        // [B, S, A]
       auto alpha = alphas[t];                      // [B, S]
@@ -135,7 +152,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     }
     ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined, not zeros
     ctx->save_for_backward({s0, keys, values, w_h1, w_q, v, w_c, states, contexts, alphas, energies, act2, ghn2,
-                            query_states, act1, ghn1});
+                            query_states, act1, ghn1, m_q, m_p});
     ctx->saved_data["cgru"] = cgru;
     ctx->saved_data["bf16"] = bf16;
     return {states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)};
@@ -147,7 +164,7 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     const auto &s0 = saved[0], &keys = saved[1], &values = saved[2], &w_h1 = saved[3], &w_q = saved[4],
                &v = saved[5], &w_c = saved[6], &states = saved[7], &contexts = saved[8], &alphas = saved[9],
                &energies = saved[10], &act2 = saved[11], &ghn2 = saved[12], &query_states = saved[13],
-               &act1 = saved[14], &ghn1 = saved[15];
+               &act1 = saved[14], &ghn1 = saved[15], &m_q = saved[16], &m_p = saved[17];
     const bool cgru = ctx->saved_data["cgru"].toBool(), bf16 = ctx->saved_data["bf16"].toBool();
     // Under --bf16 the backward's products run in bfloat16 too, the weights rounded once.
     const auto rounded = [&](const Tensor& w) { return bf16 && w.numel() > 0 ? w.to(torch::kBFloat16) : w; };
@@ -192,12 +209,12 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
       auto d_q = d_qg[t].narrow(1, 0, A);
       energy_backward(d_sc, energies[t], v, d_keys, d_q);
       // through W q and the reading GRU's W_hh h
-      if (bf16) dh.add_(torch::mm(d_qg[t].to(torch::kBFloat16), w_q_r));
-      else dh.addmm_(d_qg[t], w_q);
+      add_masked_product(dh, d_qg[t], w_q, w_q_r, m_q);
       if (cgru) {
         // s'_t = GRU1(gi1, W_hh1 s_{t-1} + b, s_{t-1}).
         auto d_prev = gru_backward(dh, act1[t], ghn1[t], s_prev, d_gi1[t], d_gh1[t]);
-        ds = bf16 ? d_prev.add_(torch::mm(d_gh1[t].to(torch::kBFloat16), w_h1_r)) : d_prev.addmm_(d_gh1[t], w_h1);
+        add_masked_product(d_prev, d_gh1[t], w_h1, w_h1_r, m_p);
+        ds = d_prev;
       } else {
         ds = dh;
       }
@@ -205,10 +222,10 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     // Each weight's gradient as one product over all T x B rows.
     auto flat = [](const Tensor& x) { return x.reshape({-1, x.size(-1)}); };
     const auto prev_states = torch::cat({s0.unsqueeze(0), states.narrow(0, 0, T - 1)}, 0);  // [T, B, D] s_{t-1}
-    const auto query_rows = flat(cgru ? query_states : prev_states);
+    const auto query_rows = flat(dropped(cgru ? query_states : prev_states, m_q));
     Tensor g_w_h1, g_b_h1, g_b_c;
     if (cgru) {
-      g_w_h1 = product(flat(d_gh1).t(), flat(prev_states), bf16);  // [G, D]
+      g_w_h1 = product(flat(d_gh1).t(), flat(dropped(prev_states, m_p)), bf16);  // [G, D]
       g_b_h1 = flat(d_gh1).sum(0);
       g_b_c = flat(d_gi2).sum(0);
     }
@@ -218,14 +235,15 @@ struct AttentiveRecurrence : torch::autograd::Function<AttentiveRecurrence> {
     const auto g_v = d_scores.reshape({1, T * B * S}).mm(energies.view({T * B * S, A})).view({A});
     const auto g_values = torch::bmm(alphas.permute({1, 2, 0}), d_ctx.transpose(0, 1));  // [B, S, T] x [B, T, C]
     return {d_gi1.transpose(0, 1), ds, d_keys, g_values, Tensor(), g_w_h1, g_b_h1,
-            g_w_q, g_b_q, g_v, g_w_c, g_b_c, Tensor()};
+            g_w_q, g_b_q, g_v, g_w_c, g_b_c, Tensor(), Tensor(), Tensor()};
   }
 };
 
 }  // namespace
 
 RecurrenceOutput attentive_recurrence(const Tensor& input_gates, const Tensor& init_state, const Tensor& keys,
-                                      const Tensor& values, const Tensor& mask_bias, const RecurrenceWeights& w) {
+                                      const Tensor& values, const Tensor& mask_bias, const RecurrenceWeights& w,
+                                      const RecurrenceMasks& masks) {
   // Weights a decoder type does not have travel as empty tensors.
   const auto none = torch::empty({0}, init_state.options());
   auto or_none = [&](const Tensor& x) { return x.defined() ? x : none; };
@@ -234,7 +252,7 @@ RecurrenceOutput attentive_recurrence(const Tensor& input_gates, const Tensor& i
   auto out = AttentiveRecurrence::apply(f(input_gates), f(init_state), f(keys), f(values), mask_bias, or_none(w.hidden1_weight),
                                         or_none(w.hidden1_bias), w.query_weight, w.query_bias,
                                         w.score_weight.reshape({-1}), w.context_weight, or_none(w.context_bias),
-                                        w.cgru);
+                                        f(or_none(masks.query)), f(or_none(masks.prev)), w.cgru);
   return {out[0], out[1], out[2]};
 }
 

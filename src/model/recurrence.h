@@ -31,6 +31,13 @@ struct RecurrenceWeights {
   torch::Tensor context_bias;    // [G] cgru: GRU2's b_ih; bahdanau: undefined (its b_ih is in the input gates)
 };
 
+// Variational dropout on the recurrence's states (DecoderMemory's masks):
+// each [B, D], 0 or 1/(1-p) per unit, the same at every step; undefined: none.
+struct RecurrenceMasks {
+  torch::Tensor query;  // on the query state where it enters query_weight
+  torch::Tensor prev;   // cgru: on s_{t-1} where it enters hidden1_weight
+};
+
 struct RecurrenceOutput {
   torch::Tensor states;    // [B, T, D] s_t
   torch::Tensor contexts;  // [B, T, C] c_t
@@ -41,11 +48,13 @@ struct RecurrenceOutput {
 // input_gates [B, T, G]: the embeddings' share of the input gates of the GRU
 // that reads E y (GRU1, or Bahdanau's one GRU), its b_ih included;
 // init_state [B, D] s_0; keys [B, S, A] the attention keys; values [B, S, C]
-// the annotations h_j; mask_bias [B, S] 0 on real positions, -inf on padding.
-// Differentiable in every tensor but mask_bias; the graph through it may run
-// backward once. Throws c10::Error when shapes or devices disagree.
+// the annotations h_j; mask_bias [B, S] 0 on real positions, -inf on padding;
+// `masks` drop state units where they enter the products (the states carried
+// from step to step stay whole). Differentiable in every tensor but mask_bias
+// and the masks; the graph through it may run backward once. Throws c10::Error when shapes or devices disagree.
 RecurrenceOutput attentive_recurrence(const torch::Tensor& input_gates, const torch::Tensor& init_state,
                                       const torch::Tensor& keys, const torch::Tensor& values,
-                                      const torch::Tensor& mask_bias, const RecurrenceWeights& w);
+                                      const torch::Tensor& mask_bias, const RecurrenceWeights& w,
+                                      const RecurrenceMasks& masks = {});
 
 }  // namespace nmt

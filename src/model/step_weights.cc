@@ -30,6 +30,8 @@ DecoderMemory DecoderMemory::repeat(int64_t copies) const {
   m.values = values.repeat_interleave(copies, 0);
   m.mask = mask.repeat_interleave(copies, 0);
   m.mask_bias = mask_bias.repeat_interleave(copies, 0);
+  if (query_mask.defined()) m.query_mask = query_mask.repeat_interleave(copies, 0);
+  if (prev_mask.defined()) m.prev_mask = prev_mask.repeat_interleave(copies, 0);
   return m;
 }
 

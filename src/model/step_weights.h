@@ -89,6 +89,11 @@ struct DecoderMemory {
   torch::Tensor mask;       // [B, S] bool, true on real positions
   torch::Tensor mask_bias;  // [B, S] 0 on real positions, -inf on padding
   int64_t context_size = 0;  // C
+  // Variational dropout masks [B, D] (ModelOptions::dec_hidden_dropout, training only; undefined
+  // otherwise), each row 0 or 1/(1-p) per unit, the same at every step: query_mask on the query
+  // state where it enters the attention's W and the reading GRU's W_hh; prev_mask (cgru) on
+  // s_{t-1} where it enters GRU1's W_hh.
+  torch::Tensor query_mask, prev_mask;
   // The step's weights (optimized path only; null for the plain one).
   std::shared_ptr<const StepWeights> weights;
   // The columns of the output projection a shortlist leaves (DecoderImpl::restrict_output):
