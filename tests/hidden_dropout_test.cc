@@ -15,7 +15,7 @@ using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::within;
 
-nmt::Seq2Seq make_model(double hidden_dropout, nmt::DecoderType decoder) {
+nmt::Seq2Seq hidden_dropout_model(double hidden_dropout, nmt::DecoderType decoder) {
   auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
   opt.decoder = decoder;
   opt.dropout = 0;  // only the state masks draw
@@ -30,7 +30,7 @@ TEST(DecoderHiddenDropoutTest, MasksAreDrawnPerSentenceInTrainingOnly) {
   for (const auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
     const bool cgru = decoder == nmt::DecoderType::kCgru;
     SCOPED_TRACE(cgru ? "cgru" : "bahdanau");
-    auto model = make_model(0.5, decoder);
+    auto model = hidden_dropout_model(0.5, decoder);
     const int64_t B = b.size(), D = nmt::test::tiny_model().dec_hidden;
     model->train();
     const auto mem = model->decoder->memory(model->encoder->forward(b.src, b.src_len));
@@ -48,7 +48,7 @@ TEST(DecoderHiddenDropoutTest, MasksAreDrawnPerSentenceInTrainingOnly) {
     const auto eval_mem = model->decoder->memory(model->encoder->forward(b.src, b.src_len));
     EXPECT_FALSE(eval_mem.query_mask.defined());
     EXPECT_FALSE(eval_mem.prev_mask.defined());
-    auto plain = make_model(0, decoder);
+    auto plain = hidden_dropout_model(0, decoder);
     plain->train();
     EXPECT_FALSE(plain->decoder->memory(plain->encoder->forward(b.src, b.src_len)).query_mask.defined());
   }
@@ -62,7 +62,7 @@ TEST(DecoderHiddenDropoutTest, TeacherForcingUsesOneMaskForEveryStep) {
   const int64_t S = b.src.size(1);
   for (const auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru}) {
     SCOPED_TRACE(decoder == nmt::DecoderType::kCgru ? "cgru" : "bahdanau");
-    auto model = make_model(0.5, decoder);
+    auto model = hidden_dropout_model(0.5, decoder);
     model->train();
     torch::manual_seed(5);
     const auto logits = model->forward(b.src, b.src_len, b.tgt_in).detach();  // [B, T, V]

@@ -19,8 +19,6 @@ using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::within;
 
-std::vector<nmt::Example> examples() { return nmt::test::padded_examples(); }
-
 std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
 
 nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
@@ -32,7 +30,7 @@ nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
 
 TEST(LossTest, SequenceLossIgnoresPadding) {
   auto model = make_model(nmt::test::tiny_model());
-  const auto ex = examples();
+  const auto ex = nmt::test::padded_examples();
   const auto b = nmt::make_batch(ex, all_indices());
   torch::NoGradGuard ng;
   const double batch_loss =

@@ -30,13 +30,13 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const std::string kSrc = NMT_SOURCE_DIR;
+const std::string kSourceDir = NMT_SOURCE_DIR;
 
 // A tiny, fast nmt-train run on the demo corpus that logs and checkpoints often.
 std::vector<std::string> demo_train_args(const std::string& out, int64_t max_steps) {
-  return {nmt::test::bin("nmt-train"), "--train-src", kSrc + "/data/demo/train.src", "--train-tgt",
-          kSrc + "/data/demo/train.tgt", "--valid-src", kSrc + "/data/demo/valid.src", "--valid-tgt",
-          kSrc + "/data/demo/valid.tgt", "--valid-max-sentences", "20", "-o", out, "--vocab-size", "300",
+  return {nmt::test::bin("nmt-train"), "--train-src", kSourceDir + "/data/demo/train.src", "--train-tgt",
+          kSourceDir + "/data/demo/train.tgt", "--valid-src", kSourceDir + "/data/demo/valid.src", "--valid-tgt",
+          kSourceDir + "/data/demo/valid.tgt", "--valid-max-sentences", "20", "-o", out, "--vocab-size", "300",
           "--emb-dim", "16", "--enc-hidden", "16", "--dec-hidden", "32", "--attn-dim", "16", "--batch-tokens", "300",
           "--log-every", "1", "--valid-every", "7", "--max-steps", std::to_string(max_steps), "--threads", "1",
           "--early-stopping", "0", "--dropout", "0.1"};

@@ -19,15 +19,15 @@
 
 namespace {
 
-struct Fixture {
+struct ShortlistFixture {
   nmt::LoadedModel m;
   std::vector<nmt::Example> ex;
   std::vector<int64_t> all;
 };
 
-const Fixture& fixture() {
-  static const Fixture f = [] {
-    Fixture f;
+const ShortlistFixture& shortlist_fixture() {
+  static const ShortlistFixture f = [] {
+    ShortlistFixture f;
     f.m = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
     std::vector<std::string> src, tgt;
     nmt::test::toy_corpus(12, 99, &src, &tgt);
@@ -45,7 +45,7 @@ const Fixture& fixture() {
 
 // Writes a table in which every source piece lists `targets` (ids), and loads it.
 nmt::Shortlist table_listing(const std::set<int64_t>& targets, int64_t frequent, const std::string& tag) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   std::vector<std::string> lines;
   for (int64_t e = nmt::kEosId + 1; e < f.m.src_tok.vocab_size(); ++e)
     for (int64_t t : targets)
@@ -62,9 +62,9 @@ nmt::Shortlist table_listing(const std::set<int64_t>& targets, int64_t frequent,
 // The bound on two paths' logits (with and without a list: other output
 // products) for a hypothesis of `ids` pieces of example i.
 double logits_bound(size_t i, size_t ids) {
-  auto model = fixture().m.model;
+  auto model = shortlist_fixture().m.model;
   return nmt::test::model_rounding_bound(
-      *model, nmt::test::model_depth(static_cast<int64_t>(fixture().ex[i].src.size()), static_cast<int64_t>(ids) + 1));
+      *model, nmt::test::model_depth(static_cast<int64_t>(shortlist_fixture().ex[i].src.size()), static_cast<int64_t>(ids) + 1));
 }
 
 // The bound on two paths' scores of h, a hypothesis of example i: each of its
@@ -77,13 +77,13 @@ double score_bound(size_t i, const nmt::Hypothesis& h) {
 // Whether h, a greedy hypothesis of example i, ended by choosing EOS rather than at its length cap.
 bool ended_by_eos(size_t i, const nmt::Hypothesis& h) {
   const nmt::SearchOptions opt;
-  const auto cap = std::min<int64_t>(static_cast<int64_t>(fixture().ex[i].src.size() * opt.max_length_ratio) + 5,
+  const auto cap = std::min<int64_t>(static_cast<int64_t>(shortlist_fixture().ex[i].src.size() * opt.max_length_ratio) + 5,
                                      opt.max_length);
   return static_cast<int64_t>(h.ids.size()) < cap;
 }
 
 std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr<const nmt::Shortlist>& list) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   c10::InferenceMode guard;
   auto model = f.m.model;
   model->eval();
@@ -95,7 +95,7 @@ std::vector<std::vector<nmt::Hypothesis>> search(int beam, const std::shared_ptr
 }
 
 TEST(ShortlistTest, CandidatesAreTheSpecialsTheFrequentAndTheBatchsTranslations) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   const std::string dir = nmt::test::temp_dir("shortlist-cands");
   const auto piece = [&](const nmt::Tokenizer& t, int64_t id) { return t.piece(id); };
   const int64_t e1 = 5, e2 = 6;  // two source ids
@@ -130,7 +130,7 @@ TEST(ShortlistTest, GreedyOutputsStayWhenTheListHoldsTheirPieces) {
   std::set<int64_t> used;
   for (const auto& h : plain) used.insert(h[0].ids.begin(), h[0].ids.end());
   auto list = std::make_shared<const nmt::Shortlist>(table_listing(used, 0, "shortlist-greedy"));
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   const auto cands = list->for_batch(nmt::make_batch(f.ex, f.all, false).src);
   ASSERT_LT(cands.size(0), f.m.tgt_tok.vocab_size()) << "the test needs a list smaller than the vocabulary";
   const auto listed = search(1, list);
@@ -151,7 +151,7 @@ TEST(ShortlistTest, GreedyOutputsStayWhenTheListHoldsTheirPieces) {
 }
 
 TEST(ShortlistTest, TheWholeVocabularyChangesNothing) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   std::set<int64_t> every;
   for (int64_t t = 0; t < f.m.tgt_tok.vocab_size(); ++t) every.insert(t);
   auto list = std::make_shared<const nmt::Shortlist>(table_listing(every, 0, "shortlist-all"));
@@ -178,7 +178,7 @@ TEST(ShortlistTest, TheWholeVocabularyChangesNothing) {
 }
 
 TEST(ShortlistTest, NothingOutsideTheListIsChosen) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   const std::set<int64_t> few{5, 9, 14};  // and the specials
   auto list = std::make_shared<const nmt::Shortlist>(table_listing(few, 0, "shortlist-few"));
   for (int beam : {1, 3})
@@ -191,7 +191,7 @@ TEST(ShortlistTest, NothingOutsideTheListIsChosen) {
 }
 
 TEST(ShortlistTest, BadTablesAreNamedByFileAndLine) {
-  const auto& f = fixture();
+  const auto& f = shortlist_fixture();
   const std::string dir = nmt::test::temp_dir("shortlist-bad");
   const std::string good = f.m.src_tok.piece(5) + "\t" + f.m.tgt_tok.piece(5) + "\t0.5";
   nmt::ShortlistOptions opt;
