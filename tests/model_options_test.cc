@@ -65,6 +65,10 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   EXPECT_DOUBLE_EQ(back.dropout, opt.dropout);
   EXPECT_DOUBLE_EQ(back.word_dropout, opt.word_dropout);
   EXPECT_DOUBLE_EQ(back.dec_hidden_dropout, opt.dec_hidden_dropout);
+  // A config written before dec_hidden_dropout existed reads as none.
+  auto before = opt.serialize();
+  before.erase(before.find("dec_hidden_dropout=0.25\n"), std::string("dec_hidden_dropout=0.25\n").size());
+  EXPECT_EQ(nmt::ModelOptions::parse(before, "old").dec_hidden_dropout, 0.0);
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,
