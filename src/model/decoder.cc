@@ -19,17 +19,12 @@ namespace {
 // x with its units dropped by a DecoderMemory mask, or x where it is undefined.
 torch::Tensor dropped(const torch::Tensor& x, const torch::Tensor& mask) { return mask.defined() ? x * mask : x; }
 
-// cell's GRU update of h from x with h masked where it enters W_hh (plain
-// operations; the module itself where there is no mask).
+// cell's GRU update of h from x with h masked where it enters W_hh
+// (gru_update() on the two products; the module itself where there is no mask).
 torch::Tensor gru_cell(torch::nn::GRUCellImpl& cell, const torch::Tensor& x, const torch::Tensor& h,
                        const torch::Tensor& mask) {
   if (!mask.defined()) return cell.forward(x, h);
-  const int64_t D = h.size(-1);
-  const auto gi = F::linear(x, cell.weight_ih, cell.bias_ih), gh = F::linear(h * mask, cell.weight_hh, cell.bias_hh);
-  const auto r = torch::sigmoid(gi.narrow(-1, 0, D) + gh.narrow(-1, 0, D));
-  const auto z = torch::sigmoid(gi.narrow(-1, D, D) + gh.narrow(-1, D, D));
-  const auto n = torch::tanh(gi.narrow(-1, 2 * D, D) + r * gh.narrow(-1, 2 * D, D));
-  return (1 - z) * n + z * h;
+  return gru_update(F::linear(x, cell.weight_ih, cell.bias_ih), F::linear(h * mask, cell.weight_hh, cell.bias_hh), h);
 }
 
 }  // namespace
