@@ -39,9 +39,7 @@ TEST(AlignTest, ModelAlignmentAloneGivesForwardAlignedsWeights) {
       auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
       opt.decoder = decoder;
       opt.alignment_head = head;
-      torch::manual_seed(1);
-      nmt::Seq2Seq model(opt);
-      model->eval();
+      auto model = nmt::test::seeded_model(opt);
       for (const auto path : {Path::kPlain, Path::kOptimized, Path::kRecurrence}) {
         SCOPED_TRACE("decoder " + std::to_string(static_cast<int>(decoder)) + ", head " + std::to_string(head) +
                      ", path " + std::to_string(static_cast<int>(path)));

@@ -20,10 +20,7 @@ using nmt::test::within;
 nmt::Seq2Seq model_with_layers(int64_t layers) {
   auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
   opt.enc_layers = layers;
-  torch::manual_seed(3);
-  nmt::Seq2Seq m(opt);
-  m->eval();
-  return m;
+  return nmt::test::seeded_model(opt, 3);
 }
 
 TEST(EncoderTest, PaddedRecurrenceEqualsPackedSequences) {

@@ -19,19 +19,13 @@ using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::within;
 
-std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
-
-nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
-  torch::manual_seed(seed);
-  nmt::Seq2Seq m(opt);
-  m->eval();
-  return m;
-}
+using nmt::test::padded_indices;
+using nmt::test::seeded_model;
 
 TEST(LossTest, SequenceLossIgnoresPadding) {
-  auto model = make_model(nmt::test::tiny_model());
+  auto model = seeded_model(nmt::test::tiny_model());
   const auto ex = nmt::test::padded_examples();
-  const auto b = nmt::make_batch(ex, all_indices());
+  const auto b = nmt::make_batch(ex, padded_indices());
   torch::NoGradGuard ng;
   const double batch_loss =
       nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1).item<double>();

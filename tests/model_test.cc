@@ -42,14 +42,8 @@ using nmt::test::within;
 
 std::vector<Example> examples() { return nmt::test::padded_examples(); }
 
-std::vector<int64_t> all_indices() { return {0, 1, 2, 3}; }
-
-nmt::Seq2Seq make_model(const nmt::ModelOptions& opt, uint64_t seed = 1) {
-  torch::manual_seed(seed);
-  nmt::Seq2Seq m(opt);
-  m->eval();
-  return m;
-}
+using nmt::test::padded_indices;
+using nmt::test::seeded_model;
 
 class ModelAttentionTest : public ::testing::TestWithParam<Variant> {
  protected:
@@ -85,9 +79,9 @@ INSTANTIATE_TEST_SUITE_P(Cgru, ModelAttentionTest,
 TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
   auto opt = options();
   ASSERT_NO_THROW(opt.validate());
-  auto model = make_model(opt);
+  auto model = seeded_model(opt);
   const auto ex = examples();
-  const auto b = nmt::make_batch(ex, all_indices());
+  const auto b = nmt::make_batch(ex, padded_indices());
   torch::NoGradGuard ng;
   torch::Tensor alpha;
   const auto logits = model->forward(b.src, b.src_len, b.tgt_in, &alpha);
@@ -115,9 +109,9 @@ TEST_P(ModelAttentionTest, AttentionSumsToOneAndIsZeroOnPadding) {
 }
 
 TEST_P(ModelAttentionTest, SentenceAloneEqualsSentenceInPaddedBatch) {
-  auto model = make_model(options());
+  auto model = seeded_model(options());
   const auto ex = examples();
-  const auto b = nmt::make_batch(ex, all_indices());
+  const auto b = nmt::make_batch(ex, padded_indices());
   torch::NoGradGuard ng;
   const auto enc = model->encoder->forward(b.src, b.src_len);
   const auto logits = model->forward(b.src, b.src_len, b.tgt_in);
@@ -148,9 +142,9 @@ TEST_P(ModelAttentionTest, GradientsReachEveryParameter) {
     auto opt = options();
     opt.tie_embeddings = tie;
     opt.dropout = 0.1;
-    auto model = make_model(opt);
+    auto model = seeded_model(opt);
     model->train();
-    const auto b = nmt::make_batch(examples(), all_indices());
+    const auto b = nmt::make_batch(examples(), padded_indices());
     auto loss = nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.1);
     loss.backward();
     for (const auto& p : model->named_parameters()) {
@@ -163,8 +157,8 @@ TEST_P(ModelAttentionTest, GradientsReachEveryParameter) {
 
 TEST_P(ModelAttentionTest, StepByStepEqualsForward) {
   // The search path (DecoderImpl::step) must compute what training optimizes.
-  auto model = make_model(options());
-  const auto b = nmt::make_batch(examples(), all_indices());
+  auto model = seeded_model(options());
+  const auto b = nmt::make_batch(examples(), padded_indices());
   torch::NoGradGuard ng;
   torch::Tensor alpha;
   const auto logits = model->forward(b.src, b.src_len, b.tgt_in, &alpha);
@@ -204,9 +198,9 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
     opt.word_dropout = 0.25;
     opt.dec_hidden_dropout = hidden_dropout;
     if (attention() != AttentionType::kDot) opt.dec_hidden = 20;  // D != C = 24 (dot needs them equal)
-    auto model = make_model(opt);
+    auto model = seeded_model(opt);
     model->train();
-    const auto b = nmt::make_batch(examples(), all_indices());
+    const auto b = nmt::make_batch(examples(), padded_indices());
     torch::manual_seed(3);
     auto guide = torch::softmax(torch::randn({b.src.size(0), b.tgt_in.size(1), b.src.size(1)}), 2);
     auto run = [&](Path path) {
@@ -281,11 +275,11 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
     auto opt = plain_opt;
     opt.alignment_head = 8;
     ASSERT_NO_THROW(opt.validate());
-    auto model = make_model(opt), plain = make_model(plain_opt);
+    auto model = seeded_model(opt), plain = seeded_model(plain_opt);
     ASSERT_TRUE(model->decoder->has_alignment_head());
     ASSERT_FALSE(plain->decoder->has_alignment_head());
     const auto ex = examples();
-    const auto b = nmt::make_batch(ex, all_indices());
+    const auto b = nmt::make_batch(ex, padded_indices());
     const int64_t B = b.size(), T = b.tgt_in.size(1), S = b.src.size(1);
     {
       torch::NoGradGuard ng;
@@ -355,9 +349,9 @@ TEST(AlignmentHeadTest, WeightsMaskPathsAndGradients) {
 
 TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {
   auto opt = nmt::test::tiny_model();
-  auto untied = make_model(opt);
+  auto untied = seeded_model(opt);
   opt.tie_embeddings = true;
-  auto tied = make_model(opt);
+  auto tied = seeded_model(opt);
   const auto np_untied = untied->named_parameters();
   const auto np_tied = tied->named_parameters();
   EXPECT_EQ(np_tied.size() + 1, np_untied.size());
@@ -368,7 +362,7 @@ TEST(ModelTest, TiedEmbeddingsShareTheOutputProjection) {
   // A target token that never appears in tgt_in still gets an embedding
   // gradient when tied (through the output projection), never when untied.
   const auto ex = examples();
-  const auto b = nmt::make_batch(ex, all_indices());
+  const auto b = nmt::make_batch(ex, padded_indices());
   std::set<int64_t> used;
   auto flat = b.tgt_in.flatten();
   for (int64_t i = 0; i < flat.numel(); ++i) used.insert(flat[i].item<int64_t>());

@@ -119,6 +119,15 @@ std::vector<Example> padded_examples() {
   });
 }
 
+std::vector<int64_t> padded_indices() { return {0, 1, 2, 3}; }
+
+Seq2Seq seeded_model(const ModelOptions& opt, uint64_t seed) {
+  torch::manual_seed(seed);
+  Seq2Seq m(opt);
+  m->eval();
+  return m;
+}
+
 const Tokenizer& toy_tokenizer() {
   static const Tokenizer tok = [] {
     std::vector<std::string> s, t;

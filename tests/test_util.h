@@ -60,6 +60,13 @@ std::vector<Example> toy_examples(const std::vector<std::pair<std::string, std::
 // Four toy pairs of clearly different lengths (toy_examples()), so a batch of them is padded.
 std::vector<Example> padded_examples();
 
+// The indices of every pair of padded_examples(), for make_batch().
+std::vector<int64_t> padded_indices();
+
+// A model of `opt` in evaluation mode, its weights drawn after
+// torch::manual_seed(seed), so the same seed gives the same weights.
+Seq2Seq seeded_model(const ModelOptions& opt, uint64_t seed = 1);
+
 // Tiny model sizes for tests, with vocabularies from toy_tokenizer().
 ModelOptions tiny_model(AttentionType attention = AttentionType::kAdditive);
 
