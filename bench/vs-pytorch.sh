@@ -120,7 +120,7 @@ head -n "$nvalid" <(for ((i = 0; i < reps; i++)); do cat "$data/val.lc.norm.tok.
 # The mirror's model and batches (nmt_ref.py's defaults), whatever the config's quality recipe says.
 local config=configs/multi30k-en-de.toml
 local common=(--config "$config" --threads "$threads" --device "$dev" --train-src "$work/train.en" --train-tgt "$work/train.de"
-              --decoder bahdanau --batch-tokens 4096 --batch-sentences 128 --lr-decay-start 0 --average 0
+              --decoder bahdanau --dec-hidden-dropout 0 --batch-tokens 4096 --batch-sentences 128 --lr-decay-start 0 --average 0
               --log-every 100000 --keep-checkpoints 0)
 # A model to decode with and the SentencePiece models every row uses: NMT_BENCH_CKPT's
 # and its folder's, or one short nmt-train run's.
