@@ -230,10 +230,13 @@ TEST(CheckpointSafetyTest, SizesAreCheckedBeforeAnythingIsAllocated) {
 // endless zeros: refused after the header, not read to the end.
 TEST(CheckpointSafetyTest, AnUnsizedOldHeaderFromAPipeIsNotReadToItsEnd) {
   const auto dir = temp_dir("ckpt_safe_fifo");
-  const auto fifo = dir + "/m.ckpt";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int n = 0;
   for (const std::string& tool : {std::string("nmt-translate -m "), std::string("nmt-train --convert ")}) {
     SCOPED_TRACE(tool);
+    // A FIFO of its own per tool: a writer of the last one that has not died
+    // yet could otherwise feed this reader its zeros before the new header.
+    const auto fifo = dir + "/m" + std::to_string(++n) + ".ckpt";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     // The writer ends when the reader closes the pipe (SIGPIPE), or after 1 GB.
     const std::string writer = "(printf 'NMTCKPT\\n\\001\\000\\000\\000'; head -c 1000000000 /dev/zero) > " +
                                quote(fifo) + " 2>/dev/null &";
