@@ -274,7 +274,9 @@ if [[ $dev == cpu ]] && ((text_rows && train_rows)); then
 fi
 
 local sgemm flops
-sgemm=$("${pyenv[@]}" "$py" "$ref" sgemm --threads "$threads" --device "$dev" $([[ $dev == cpu ]] || echo "--n 8192"))
+local sgemm_size=()
+[[ $dev == cpu ]] || sgemm_size=(--n 8192)
+sgemm=$("${pyenv[@]}" "$py" "$ref" sgemm --threads "$threads" --device "$dev" "${sgemm_size[@]}")
 local decoding=()
 [[ -f $ckpt ]] && decoding=(-m "$ckpt")  # decoding's products, with that model's sizes
 flops=$("$py" "$ref" flops --src-len 14 --tgt-len 15 "${decoding[@]}")  # Multi30k's mean pieces per sentence, about

@@ -1,6 +1,9 @@
-// The encoder's two recurrences (model/layers.h): over packed sequences, and
+// The encoder's recurrences (model/layers.h): over packed sequences, and
 // over the padded batch as it is (what a CUDA graph can hold) give the same
-// annotations, initial state, logits and gradients to rounding.
+// annotations, initial state, logits and gradients to rounding; so does the
+// step-by-step recurrence of state dropout (ModelOptions::enc_hidden_dropout)
+// when its masks keep every unit, and with masks that drop units it is the
+// GRU with one mask per sentence, layer and direction for all the steps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -17,9 +20,10 @@ using nmt::test::model_depth;
 using nmt::test::model_rounding_bound;
 using nmt::test::within;
 
-nmt::Seq2Seq model_with_layers(int64_t layers) {
+nmt::Seq2Seq model_with_layers(int64_t layers, double enc_hidden_dropout = 0) {
   auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
   opt.enc_layers = layers;
+  opt.enc_hidden_dropout = enc_hidden_dropout;
   return nmt::test::seeded_model(opt, 3);
 }
 
@@ -94,6 +98,83 @@ TEST(EncoderTest, ABatchPaddedToAFixedShapeGivesItsLossAndGradients) {
                      model_rounding_bound(*model, model_depth(S, T)) * b.tgt_tokens));
   for (size_t i = 0; i < g_batch.size(); ++i)
     EXPECT_TRUE(within(g_padded[i], g_batch[i], bound * g_batch[i].abs().max().item<double>())) << "parameter " << i;
+}
+
+TEST(EncoderTest, StateMasksThatKeepEveryUnitGiveThePackedRecurrence) {
+  // With p = 1e-9 every mask unit is 1 / (1 - p), which is 1 in float: the
+  // step-by-step recurrence that training with state dropout runs is then
+  // LibTorch's packed GRU, in annotations and in gradients, to rounding.
+  for (int64_t layers : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << layers << " layers");
+    auto plain = model_with_layers(layers), masked = model_with_layers(layers, 1e-9);
+    plain->train();  // tiny_model() has no other dropout
+    masked->train();
+    const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
+    const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
+    {
+      torch::NoGradGuard no_grad;
+      const auto want = plain->encoder->forward(b.src, b.src_len), got = masked->encoder->forward(b.src, b.src_len);
+      EXPECT_TRUE(within(got.annotations, want.annotations, model_rounding_bound(*plain, layers * S)));
+      EXPECT_TRUE(got.annotations.masked_select(got.mask.logical_not().unsqueeze(2)).eq(0).all().item<bool>())
+          << "annotations not zero on padding";
+    }
+    auto gradients = [&](nmt::Seq2Seq& model) {
+      model->zero_grad();
+      nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.0).backward();
+      std::vector<torch::Tensor> out;
+      for (const auto& p : model->encoder->parameters()) out.push_back(p.grad().clone());
+      return out;
+    };
+    const auto want = gradients(plain), got = gradients(masked);
+    const double bound = nmt::test::gradient_rounding_bound(*plain, model_depth(layers * S, T), b.size() * T);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_GT(want[i].abs().sum().item<double>(), 0) << "parameter " << i << " got no gradient";
+      EXPECT_TRUE(within(got[i], want[i], bound * want[i].abs().max().item<double>())) << "parameter " << i;
+    }
+  }
+}
+
+TEST(EncoderTest, StateMasksAreOnePerSentenceAndDirectionForAllSteps) {
+  // Each sentence alone through a GRU written out here, its state multiplied
+  // by the same mask wherever it enters W_hh, the masks drawn as the encoder
+  // draws them (forward, then backward, from the same seed).
+  const double p = 0.5;
+  auto model = model_with_layers(1, p);
+  model->train();
+  const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
+  const int64_t B = b.size(), S = b.src.size(1), H = nmt::test::tiny_model().enc_hidden;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  const auto got = model->encoder->forward(b.src, b.src_len).annotations;  // [B, S, 2H]
+  torch::manual_seed(11);
+  const auto ones = torch::ones({B, H});
+  const auto forward_mask = torch::dropout(ones, p, /*train=*/true), backward_mask = torch::dropout(ones, p, true);
+  ASSERT_TRUE(forward_mask.eq(0).any().item<bool>() && backward_mask.eq(0).any().item<bool>());
+  auto w = model->encoder->named_parameters();
+  const auto x = torch::embedding(w["embed.weight"], b.src);  // [B, S, E]
+  auto step = [&](const torch::Tensor& xt, const torch::Tensor& h, const torch::Tensor& m, const std::string& d) {
+    return nmt::gru_update(torch::addmm(w["rnn.bias_ih_l0" + d], xt, w["rnn.weight_ih_l0" + d].t()),
+                           torch::addmm(w["rnn.bias_hh_l0" + d], h * m, w["rnn.weight_hh_l0" + d].t()), h);
+  };
+  auto want = torch::zeros({B, S, 2 * H});
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t len = b.src_len[i].item<int64_t>();
+    auto h = torch::zeros({1, H});
+    for (int64_t t = 0; t < len; ++t) {
+      h = step(x[i].narrow(0, t, 1), h, forward_mask[i], "");
+      want[i][t].narrow(0, 0, H).copy_(h[0]);
+    }
+    h = torch::zeros({1, H});
+    for (int64_t t = len - 1; t >= 0; --t) {
+      h = step(x[i].narrow(0, t, 1), h, backward_mask[i], "_reverse");
+      want[i][t].narrow(0, H, H).copy_(h[0]);
+    }
+  }
+  EXPECT_TRUE(within(got, want, model_rounding_bound(*model, S)));
+  model->eval();
+  const auto eval = model->encoder->forward(b.src, b.src_len).annotations;
+  EXPECT_GT((eval - got).abs().max().item<double>(), 1e-3) << "the masks changed nothing";
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ TEST(ModelOptionsTest, ValidateRejectsBadOptions) {
   bad.dec_hidden_dropout = 1.0;
   EXPECT_THROW(bad.validate(), nmt::Error);
   bad = nmt::test::tiny_model();
+  bad.enc_hidden_dropout = -0.5;
+  EXPECT_THROW(bad.validate(), nmt::Error);
+  bad = nmt::test::tiny_model();
   bad.src_vocab = 0;
   EXPECT_THROW(bad.validate(), nmt::Error);
 }
@@ -51,6 +54,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   opt.dropout = 0.35;
   opt.word_dropout = 0.15;
   opt.dec_hidden_dropout = 0.25;
+  opt.enc_hidden_dropout = 0.125;
   opt.tie_embeddings = true;
   opt.attn_dim = 17;
   const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
@@ -69,6 +73,9 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   auto before = opt.serialize();
   before.erase(before.find("dec_hidden_dropout=0.25\n"), std::string("dec_hidden_dropout=0.25\n").size());
   EXPECT_EQ(nmt::ModelOptions::parse(before, "old").dec_hidden_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(back.enc_hidden_dropout, opt.enc_hidden_dropout);
+  before.erase(before.find("enc_hidden_dropout=0.125\n"), std::string("enc_hidden_dropout=0.125\n").size());
+  EXPECT_EQ(nmt::ModelOptions::parse(before, "old").enc_hidden_dropout, 0.0);
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,

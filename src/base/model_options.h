@@ -23,6 +23,7 @@ struct ModelOptions {
   double dropout = 0.2;
   double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
   double dec_hidden_dropout = 0;  // variational dropout on the decoder's states in its recurrent products
+  double enc_hidden_dropout = 0;  // variational dropout on the encoder's states in its recurrent products
   bool tie_embeddings = false;
   int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
 
@@ -68,6 +69,13 @@ struct ModelOptions {
             g, nullptr, kMayBeAbsent}
           .within(0.0, 1.0, End::kClosed, End::kOpen),
       s.dec_hidden_dropout);
+    v(Field{"enc-hidden-dropout",
+            "Variational dropout on the encoder's GRU states where they enter its recurrent products: one mask "
+            "per sentence, layer and direction for all its steps (Gal & Ghahramani 2016; Nematus's "
+            "dropout_hidden); the annotations and the states carried forward are not dropped",
+            g, nullptr, kMayBeAbsent}
+          .within(0.0, 1.0, End::kClosed, End::kOpen),
+      s.enc_hidden_dropout);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
     v(Field{"alignment-head",
             "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "

@@ -24,6 +24,7 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
   init = register_module("init", torch::nn::Linear(opt.enc_hidden, opt.dec_hidden));
   drop = register_module("drop", Dropout(opt.dropout));
   word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
+  state_drop = register_module("state_drop", Dropout(opt.enc_hidden_dropout));
 }
 
 namespace {
@@ -42,6 +43,25 @@ torch::Tensor take_positions(const torch::Tensor& x, const torch::Tensor& index)
   return x.gather(1, index.unsqueeze(2).expand({-1, -1, x.size(2)}));
 }
 
+// One direction of a GRU layer over input [B, S, F] from a zero state, step
+// by step, with the state masked by state_mask [B, H] where it enters W_hh
+// (weights: W_ih, W_hh, b_ih, b_hh, as torch::gru takes them) -> [B, S, H].
+// The gates' element-wise work runs in the input's dtype (float under CPU
+// autocast, whose products give bfloat16).
+torch::Tensor masked_gru(const torch::Tensor& input, const std::vector<torch::Tensor>& w,
+                         const torch::Tensor& state_mask) {
+  const auto gi = F::linear(input, w[0], w[2]);                                 // [B, S, 3H]
+  auto h = torch::zeros({input.size(0), w[1].size(1)}, input.options());     // [B, H]
+  std::vector<torch::Tensor> states;
+  states.reserve(input.size(1));
+  for (int64_t t = 0; t < input.size(1); ++t) {
+    const auto gh = F::linear(h * state_mask, w[1], w[3]);                     // [B, 3H]
+    h = gru_update(gi.select(1, t).to(h.scalar_type()), gh.to(h.scalar_type()), h);
+    states.push_back(h);
+  }
+  return torch::stack(states, 1);  // [B, S, H]
+}
+
 }  // namespace
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len) {
@@ -49,7 +69,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor
   auto x = drop(word_drop(embed(src)));  // [B, S, E]
   EncoderOutput enc;
   enc.mask = src.ne(kPadId);  // [B, S]
-  if (src_len.defined()) {
+  if (src_len.defined() && !state_masks()) {
     auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
     auto out = std::get<0>(rnn->forward_with_packed_input(packed));
     enc.annotations = std::get<0>(rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S));
@@ -69,6 +89,8 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor
 // it never reaches that sentence's states) and the other over each sentence
 // reversed within its length; the padding's states are then zeroed, as
 // unpacking leaves them. Layers are joined with the GRU module's dropout.
+// With state masks (enc_hidden_dropout in training) each direction runs
+// masked_gru() with a mask of its own, drawn before it runs.
 torch::Tensor EncoderImpl::recur_in_place(const torch::Tensor& x, const torch::Tensor& mask) {
   const auto reversed = reverse_within_length(mask);  // [B, S]
   const auto weights = rnn->named_parameters();
@@ -81,6 +103,7 @@ torch::Tensor EncoderImpl::recur_in_place(const torch::Tensor& x, const torch::T
   for (int64_t l = 0; l < opt_.enc_layers; ++l) {
     const auto k = "l" + std::to_string(l);
     auto run = [&](const torch::Tensor& input, const std::string& name) {  // [B, S, F] -> [B, S, H]
+      if (state_masks()) return masked_gru(input, layer(name), state_drop(torch::ones_like(h0[0])));
       return std::get<0>(torch::gru(input, h0, layer(name), /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
                                     is_training(), /*bidirectional=*/false, /*batch_first=*/true));
     };

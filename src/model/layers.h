@@ -71,11 +71,17 @@ class EncoderImpl : public torch::nn::Module {
   // batch as it is, lengths taken from the padding on src's device (the same
   // annotations to rounding; no read from the device and shapes that depend
   // on [B, S] alone, as a CUDA graph needs; every row must hold a word).
+  // In training with ModelOptions::enc_hidden_dropout, over the padded batch
+  // whatever src_len, step by step, with the states masked where they enter
+  // W_hh: masks [B, H] drawn in the order layer 0 forward, layer 0 backward,
+  // layer 1 forward, ..., one per sentence for all its steps.
   EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
 
  private:
   // The bidirectional GRU over x [B, S, E] padded, mask [B, S] -> [B, S, 2H], zero on padding.
   torch::Tensor recur_in_place(const torch::Tensor& x, const torch::Tensor& mask);
+  // Whether forward() draws state masks (training with enc_hidden_dropout).
+  bool state_masks() const { return is_training() && opt_.enc_hidden_dropout > 0; }
 
   ModelOptions opt_;
   torch::nn::Embedding embed{nullptr};
@@ -83,6 +89,7 @@ class EncoderImpl : public torch::nn::Module {
   torch::nn::Linear init{nullptr};  // H -> D
   Dropout drop{nullptr};
   Dropout word_drop{nullptr};  // whole input embeddings (ModelOptions::word_dropout)
+  Dropout state_drop{nullptr};  // the recurrence's state masks (ModelOptions::enc_hidden_dropout)
 };
 TORCH_MODULE(Encoder);
 

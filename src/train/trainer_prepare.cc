@@ -145,7 +145,7 @@ void Trainer::validate_options() {
     if (why) throw UsageError(std::string("--cuda-graphs needs ") + why);
   }
   if (opt_.r_drop > 0 && model_opt_.dropout == 0 && model_opt_.word_dropout == 0 &&
-      model_opt_.dec_hidden_dropout == 0 && opt_.dist.rank == 0)
+      model_opt_.dec_hidden_dropout == 0 && model_opt_.enc_hidden_dropout == 0 && opt_.dist.rank == 0)
     spdlog::warn("--r-drop {} without dropout: the two runs of each batch are the same, at twice the cost",
                  shortest_decimal(opt_.r_drop));
 }
