@@ -222,6 +222,24 @@ TEST(ConfigTest, ShippedConfigsAreValid) {
   for (const char* name : {"small.toml", "multi30k-en-de.toml", "large.toml"}) EXPECT_EQ(seen.count(name), 1u) << name;
 }
 
+// The Multi30k recipe is one recipe for both pairs: en-fr's config is
+// en-de's but for its output folder (and the data its command line names).
+TEST(ConfigTest, Multi30kConfigsDifferOnlyInTheirOutputFolder) {
+  auto dump = [](const std::string& pair) {
+    nmt::TrainOptions train;
+    nmt::TokenizerOptions tok;
+    nmt::ModelOptions model;
+    auto cfg = nmt::ConfigFile::read(std::string(NMT_SOURCE_DIR) + "/configs/multi30k-" + pair + ".toml");
+    cfg.apply(train);
+    cfg.apply(tok);
+    cfg.apply(model);
+    EXPECT_EQ(train.output_dir, "runs/multi30k-" + pair);
+    train.output_dir.clear();
+    return nmt::ConfigWriter().add(train).add(tok).add(model).str();
+  };
+  EXPECT_EQ(dump("en-fr"), dump("en-de"));
+}
+
 // A run folder's config.toml stores every path absolute (FieldFlag kPath),
 // so that it reads the same files from any folder; other options are kept.
 TEST(ConfigTest, PathsAreMadeAbsoluteForARunFolder) {
