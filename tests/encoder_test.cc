@@ -27,6 +27,29 @@ nmt::Seq2Seq model_with_layers(int64_t layers, double enc_hidden_dropout = 0) {
   return nmt::test::seeded_model(opt, 3);
 }
 
+// The gradients of the encoder's parameters for batch b's loss, with src_len
+// passed to the model as given (undefined: the encoder over the padded batch).
+std::vector<torch::Tensor> encoder_gradients(nmt::Seq2Seq& model, const nmt::Batch& b, const torch::Tensor& src_len) {
+  model->zero_grad();
+  nmt::sequence_loss(model->forward(b.src, src_len, b.tgt_in), b.tgt_out, 0.0).backward();
+  std::vector<torch::Tensor> out;
+  for (const auto& p : model->encoder->parameters()) out.push_back(p.grad().clone());
+  return out;
+}
+
+// Every gradient of `got` within rounding of `want`'s (which must all be
+// nonzero), for batch b through a model of `layers` encoder layers.
+void expect_same_gradients(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want,
+                           nmt::Seq2Seq& model, const nmt::Batch& b, int64_t layers) {
+  const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
+  const double bound = nmt::test::gradient_rounding_bound(*model, model_depth(layers * S, T), b.size() * T);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_GT(want[i].abs().sum().item<double>(), 0) << "parameter " << i << " got no gradient";
+    EXPECT_TRUE(within(got[i], want[i], bound * want[i].abs().max().item<double>())) << "parameter " << i;
+  }
+}
+
 TEST(EncoderTest, PaddedRecurrenceEqualsPackedSequences) {
   for (int64_t layers : {1, 2}) {
     SCOPED_TRACE(testing::Message() << layers << " layers");
@@ -57,21 +80,8 @@ TEST(EncoderTest, PaddedRecurrenceGivesThePackedGradients) {
     auto model = model_with_layers(layers);
     model->train();  // tiny_model() has no dropout: the same function as in eval mode
     const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
-    auto gradients = [&](const torch::Tensor& src_len) {
-      model->zero_grad();
-      nmt::sequence_loss(model->forward(b.src, src_len, b.tgt_in), b.tgt_out, 0.0).backward();
-      std::vector<torch::Tensor> out;
-      for (const auto& p : model->encoder->parameters()) out.push_back(p.grad().clone());
-      return out;
-    };
-    const auto packed = gradients(b.src_len), padded = gradients(torch::Tensor());
-    const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
-    const double bound = nmt::test::gradient_rounding_bound(*model, model_depth(layers * S, T), b.size() * T);
-    ASSERT_EQ(packed.size(), padded.size());
-    for (size_t i = 0; i < packed.size(); ++i) {
-      EXPECT_GT(packed[i].abs().sum().item<double>(), 0) << "parameter " << i << " got no gradient";
-      EXPECT_TRUE(within(padded[i], packed[i], bound * packed[i].abs().max().item<double>())) << "parameter " << i;
-    }
+    expect_same_gradients(encoder_gradients(model, b, torch::Tensor()), encoder_gradients(model, b, b.src_len), model,
+                          b, layers);
   }
 }
 
@@ -110,7 +120,7 @@ TEST(EncoderTest, StateMasksThatKeepEveryUnitGiveThePackedRecurrence) {
     plain->train();  // tiny_model() has no other dropout
     masked->train();
     const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
-    const int64_t S = b.src.size(1), T = b.tgt_in.size(1);
+    const int64_t S = b.src.size(1);
     {
       torch::NoGradGuard no_grad;
       const auto want = plain->encoder->forward(b.src, b.src_len), got = masked->encoder->forward(b.src, b.src_len);
@@ -118,20 +128,8 @@ TEST(EncoderTest, StateMasksThatKeepEveryUnitGiveThePackedRecurrence) {
       EXPECT_TRUE(got.annotations.masked_select(got.mask.logical_not().unsqueeze(2)).eq(0).all().item<bool>())
           << "annotations not zero on padding";
     }
-    auto gradients = [&](nmt::Seq2Seq& model) {
-      model->zero_grad();
-      nmt::sequence_loss(model->forward(b.src, b.src_len, b.tgt_in), b.tgt_out, 0.0).backward();
-      std::vector<torch::Tensor> out;
-      for (const auto& p : model->encoder->parameters()) out.push_back(p.grad().clone());
-      return out;
-    };
-    const auto want = gradients(plain), got = gradients(masked);
-    const double bound = nmt::test::gradient_rounding_bound(*plain, model_depth(layers * S, T), b.size() * T);
-    ASSERT_EQ(want.size(), got.size());
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_GT(want[i].abs().sum().item<double>(), 0) << "parameter " << i << " got no gradient";
-      EXPECT_TRUE(within(got[i], want[i], bound * want[i].abs().max().item<double>())) << "parameter " << i;
-    }
+    expect_same_gradients(encoder_gradients(masked, b, b.src_len), encoder_gradients(plain, b, b.src_len), plain, b,
+                          layers);
   }
 }
 
