@@ -17,7 +17,9 @@ Environment:
   NMT_TRAIN_FLAGS   extra nmt-train flags (e.g. "--max-epochs 12"), recorded in
                     model-N.flags when model N starts
   NMT_THREADS       threads for each training and translation (default: the cores
-                    divided among NMT_JOBS)
+                    divided among the NMT_JOBS that run at once; all of them for a
+                    model that trains alone and for the teachers' translation of
+                    the training source)
   NMT_JOBS=N        models that train at once, and translations that run at once
                     (default 1): the teachers side by side, the students beside the
                     right-to-left models, the selection's translations N at a time.
@@ -140,7 +142,7 @@ class Recipe(Selection):
         self.jobs = env_int("NMT_JOBS", 1)
         if self.jobs < 1:
             die("NMT_JOBS must be at least 1")
-        self.threads = str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // self.jobs)))
+        self.threads = self.threads_for(self.jobs)
         self.extra = os.environ.get("NMT_TRAIN_FLAGS", "").split()
         self.sel, self.commit = f"{self.run}/select", multi30k_result.checkout_commit()
         # The distillation pick and the students' name (checked before anything trains): either
@@ -197,12 +199,18 @@ class Recipe(Selection):
         os.replace(out + ".part", out)
 
     # --- training -------------------------------------------------------------
+    def threads_for(self, k):
+        """The --threads of each of K processes that run at once (at most
+        NMT_JOBS of them): NMT_THREADS, else the cores divided among them."""
+        return str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // max(1, min(self.jobs, k)))))
+
     def train_model(self, seed, folder, target, valid, spm=(), source=None, extra=None, valid_source=None,
-                    echo=True):
+                    echo=True, threads=None):
         """Trains FOLDER on SOURCE (default: the training source) and TARGET,
         validating on VALID_SOURCE (default: the val source) and VALID, with the nmt-train flags EXTRA (default
         NMT_TRAIN_FLAGS), unless it holds a finished run; resumes a stopped one.
-        Its log goes to FOLDER.log, and with ECHO to the terminal too. Dies if
+        Its log goes to FOLDER.log, and with ECHO to the terminal too; THREADS
+        (default: NMT_JOBS' share of the cores) are its --threads. Dies if
         nmt-train fails."""
         extra = self.extra if extra is None else extra
         if os.path.exists(f"{folder}/trained"):
@@ -218,7 +226,7 @@ class Recipe(Selection):
             with open(f"{folder}.flags", "w") as f:
                 f.write(" ".join(extra) + "\n")
         cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
-               "--threads", self.threads, "--train-src", self.path(source or f"train.{self.src}"),
+               "--threads", threads or self.threads, "--train-src", self.path(source or f"train.{self.src}"),
                "--train-tgt", self.path(target), "--valid-src", self.path(valid_source or f"val.{self.src}"),
                "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + extra
         t0 = time.time()
@@ -249,18 +257,21 @@ class Recipe(Selection):
     def train_models(self, specs):
         """train_model() of every (seed, folder, target, valid, spm[, source, extra, valid_source]) of SPECS, in
         order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
-        waits until they are made. Dies when a model fails (after the others
-        running beside it end) or waits on models that no model makes."""
+        waits until they are made. Fewer models to train than NMT_JOBS share
+        the cores among themselves (threads_for()). Dies when a model fails
+        (after the others running beside it end) or waits on models that no
+        model makes."""
+        threads = self.threads_for(sum(not os.path.exists(f"{spec[1]}/trained") for spec in specs))
         if self.jobs == 1:
             for spec in specs:
-                self.train_model(*spec)
+                self.train_model(*spec, threads=threads)
             return
         pending, running = list(specs), set()
         with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
             while pending or running:
                 while (pending and len(running) < self.jobs and not STOP.is_set()
                        and all(map(os.path.exists, pending[0][4][1::2]))):
-                    running.add(pool.submit(self.train_model, *pending.pop(0), echo=False))
+                    running.add(pool.submit(self.train_model, *pending.pop(0), echo=False, threads=threads))
                 if pending and not running and STOP.is_set():
                     die("stopped by a signal; run the recipe again to resume it")
                 if pending and not running:
@@ -273,12 +284,13 @@ class Recipe(Selection):
         return ["--src-spm", f"{self.run}/{first}/src.spm.model", "--tgt-spm", f"{self.run}/{first}/tgt.spm.model"]
 
     # --- translation (the selection on val: multi30k_select.Selection) --------
-    def nmt_translate(self, models, args, log):
+    def nmt_translate(self, models, args, log, alone=False):
         if STOP.is_set():  # a queued translation does not start after the signal
             die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
+        threads = self.threads_for(1) if alone else self.threads  # ALONE: nothing runs beside it
         with open(log, "w") as f:
-            if subprocess.run(cmd + ["--threads", self.threads] + args, stderr=f).returncode != 0:
+            if subprocess.run(cmd + ["--threads", threads] + args, stderr=f).returncode != 0:
                 die("stopped by a signal" if STOP.is_set() else f"nmt-translate failed (see {log})")
 
 

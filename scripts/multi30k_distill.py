@@ -85,7 +85,7 @@ def teachers_nbest(r, teachers_dirs, teachers, lp, nbest):
     print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, "
           f"length penalty {lp}, 5 best", flush=True)
     r.nmt_translate(teachers, ["-b", "5", "--n-best", "5", "--length-penalty", lp, "-i", source, "-o", nbest],
-                    f"{r.run}/distill.log")
+                    f"{r.run}/distill.log", alone=True)
     with open(nbest + ".made", "w") as f:
         f.write(made + "\n")
 
@@ -166,7 +166,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
           f"{lp}, reranked by {k} right-to-left model(s) (w {chosen.w}, a {chosen.a}; val {chosen.score} "
           f"against {plain})", flush=True)
     rerank(r, system, chosen, r.path(f"train.{r.src}"), out + ".part",
-           f"{r.run}/distill-reranked.log")
+           f"{r.run}/distill-reranked.log", alone=True)
     with open(out + ".made.part", "w") as f:
         f.write(made + "\n")
     os.replace(out + ".part", out)

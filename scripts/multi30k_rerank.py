@@ -121,15 +121,17 @@ def rescoring_args(r2l_models, channel_models):
             [a for d in channel_models for a in ("--channel-model", f"{d}/best.ckpt")])
 
 
-def rerank(r, best, chosen, source, out, log):
+def rerank(r, best, chosen, source, out, log, alone=False):
     """OUT: the selected system's translation of SOURCE, its beam rescored as
-    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model). Dies
-    when the translation fails."""
+    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model), on
+    all the cores when ALONE (Recipe.nmt_translate()). Dies when the
+    translation fails."""
     weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
         (["--channel-weight", str(chosen.c)] if chosen.channel else [])
     r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", best["lp"],
                                      *rescoring_args(chosen.r2l, chosen.channel), *weights,
-                                     "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log)
+                                     "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log,
+                    alone)
 
 
 def evaluate(r, hyp, ref, scores, log_path=None):

@@ -191,3 +191,38 @@ def signal_at_the_end(r, tmp):
     open(f"{folder}/step-500.ckpt", "w").close()
     r.train_model(1, folder, "train.de", "val.de", echo=False)
     check("--resume" in open(f"{tmp}/args").read().split(), "a folder with only step-N.ckpt is resumed")
+
+
+def thread_shares(r, tmp):
+    """threads_for(): NMT_THREADS where given, else the cores divided among the
+    models or translations that run at once (at most NMT_JOBS); train_models()
+    gives a model that trains alone (the others kept) all the cores, and a
+    translation ALONE gets them too."""
+    cores, saved = os.cpu_count() or 1, os.environ.pop("NMT_THREADS", None)
+    try:
+        r.jobs = 2
+        for k, want in ((1, cores), (2, max(1, cores // 2)), (5, max(1, cores // 2))):
+            check(r.threads_for(k) == str(want), f"threads_for({k}) with 2 jobs on {cores} cores: {r.threads_for(k)}")
+        r.bin = f"{tmp}/thread-bin"
+        os.makedirs(r.bin)
+        for tool in ("nmt-train", "nmt-translate"):
+            with open(f"{r.bin}/{tool}", "w") as f:
+                f.write(f"#!/bin/sh\necho \"$@\" > {tmp}/{tool}.args\n"
+                        "echo 'training finished (max_epochs): 7 steps' >&2\n")
+            os.chmod(f"{r.bin}/{tool}", 0o755)
+        kept, alone = f"{tmp}/threads-kept", f"{tmp}/threads-alone"
+        os.makedirs(kept)
+        open(f"{kept}/trained", "w").close()
+        os.makedirs(alone)
+        r.train_models([(1, kept, "train.de", "val.de", ()), (2, alone, "train.de", "val.de", ())])
+        args = open(f"{tmp}/nmt-train.args").read().split()
+        check(args[args.index("--threads") + 1] == str(cores), f"a model that trains alone gets every core: {args}")
+        r.nmt_translate(["m.ckpt"], ["-i", "in", "-o", "out"], f"{tmp}/alone.log", alone=True)
+        args = open(f"{tmp}/nmt-translate.args").read().split()
+        check(args[args.index("--threads") + 1] == str(cores), f"a lone translation gets every core: {args}")
+        os.environ["NMT_THREADS"] = "3"
+        check(r.threads_for(1) == "3", "NMT_THREADS where given")
+    finally:
+        os.environ.pop("NMT_THREADS", None)
+        if saved is not None:
+            os.environ["NMT_THREADS"] = saved

@@ -12,7 +12,8 @@ it is the best on val; the
 reranked targets made again when the choice on val changes; the held-out
 gain of a choice on val; the teachers' translation made again when a teacher
 is newer; a model that finishes as the recipe's stop signal comes, marked
-trained (these last on the run folder, in recipe_functions.py); and the bad
+trained; the threads of models and translations that run alone (these
+last on the run folder, in recipe_functions.py); and the bad
 settings that must fail before anything trains.
 
   tests/recipe_test.py SOURCE_DIR BUILD_DIR
@@ -29,7 +30,7 @@ import sys
 import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
-                              stale_teachers)
+                              stale_teachers, thread_shares)
 from recipe_util import TINY, check, make_data, recipe, result, snapshot
 
 
@@ -255,6 +256,7 @@ def main():
         result_names(tmp)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
+        thread_shares(r, tmp)
     print("recipe_test.py: every check holds")
 
 
