@@ -50,13 +50,13 @@ torch::Tensor take_positions(const torch::Tensor& x, const torch::Tensor& index)
 // autocast, whose products give bfloat16).
 torch::Tensor masked_gru(const torch::Tensor& input, const std::vector<torch::Tensor>& w,
                          const torch::Tensor& state_mask) {
-  const auto gi = F::linear(input, w[0], w[2]);                                 // [B, S, 3H]
-  auto h = torch::zeros({input.size(0), w[1].size(1)}, input.options());     // [B, H]
+  const auto gi = F::linear(input, w[0], w[2]).to(input.scalar_type());  // [B, S, 3H], converted once
+  auto h = torch::zeros({input.size(0), w[1].size(1)}, input.options());  // [B, H]
   std::vector<torch::Tensor> states;
   states.reserve(input.size(1));
   for (int64_t t = 0; t < input.size(1); ++t) {
-    const auto gh = F::linear(h * state_mask, w[1], w[3]);                     // [B, 3H]
-    h = gru_update(gi.select(1, t).to(h.scalar_type()), gh.to(h.scalar_type()), h);
+    const auto gh = F::linear(h * state_mask, w[1], w[3]);  // [B, 3H]
+    h = gru_update(gi.select(1, t), gh.to(h.scalar_type()), h);
     states.push_back(h);
   }
   return torch::stack(states, 1);  // [B, S, H]
