@@ -4,6 +4,8 @@
 // step-by-step recurrence of state dropout (ModelOptions::enc_hidden_dropout)
 // when its masks keep every unit, and with masks that drop units it is the
 // GRU with one mask per sentence, layer and direction for all the steps.
+// With layer normalization (ModelOptions::layer_norm) the encoder is the GRU
+// written out with its gate norms, a sentence alone or in a padded batch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -173,6 +175,74 @@ TEST(EncoderTest, StateMasksAreOnePerSentenceAndDirectionForAllSteps) {
   model->eval();
   const auto eval = model->encoder->forward(b.src, b.src_len).annotations;
   EXPECT_GT((eval - got).abs().max().item<double>(), 1e-3) << "the masks changed nothing";
+}
+
+// Layer normalization written out: x [N, 3H] with its first 2H and last H
+// units each brought to mean 0 and variance 1 (the biased variance, epsilon
+// 1e-5), then times weight [3H] plus bias [3H].
+torch::Tensor written_gate_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  const int64_t H = x.size(1) / 3;
+  auto part = [](const torch::Tensor& v) {
+    const auto mean = v.mean(1, /*keepdim=*/true);
+    const auto var = (v - mean).pow(2).mean(1, /*keepdim=*/true);
+    return (v - mean) / (var + 1e-5).sqrt();
+  };
+  return torch::cat({part(x.narrow(1, 0, 2 * H)), part(x.narrow(1, 2 * H, H))}, 1) * weight + bias;
+}
+
+TEST(EncoderTest, LayerNormalizedGruIsTheGruWrittenOutWithItsNorms) {
+  // Each sentence alone through a GRU written out here, both products of
+  // every step normalized; the norms' weights and biases drawn at random so
+  // that a norm left out, swapped or applied to the wrong units shows. The
+  // batch is padded: the encoder runs over the padding, which must not reach
+  // any sentence's annotations.
+  auto opt = nmt::test::tiny_model(nmt::AttentionType::kAdditive);
+  opt.layer_norm = true;
+  auto model = nmt::test::seeded_model(opt, 3);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto w = model->encoder->named_parameters();
+  torch::manual_seed(5);
+  for (const char* name : {"norm_ih_l0", "norm_hh_l0", "norm_ih_l0_reverse", "norm_hh_l0_reverse"}) {
+    ASSERT_TRUE(w.contains(std::string(name) + ".weight")) << name;
+    w[std::string(name) + ".weight"].uniform_(0.5, 1.5);
+    w[std::string(name) + ".bias"].uniform_(-0.5, 0.5);
+  }
+  const auto b = nmt::make_batch(nmt::test::padded_examples(), {0, 1, 2, 3});
+  const int64_t B = b.size(), S = b.src.size(1), H = opt.enc_hidden;
+  ASSERT_LT(b.src_len.min().item<int64_t>(), S) << "the batch needs padding";
+  const auto got = model->encoder->forward(b.src, b.src_len).annotations;  // [B, S, 2H]
+  const auto x = torch::embedding(w["embed.weight"], b.src);              // [B, S, E]
+  auto step = [&](const torch::Tensor& xt, const torch::Tensor& h, const std::string& d) {
+    const auto gi = torch::addmm(w["rnn.bias_ih_l0" + d], xt, w["rnn.weight_ih_l0" + d].t());
+    const auto gh = torch::addmm(w["rnn.bias_hh_l0" + d], h, w["rnn.weight_hh_l0" + d].t());
+    return nmt::gru_update(written_gate_norm(gi, w["norm_ih_l0" + d + ".weight"], w["norm_ih_l0" + d + ".bias"]),
+                           written_gate_norm(gh, w["norm_hh_l0" + d + ".weight"], w["norm_hh_l0" + d + ".bias"]), h);
+  };
+  auto want = torch::zeros({B, S, 2 * H});
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t len = b.src_len[i].item<int64_t>();
+    auto h = torch::zeros({1, H});
+    for (int64_t t = 0; t < len; ++t) {
+      h = step(x[i].narrow(0, t, 1), h, "");
+      want[i][t].narrow(0, 0, H).copy_(h[0]);
+    }
+    h = torch::zeros({1, H});
+    for (int64_t t = len - 1; t >= 0; --t) {
+      h = step(x[i].narrow(0, t, 1), h, "_reverse");
+      want[i][t].narrow(0, H, H).copy_(h[0]);
+    }
+  }
+  EXPECT_TRUE(within(got, want, model_rounding_bound(*model, S)));
+  // Without its norms the same weights give other annotations: the norms are in the function.
+  auto plain_opt = opt;
+  plain_opt.layer_norm = false;
+  nmt::Seq2Seq plain(plain_opt);
+  plain->eval();
+  auto pw = plain->named_parameters();
+  for (const auto& p : model->named_parameters())
+    if (pw.contains(p.key())) pw[p.key()].copy_(p.value());
+  EXPECT_GT((plain->encoder->forward(b.src, b.src_len).annotations - got).abs().max().item<double>(), 1e-3);
 }
 
 }  // namespace

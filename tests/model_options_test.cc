@@ -55,6 +55,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   opt.word_dropout = 0.15;
   opt.dec_hidden_dropout = 0.25;
   opt.enc_hidden_dropout = 0.125;
+  opt.layer_norm = true;
   opt.tie_embeddings = true;
   opt.attn_dim = 17;
   const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
@@ -76,6 +77,9 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   EXPECT_DOUBLE_EQ(back.enc_hidden_dropout, opt.enc_hidden_dropout);
   before.erase(before.find("enc_hidden_dropout=0.125\n"), std::string("enc_hidden_dropout=0.125\n").size());
   EXPECT_EQ(nmt::ModelOptions::parse(before, "old").enc_hidden_dropout, 0.0);
+  EXPECT_TRUE(back.layer_norm);
+  before.erase(before.find("layer_norm=1\n"), std::string("layer_norm=1\n").size());
+  EXPECT_FALSE(nmt::ModelOptions::parse(before, "old").layer_norm) << "a config from before layer_norm: none";
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,
@@ -130,30 +134,32 @@ TEST(ModelOptionsTest, ParameterShapesAreTheModelsOwn) {
     for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru})
       for (bool tie : {false, true})
         for (int64_t layers : {1, 3})
-          for (int64_t head : {0, 5}) {
-            nmt::ModelOptions opt = nmt::test::tiny_model(attention);
-            opt.decoder = decoder;
-            opt.tie_embeddings = tie;
-            opt.enc_layers = layers;
-            opt.alignment_head = head;
-            opt.src_vocab = 37;  // every size distinct, so a swapped dimension shows
-            opt.tgt_vocab = 41;
-            opt.emb_dim = 6;
-            opt.enc_hidden = 7;
-            opt.dec_hidden = attention == nmt::AttentionType::kDot ? 14 : 9;
-            opt.attn_dim = 11;
-            nmt::Seq2Seq model(opt);
-            EXPECT_TRUE(model->named_buffers().is_empty()) << "buffers would need shapes too";
-            const auto want = model->named_parameters();
-            const auto got = nmt::parameter_shapes(opt);
-            ASSERT_EQ(got.size(), want.size()) << opt.serialize();
-            for (size_t i = 0; i < got.size(); ++i) {
-              EXPECT_EQ(got[i].name, want[i].key()) << i << "\n" << opt.serialize();
-              EXPECT_EQ(got[i].shape, want[i].value().sizes().vec()) << got[i].name << "\n" << opt.serialize();
+          for (int64_t head : {0, 5})
+            for (bool norm : {false, true}) {
+              nmt::ModelOptions opt = nmt::test::tiny_model(attention);
+              opt.layer_norm = norm;
+              opt.decoder = decoder;
+              opt.tie_embeddings = tie;
+              opt.enc_layers = layers;
+              opt.alignment_head = head;
+              opt.src_vocab = 37;  // every size distinct, so a swapped dimension shows
+              opt.tgt_vocab = 41;
+              opt.emb_dim = 6;
+              opt.enc_hidden = 7;
+              opt.dec_hidden = attention == nmt::AttentionType::kDot ? 14 : 9;
+              opt.attn_dim = 11;
+              nmt::Seq2Seq model(opt);
+              EXPECT_TRUE(model->named_buffers().is_empty()) << "buffers would need shapes too";
+              const auto want = model->named_parameters();
+              const auto got = nmt::parameter_shapes(opt);
+              ASSERT_EQ(got.size(), want.size()) << opt.serialize();
+              for (size_t i = 0; i < got.size(); ++i) {
+                EXPECT_EQ(got[i].name, want[i].key()) << i << "\n" << opt.serialize();
+                EXPECT_EQ(got[i].shape, want[i].value().sizes().vec()) << got[i].name << "\n" << opt.serialize();
+              }
+              ++configs;
             }
-            ++configs;
-          }
-  EXPECT_EQ(configs, 80);
+  EXPECT_EQ(configs, 160);
 }
 
 }  // namespace

@@ -182,18 +182,21 @@ struct PathOutput {
   std::map<std::string, torch::Tensor> grads;
 };
 
+// The decoder's optimized step (hoisted input projection, the context's gate
+// projection through the attention weights, fused query products) and the
+// recurrence with a hand-written backward (attentive_recurrence) compute the
+// plain formulation's function: logits, attention weights and every
+// parameter's gradient, in training mode with dropout (all paths draw the
+// same masks), without and with the decoder's state dropout and layer
+// normalization, and a loss on the attention too (guided alignment), and the
+// search step.
 TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
-  // The decoder's optimized step (hoisted input projection, the context's
-  // gate projection through the attention weights, fused query products) and
-  // the recurrence with a hand-written backward (attentive_recurrence) compute
-  // the plain formulation's function: logits, attention weights and every
-  // parameter's gradient, in training mode with dropout (all paths draw the
-  // same masks), without and with the decoder's state dropout, and a loss on
-  // the attention too (guided alignment), and the search step.
   using Path = nmt::DecoderImpl::Path;
-  for (const double hidden_dropout : {0.0, 0.3}) {
-    SCOPED_TRACE("dec_hidden_dropout " + std::to_string(hidden_dropout));
+  const std::vector<std::pair<double, bool>> variants{{0.0, false}, {0.3, false}, {0.3, true}};
+  for (const auto& [hidden_dropout, layer_norm] : variants) {
+    SCOPED_TRACE("dec_hidden_dropout " + std::to_string(hidden_dropout) + (layer_norm ? ", layer_norm" : ""));
     auto opt = options();
+    opt.layer_norm = layer_norm;
     opt.dropout = 0.2;
     opt.word_dropout = 0.25;
     opt.dec_hidden_dropout = hidden_dropout;
@@ -218,8 +221,10 @@ TEST_P(ModelAttentionTest, FastPathsEqualReferencePath) {
       model->train();
       return o;
     };
-    // The recurrence runs for additive and concat attention (the others train on the plain path).
-    const bool recurrence = attention() == AttentionType::kAdditive || attention() == AttentionType::kConcat;
+    // The recurrence runs for additive and concat attention without layer
+    // normalization (the others train on the plain path).
+    const bool recurrence =
+        (attention() == AttentionType::kAdditive || attention() == AttentionType::kConcat) && !layer_norm;
     auto ran_recurrence = [](const PathOutput& o) {
       return o.alpha.grad_fn() && o.alpha.grad_fn()->name().find("AttentiveRecurrence") != std::string::npos;
     };

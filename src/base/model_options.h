@@ -24,6 +24,7 @@ struct ModelOptions {
   double word_dropout = 0;  // probability of zeroing a whole input embedding, source and target
   double dec_hidden_dropout = 0;  // variational dropout on the decoder's states in its recurrent products
   double enc_hidden_dropout = 0;  // variational dropout on the encoder's states in its recurrent products
+  bool layer_norm = false;        // layer normalization of every GRU's gate pre-activations (GateNormImpl)
   bool tie_embeddings = false;
   int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
 
@@ -76,6 +77,11 @@ struct ModelOptions {
             g, nullptr, kMayBeAbsent}
           .within(0.0, 1.0, End::kClosed, End::kOpen),
       s.enc_hidden_dropout);
+    v(Field{"layer-norm",
+            "Layer normalization of every GRU's gate pre-activations, its input and recurrent products apart "
+            "(Ba et al. 2016, as Nematus normalizes them); the encoder then runs step by step",
+            g, nullptr, kMayBeAbsent},
+      s.layer_norm);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
     v(Field{"alignment-head",
             "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "

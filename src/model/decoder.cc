@@ -19,12 +19,15 @@ namespace {
 // x with its units dropped by a DecoderMemory mask, or x where it is undefined.
 torch::Tensor dropped(const torch::Tensor& x, const torch::Tensor& mask) { return mask.defined() ? x * mask : x; }
 
-// cell's GRU update of h from x with h masked where it enters W_hh
-// (gru_update() on the two products; the module itself where there is no mask).
+// cell's GRU update of h from x with h masked where it enters W_hh and the
+// products normalized by norm_ih and norm_hh where they are not empty
+// (gru_update() on the two products; the module itself where there is
+// neither mask nor norm).
 torch::Tensor gru_cell(torch::nn::GRUCellImpl& cell, const torch::Tensor& x, const torch::Tensor& h,
-                       const torch::Tensor& mask) {
-  if (!mask.defined()) return cell.forward(x, h);
-  return gru_update(F::linear(x, cell.weight_ih, cell.bias_ih), F::linear(h * mask, cell.weight_hh, cell.bias_hh), h);
+                       const torch::Tensor& mask, const GateNorm& norm_ih, const GateNorm& norm_hh) {
+  if (!mask.defined() && norm_ih.is_empty()) return cell.forward(x, h);
+  return gru_update(gate_normed(norm_ih, F::linear(x, cell.weight_ih, cell.bias_ih)),
+                    gate_normed(norm_hh, F::linear(dropped(h, mask), cell.weight_hh, cell.bias_hh)), h);
 }
 
 }  // namespace
@@ -47,6 +50,14 @@ DecoderImpl::DecoderImpl(const ModelOptions& opt) : opt_(opt) {
     cell2 = register_module("cell2", torch::nn::GRUCell(C, opt.dec_hidden));
   } else {
     cell = register_module("cell", torch::nn::GRUCell(opt.emb_dim + C, opt.dec_hidden));
+  }
+  if (opt.layer_norm) {
+    norm_ih = register_module("cell_norm_ih", GateNorm(opt.dec_hidden));
+    norm_hh = register_module("cell_norm_hh", GateNorm(opt.dec_hidden));
+    if (cell2) {
+      norm2_ih = register_module("cell2_norm_ih", GateNorm(opt.dec_hidden));
+      norm2_hh = register_module("cell2_norm_hh", GateNorm(opt.dec_hidden));
+    }
   }
   deep = register_module("deep", torch::nn::Linear(opt.dec_hidden + C + opt.emb_dim, opt.emb_dim));
   if (opt.tie_embeddings) {
@@ -101,7 +112,7 @@ bool DecoderImpl::optimized() const {
 
 bool DecoderImpl::runs_recurrence() const {
   const bool chosen = path_ == Path::kRecurrence || (path_ == Path::kAuto && torch::GradMode::is_enabled());
-  return chosen && attention->query_weight().defined() && attention->score_weight().defined();
+  return chosen && attention->query_weight().defined() && attention->score_weight().defined() && !opt_.layer_norm;
 }
 
 DecoderMemory DecoderImpl::memory(const EncoderOutput& enc) {
@@ -137,7 +148,7 @@ DecoderMemory DecoderImpl::memory(const EncoderOutput& enc, std::shared_ptr<cons
 }
 
 torch::Tensor DecoderImpl::input_gates(const torch::Tensor& ey) {
-  if (cell2) return F::linear(ey, cell->weight_ih, cell->bias_ih);               // [.., 3D]
+  if (cell2) return gate_normed(norm_ih, F::linear(ey, cell->weight_ih, cell->bias_ih));  // [.., 3D]
   return F::linear(ey, cell->weight_ih.narrow(1, 0, opt_.emb_dim), cell->bias_ih);  // [.., 3D]
 }
 
@@ -150,12 +161,14 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
   // cgru: s'_t = GRU1(E y, s_{t-1}) queries; bahdanau: s_{t-1} queries.
   // The states enter the products through the dropout masks (training with dec_hidden_dropout).
   const auto prev = dropped(state, mem.prev_mask);
-  auto query = cell2 ? gru_update(gi, q ? (*w.hidden1_r)(prev) : step_linear(prev, w.hidden1_p, w.hidden1_t, w.hidden1_b),
+  auto query = cell2 ? gru_update(gi,
+                                  gate_normed(norm_hh, q ? (*w.hidden1_r)(prev)
+                                                         : step_linear(prev, w.hidden1_p, w.hidden1_t, w.hidden1_b)),
                                   state)
                      : state;                                                              // [B, D]
   const auto query_in = dropped(query, mem.query_mask);
   auto qg = q ? (*w.query_r)(query_in) : step_linear(query_in, w.query_p, w.query_t, w.query_b);  // [B, A' + 3D]
-  auto gh = qg.narrow(1, A, G);                                                      // [B, 3D]
+  auto gh = gate_normed(cell2 ? norm2_hh : norm_hh, qg.narrow(1, A, G));             // [B, 3D]
   const auto qa = A > 0 ? qg.narrow(1, 0, A) : query_in;  // W s for additive/concat attention, else s
   torch::Tensor alpha, cg;                              // [B, S], [B, C + 3D]
   if (A > 0 && additive_attention_step_applies(qa, mem.keys, attention->score_weight(), mem.mask_bias, mem.values)) {
@@ -165,7 +178,8 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_fast(
     cg = torch::bmm(alpha.unsqueeze(1), mem.values).squeeze(1);
   }
   auto c = cg.narrow(1, 0, C), gc = cg.narrow(1, C, G);                              // c_t, W c_t (+ b)
-  auto s = cell2 ? gru_update(gc, gh, query) : gru_update(gi + gc, gh, state);       // [B, D]
+  auto s = cell2 ? gru_update(gate_normed(norm2_ih, gc), gh, query)
+                  : gru_update(gate_normed(norm_ih, gi + gc), gh, state);              // [B, D]
   return {s, c, alpha};
 }
 
@@ -174,12 +188,12 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::recur_plain
                                                                                 const DecoderMemory& mem) {
   const auto annotations = mem.annotations();
   if (cell2) {                                                                      // conditional GRU
-    auto s1 = gru_cell(*cell, ey, state, mem.prev_mask);                            // [B, D] s'_t
+    auto s1 = gru_cell(*cell, ey, state, mem.prev_mask, norm_ih, norm_hh);          // [B, D] s'_t
     auto [c, alpha] = attention->forward(dropped(s1, mem.query_mask), mem.keys, annotations, mem.mask);  // [B, C], [B, S]
-    return {gru_cell(*cell2, c, s1, mem.query_mask), c, alpha};
+    return {gru_cell(*cell2, c, s1, mem.query_mask, norm2_ih, norm2_hh), c, alpha};
   }
   auto [c, alpha] = attention->forward(dropped(state, mem.query_mask), mem.keys, annotations, mem.mask);
-  return {gru_cell(*cell, torch::cat({ey, c}, 1), state, mem.query_mask), c, alpha};
+  return {gru_cell(*cell, torch::cat({ey, c}, 1), state, mem.query_mask, norm_ih, norm_hh), c, alpha};
 }
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> DecoderImpl::run_recurrence(const torch::Tensor& ey,

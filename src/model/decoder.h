@@ -78,8 +78,8 @@ class DecoderImpl : public torch::nn::Module {
     kPlain,
     // The whole recurrence as one autograd function with a hand-written
     // backward (attentive_recurrence(), recurrence.h) where the attention is
-    // additive or concat, the plain formulation otherwise, with or without
-    // autograd.
+    // additive or concat and the GRUs are not layer-normalized, the plain
+    // formulation otherwise, with or without autograd.
     kRecurrence,
   };
   void set_path(Path p) { path_ = p; }
@@ -88,6 +88,8 @@ class DecoderImpl : public torch::nn::Module {
   torch::nn::Embedding embed{nullptr};
   torch::nn::GRUCell cell{nullptr};   // bahdanau: [E + C] -> D; cgru: GRU1, E -> D
   torch::nn::GRUCell cell2{nullptr};  // cgru only: GRU2, C -> D
+  // ModelOptions::layer_norm only: the norms of cell's and cell2's products (W_ih x, W_hh h)
+  GateNorm norm_ih{nullptr}, norm_hh{nullptr}, norm2_ih{nullptr}, norm2_hh{nullptr};
   torch::nn::Linear deep{nullptr};    // D + C + E -> E
   torch::Tensor out_weight;           // [V, E], or the embedding when tied
   torch::Tensor out_bias;             // [V]
@@ -97,7 +99,8 @@ class DecoderImpl : public torch::nn::Module {
   // `mem` keeps (restrict_output()) when given.
   torch::Tensor output(const torch::Tensor& s, const torch::Tensor& c, const torch::Tensor& ey,
                        const DecoderMemory* mem = nullptr);
-  // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D].
+  // The embedding's contribution to the first GRU's input gates (bias included): ey [.., E] -> [.., 3D];
+  // for cgru, whose first GRU reads ey alone, normalized by norm_ih (ModelOptions::layer_norm).
   torch::Tensor input_gates(const torch::Tensor& ey);
   // One step of the recurrence: {s_t, c_t, alpha_t} from ey's input gates
   // gi [B, 3D] (input_gates()) and s_{t-1} [B, D].

@@ -25,6 +25,34 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
   drop = register_module("drop", Dropout(opt.dropout));
   word_drop = register_module("word_drop", Dropout(opt.word_dropout, /*whole_vectors=*/true));
   state_drop = register_module("state_drop", Dropout(opt.enc_hidden_dropout));
+  if (opt.layer_norm)
+    for (int64_t l = 0; l < opt.enc_layers; ++l)
+      for (const char* dir : {"", "_reverse"}) {
+        const std::string k = "l" + std::to_string(l) + dir;
+        // one statement each: the registration order is the parameters' (parameter_shapes())
+        auto ih = register_module("norm_ih_" + k, GateNorm(opt.enc_hidden));
+        auto hh = register_module("norm_hh_" + k, GateNorm(opt.enc_hidden));
+        norms_.emplace(k, std::make_pair(ih, hh));
+      }
+}
+
+GateNormImpl::GateNormImpl(int64_t hidden) : hidden_(hidden) {
+  weight = register_parameter("weight", torch::ones({3 * hidden}));
+  bias = register_parameter("bias", torch::zeros({3 * hidden}));
+}
+
+torch::Tensor GateNormImpl::forward(const torch::Tensor& g) {
+  const int64_t H = hidden_;
+  constexpr double kEps = 1e-5;
+  auto rz = torch::layer_norm(g.narrow(-1, 0, 2 * H), {2 * H}, weight.narrow(0, 0, 2 * H), bias.narrow(0, 0, 2 * H),
+                              kEps);                                                                   // [.., 2H]
+  auto n = torch::layer_norm(g.narrow(-1, 2 * H, H), {H}, weight.narrow(0, 2 * H, H), bias.narrow(0, 2 * H, H),
+                             kEps);                                                                    // [.., H]
+  return torch::cat({rz, n}, -1);                                                                      // [.., 3H]
+}
+
+torch::Tensor gate_normed(const GateNorm& norm, const torch::Tensor& g) {
+  return norm.is_empty() ? g : norm.ptr()->forward(g);
 }
 
 namespace {
@@ -44,18 +72,21 @@ torch::Tensor take_positions(const torch::Tensor& x, const torch::Tensor& index)
 }
 
 // One direction of a GRU layer over input [B, S, F] from a zero state, step
-// by step, with the state masked by state_mask [B, H] where it enters W_hh
-// (weights: W_ih, W_hh, b_ih, b_hh, as torch::gru takes them) -> [B, S, H].
-// The gates' element-wise work runs in the input's dtype (float under CPU
-// autocast, whose products give bfloat16).
-torch::Tensor masked_gru(const torch::Tensor& input, const std::vector<torch::Tensor>& w,
-                         const torch::Tensor& state_mask) {
-  const auto gi = F::linear(input, w[0], w[2]).to(input.scalar_type());  // [B, S, 3H], converted once
-  auto h = torch::zeros({input.size(0), w[1].size(1)}, input.options());  // [B, H]
+// by step (weights: W_ih, W_hh, b_ih, b_hh, as torch::gru takes them) ->
+// [B, S, H]: the state masked by state_mask [B, H] where it enters W_hh when
+// the mask is defined, the products W_ih x + b_ih and W_hh h + b_hh
+// normalized by `norms` when they are not empty. The gates' element-wise
+// work runs in the input's dtype (float under CPU autocast, whose products
+// give bfloat16).
+torch::Tensor stepped_gru(const torch::Tensor& input, const std::vector<torch::Tensor>& w,
+                          const torch::Tensor& state_mask, const std::pair<GateNorm, GateNorm>& norms) {
+  const auto gi = gate_normed(norms.first, F::linear(input, w[0], w[2])).to(input.scalar_type());  // [B, S, 3H], once
+  auto h = torch::zeros({input.size(0), w[1].size(1)}, input.options());                       // [B, H]
   std::vector<torch::Tensor> states;
   states.reserve(input.size(1));
   for (int64_t t = 0; t < input.size(1); ++t) {
-    const auto gh = F::linear(h * state_mask, w[1], w[3]);  // [B, 3H]
+    const auto in = state_mask.defined() ? h * state_mask : h;
+    const auto gh = gate_normed(norms.second, F::linear(in, w[1], w[3]));  // [B, 3H]
     h = gru_update(gi.select(1, t), gh.to(h.scalar_type()), h);
     states.push_back(h);
   }
@@ -69,7 +100,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor
   auto x = drop(word_drop(embed(src)));  // [B, S, E]
   EncoderOutput enc;
   enc.mask = src.ne(kPadId);  // [B, S]
-  if (src_len.defined() && !state_masks()) {
+  if (src_len.defined() && !stepped()) {
     auto packed = rnn_utils::pack_padded_sequence(x, src_len.cpu(), /*batch_first=*/true, /*enforce_sorted=*/false);
     auto out = std::get<0>(rnn->forward_with_packed_input(packed));
     enc.annotations = std::get<0>(rnn_utils::pad_packed_sequence(out, /*batch_first=*/true, /*padding_value=*/0.0, S));
@@ -89,8 +120,9 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor
 // it never reaches that sentence's states) and the other over each sentence
 // reversed within its length; the padding's states are then zeroed, as
 // unpacking leaves them. Layers are joined with the GRU module's dropout.
-// With state masks (enc_hidden_dropout in training) each direction runs
-// masked_gru() with a mask of its own, drawn before it runs.
+// With state masks (enc_hidden_dropout in training) or layer normalization
+// each direction runs stepped_gru(), with a mask of its own drawn before it
+// runs and its own norms.
 torch::Tensor EncoderImpl::recur_in_place(const torch::Tensor& x, const torch::Tensor& mask) {
   const auto reversed = reverse_within_length(mask);  // [B, S]
   const auto weights = rnn->named_parameters();
@@ -103,7 +135,11 @@ torch::Tensor EncoderImpl::recur_in_place(const torch::Tensor& x, const torch::T
   for (int64_t l = 0; l < opt_.enc_layers; ++l) {
     const auto k = "l" + std::to_string(l);
     auto run = [&](const torch::Tensor& input, const std::string& name) {  // [B, S, F] -> [B, S, H]
-      if (state_masks()) return masked_gru(input, layer(name), state_drop(torch::ones_like(h0[0])));
+      if (stepped()) {
+        const auto mask = state_masks() ? state_drop(torch::ones_like(h0[0])) : torch::Tensor();
+        const auto norms = opt_.layer_norm ? norms_.at(name) : std::pair<GateNorm, GateNorm>(nullptr, nullptr);
+        return stepped_gru(input, layer(name), mask, norms);
+      }
       return std::get<0>(torch::gru(input, h0, layer(name), /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
                                     is_training(), /*bidirectional=*/false, /*batch_first=*/true));
     };

@@ -8,6 +8,8 @@
 #pragma once
 #include <torch/nn.h>
 
+#include <map>
+#include <string>
 #include <utility>
 
 #include "base/options.h"
@@ -19,6 +21,30 @@ namespace nmt {
 // Returns h' = (1 - z) * n + z * h with r = sigmoid(gi_r + gh_r),
 // z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r * gh_n).
 torch::Tensor gru_update(const torch::Tensor& gi, const torch::Tensor& gh, const torch::Tensor& h);
+
+// Layer normalization of a GRU's gate pre-activations, as Nematus normalizes
+// them (Ba et al. 2016): g [.., 3H] in GRUCell's gate order (reset, update,
+// new), the reset and update gates' [.., 2H] normalized together and the
+// candidate's [.., H] apart, each to zero mean and unit variance over its
+// units (epsilon 1e-5), then scaled by `weight` [3H] (ones at first) and
+// shifted by `bias` [3H] (zeros). A GRU with ModelOptions::layer_norm has one
+// for W_ih x + b_ih and one for W_hh h + b_hh. forward() throws c10::Error
+// when g's last dimension is not 3H.
+class GateNormImpl : public torch::nn::Module {
+ public:
+  explicit GateNormImpl(int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& g);
+
+  torch::Tensor weight;  // [3H]
+  torch::Tensor bias;    // [3H]
+
+ private:
+  int64_t hidden_;
+};
+TORCH_MODULE(GateNorm);
+
+// g normalized by `norm` (GateNormImpl), or g itself when `norm` is empty.
+torch::Tensor gate_normed(const GateNorm& norm, const torch::Tensor& g);
 
 // Gives the calling thread its own dropout generator while alive, seeded
 // with `seed`: threads that train parts of one batch side by side
@@ -74,7 +100,9 @@ class EncoderImpl : public torch::nn::Module {
   // In training with ModelOptions::enc_hidden_dropout, over the padded batch
   // whatever src_len, step by step, with the states masked where they enter
   // W_hh: masks [B, H] drawn in the order layer 0 forward, layer 0 backward,
-  // layer 1 forward, ..., one per sentence for all its steps.
+  // layer 1 forward, ..., one per sentence for all its steps. With
+  // ModelOptions::layer_norm, always step by step over the padded batch, the
+  // gate pre-activations normalized by norms of each layer and direction.
   EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
 
  private:
@@ -82,6 +110,8 @@ class EncoderImpl : public torch::nn::Module {
   torch::Tensor recur_in_place(const torch::Tensor& x, const torch::Tensor& mask);
   // Whether forward() draws state masks (training with enc_hidden_dropout).
   bool state_masks() const { return is_training() && opt_.enc_hidden_dropout > 0; }
+  // Whether the recurrence runs step by step (state masks or layer normalization).
+  bool stepped() const { return state_masks() || opt_.layer_norm; }
 
   ModelOptions opt_;
   torch::nn::Embedding embed{nullptr};
@@ -90,6 +120,9 @@ class EncoderImpl : public torch::nn::Module {
   Dropout drop{nullptr};
   Dropout word_drop{nullptr};  // whole input embeddings (ModelOptions::word_dropout)
   Dropout state_drop{nullptr};  // the recurrence's state masks (ModelOptions::enc_hidden_dropout)
+  // ModelOptions::layer_norm: {W_ih x norm, W_hh h norm} by the GRU's parameter
+  // suffix ("l0", "l0_reverse", ...); empty without it.
+  std::map<std::string, std::pair<GateNorm, GateNorm>> norms_;
 };
 TORCH_MODULE(Encoder);
 

@@ -56,6 +56,19 @@ std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt) {
       add("encoder.rnn.bias_hh" + k, {3 * H});
     }
   linear("encoder.init", H, D, true);
+  // layer_norm: each GRU's two gate norms (GateNormImpl: weight, bias [3H]),
+  // per layer and direction in the encoder, after the modules above.
+  auto gate_norm = [&](const std::string& name, int64_t h) {
+    add(name + ".weight", {3 * h});
+    add(name + ".bias", {3 * h});
+  };
+  if (opt.layer_norm)
+    for (int64_t l = 0; l < opt.enc_layers; ++l)
+      for (const char* dir : {"", "_reverse"}) {
+        const std::string k = "_l" + std::to_string(l) + dir;
+        gate_norm("encoder.norm_ih" + k, H);
+        gate_norm("encoder.norm_hh" + k, H);
+      }
   // Decoder: its own output layer first (a module's parameters precede its
   // children's), then embedding, attention, recurrence, deep output.
   if (!opt.tie_embeddings) add("decoder.out_weight", {opt.tgt_vocab, E});
@@ -80,6 +93,14 @@ std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt) {
     gru_cell("decoder.cell2", C, D);
   } else {
     gru_cell("decoder.cell", E + C, D);
+  }
+  if (opt.layer_norm) {
+    gate_norm("decoder.cell_norm_ih", D);
+    gate_norm("decoder.cell_norm_hh", D);
+    if (opt.decoder == DecoderType::kCgru) {
+      gate_norm("decoder.cell2_norm_ih", D);
+      gate_norm("decoder.cell2_norm_hh", D);
+    }
   }
   linear("decoder.deep", D + C + E, E, true);
   if (opt.alignment_head > 0) {
