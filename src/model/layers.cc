@@ -36,13 +36,13 @@ EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
       }
 }
 
-GateNormImpl::GateNormImpl(int64_t hidden) : hidden_(hidden) {
+GateNormImpl::GateNormImpl(int64_t hidden) {
   weight = register_parameter("weight", torch::ones({3 * hidden}));
   bias = register_parameter("bias", torch::zeros({3 * hidden}));
 }
 
 torch::Tensor GateNormImpl::forward(const torch::Tensor& g) {
-  const int64_t H = hidden_;
+  const int64_t H = weight.size(0) / 3;
   constexpr double kEps = 1e-5;
   auto rz = torch::layer_norm(g.narrow(-1, 0, 2 * H), {2 * H}, weight.narrow(0, 0, 2 * H), bias.narrow(0, 0, 2 * H),
                               kEps);                                                                   // [.., 2H]

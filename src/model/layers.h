@@ -37,9 +37,6 @@ class GateNormImpl : public torch::nn::Module {
 
   torch::Tensor weight;  // [3H]
   torch::Tensor bias;    // [3H]
-
- private:
-  int64_t hidden_;
 };
 TORCH_MODULE(GateNorm);
 
