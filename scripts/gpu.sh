@@ -245,6 +245,59 @@ test_step() {
   [[ -n $crashed ]] && crashed=$(group_filter "$build" "$crashed")
   [[ -n ${NMT_GPU_DIAGNOSE_TEST:-} ]] && crashed=$NMT_GPU_DIAGNOSE_TEST
   [[ -z $crashed ]] || diagnose_crash "$build" "$out" "$crashed"
+  # Entries still running when the limit cut ctest: the first (the longest
+  # running) is run again alone and, if it still runs after 40 s, its threads'
+  # stacks are read.
+  local unfinished
+  unfinished=$(unfinished_entries "$out/test.log")
+  if [[ -n $unfinished ]]; then
+    echo "test: unfinished at the limit: $(echo "$unfinished" | paste -sd ' ')" | tee -a "$out/steps.log"
+    diagnose_hang "$build" "$out" "$(echo "$unfinished" | head -n1)" 40
+  fi
+}
+
+# The CTest entries of ctest's log $1 that started and never finished, in the
+# order they started.
+unfinished_entries() {
+  awk '/^ +Start +[0-9]+: / { started[++n] = $3 }
+       /Test +#[0-9]+: / { for (i = 1; i <= NF; ++i) if ($i ~ /^#[0-9]+:$/) done[$(i + 1)] = 1 }
+       END { for (i = 1; i <= n; ++i) if (!(started[i] in done)) print started[i] }' "$1"
+}
+
+# What a CTest entry $3 that does not finish is doing, into $2/hang-diagnosis.txt:
+# the entry's tests run alone (as ctest runs them: from the tests folder, one
+# thread) for $4 seconds; if it is still running then, every thread's stack,
+# then it is stopped. Its last "[ RUN ]" line without an "[ OK ]" names the test.
+diagnose_hang() {
+  local build=$1 out=$2 entry=$3 wait=$4 f filter pid gdb
+  f=$out/hang-diagnosis.txt
+  filter=$(group_filter "$build" "$entry")
+  [[ -n $filter ]] || filter="$entry.*"  # an entry that is one test suite
+  {
+    echo "== $entry (--gtest_filter=$filter), alone, $wait s"
+    # a process group of its own, so that the processes its tests start stop with it
+    (cd "$build/tests" && NMT_THREADS=1 exec setsid ./nmt_tests --gtest_filter="$filter") >"$out/hang-run.log" 2>&1 &
+    pid=$!
+    local t=0
+    while ((t < wait)) && kill -0 "$pid" 2>/dev/null; do sleep 1; t=$((t + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "== still running after $t s"
+      echo "== the last lines of its output"
+      tail -n 8 "$out/hang-run.log"
+      gdb=$(command -v cuda-gdb || command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true)
+      if [[ -n $gdb ]]; then
+        echo "== every thread's stack ($gdb)"
+        timeout 60 "$gdb" -batch -p "$pid" -ex 'thread apply all bt 30' 2>&1 |
+          grep -vE '^\[(New|Thread|Detaching)' | head -n 300 || true
+      fi
+      kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
+    else
+      wait "$pid" && echo "== finished in $t s, exit 0" || echo "== finished in $t s, exit $?"
+      tail -n 8 "$out/hang-run.log"
+    fi
+  } >"$f" 2>&1
+  echo "test: $entry run alone: $(sed -n 's/^== \(still running.*\|finished.*\)/\1/p' "$f" | head -n1); see hang-diagnosis.txt" |
+    tee -a "$out/steps.log"
 }
 
 # group_filter BUILD ENTRY: the --gtest_filter of the CTest entry ENTRY (a
