@@ -41,6 +41,9 @@
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1);
 #             NMT_GPU_PYTHON: that Python (default python3; in a CPU rehearsal
 #             /usr/bin/python3, Debian's, which has torch)
+#   hang      the CTest entry NMT_GPU_HANG run alone for 30 s and, if it is still running
+#             then, every thread's stack (hang-diagnosis.txt); the test step does the same
+#             by itself for the first entry still running at its limit
 #   hansards  guided-alignment en-fr, en-fr and fr-en with alignment heads, and a plain
 #             fr-en trained side by side on the device (NMT_GPU_HANSARDS_STEPS steps,
 #             default 5,000), then every extraction method scored on the trial set (AER)
@@ -89,7 +92,8 @@ for step in "$@"; do
       recipe_step "$build" "$out" "$device" "$data" "$left" ;;
     hansards) hansards_step "$build" "$out" "$device" "$left" ;;
     headers) headers_step "$out" ;;
-    *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, recipe, bench, hansards, headers)" >&2
+    hang) diagnose_hang "$build" "$out" "${NMT_GPU_HANG:?NMT_GPU_HANG: the CTest entry to run alone}" 30 ;;
+    *) echo "gpu.sh: unknown step '$step' (prepare, bench-model, build, test, cuda, multi30k, recipe, bench, hansards, headers, hang)" >&2
        exit 2 ;;
   esac
 done
@@ -245,9 +249,7 @@ test_step() {
   [[ -n $crashed ]] && crashed=$(group_filter "$build" "$crashed")
   [[ -n ${NMT_GPU_DIAGNOSE_TEST:-} ]] && crashed=$NMT_GPU_DIAGNOSE_TEST
   [[ -z $crashed ]] || diagnose_crash "$build" "$out" "$crashed"
-  # Entries still running when the limit cut ctest: the first (the longest
-  # running) is run again alone and, if it still runs after 40 s, its threads'
-  # stacks are read.
+  # Entries still running at the limit: the first (the longest running) alone, its stacks after 40 s.
   local unfinished
   unfinished=$(unfinished_entries "$out/test.log")
   if [[ -n $unfinished ]]; then
@@ -264,10 +266,9 @@ unfinished_entries() {
        END { for (i = 1; i <= n; ++i) if (!(started[i] in done)) print started[i] }' "$1"
 }
 
-# What a CTest entry $3 that does not finish is doing, into $2/hang-diagnosis.txt:
-# the entry's tests run alone (as ctest runs them: from the tests folder, one
-# thread) for $4 seconds; if it is still running then, every thread's stack,
-# then it is stopped. Its last "[ RUN ]" line without an "[ OK ]" names the test.
+# What a CTest entry $3 that does not finish is doing, into $2/hang-diagnosis.txt: its tests
+# run alone (from the tests folder, one thread, as ctest runs them) for $4 s; if still running
+# then, every thread's stack, and it is stopped. Its last "[ RUN ]" line names the test.
 diagnose_hang() {
   local build=$1 out=$2 entry=$3 wait=$4 f filter pid gdb
   f=$out/hang-diagnosis.txt
