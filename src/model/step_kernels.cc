@@ -22,10 +22,13 @@ namespace {
 
 // tanh(x) as the 13/6 rational approximation Eigen uses (its float
 // coefficients): within 7 units in the last place of the result (5 where
-// the compiler uses FMA); +-1 beyond the clamp.
-inline float tanh_approx(float x) {
+// the compiler uses FMA); exactly +-1 at and beyond the clamp, chosen there
+// rather than left to the polynomials, whose value at the clamp rounds to 1
+// or to 1 - 2^-22 as the compiler orders and fuses their products (GCC 12
+// gave 1, GCC 14 1 - 2^-22); NaN stays NaN.
+inline float tanh_approx(float x_in) {
   constexpr float kClamp = 7.90531110763549805f;
-  x = std::min(std::max(x, -kClamp), kClamp);
+  const float x = std::min(std::max(x_in, -kClamp), kClamp);
   const float x2 = x * x;
   float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
   p = p * x2 + -8.60467152213735e-11f;
@@ -36,7 +39,8 @@ inline float tanh_approx(float x) {
   float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
   q = q * x2 + 2.26843463243900e-03f;
   q = q * x2 + 4.89352518554385e-03f;
-  return x * p / q;
+  const float r = x * p / q;
+  return x == kClamp ? 1.0f : x == -kClamp ? -1.0f : r;
 }
 
 // sum_a v[a] tanh(k[a] + q[a]) over a < n. Sixteen running sums, so that the
