@@ -42,6 +42,24 @@ int env_int(const char* name, int fallback) {
   return s.substr(0, s.find('\n'));
 }
 
+#ifdef NMT_WITH_GLOO
+// Sets TCPStore's options to its plain TCP server, which every LibTorch has,
+// in place of libuv's, and says whether that changed them: LibTorch 2.4 and
+// later default to libuv's server and refuse to start it when built without
+// libuv (Debian 13's 2.6). LibTorch before 2.2 has no such option
+// (`useLibUV`); there this overload, the only one, changes nothing.
+template <class Options>
+auto use_plain_tcp_store(Options& o, int) -> decltype(o.useLibUV = false, bool()) {
+  const bool changed = o.useLibUV;
+  o.useLibUV = false;
+  return changed;
+}
+template <class Options>
+bool use_plain_tcp_store(Options&, long) {
+  return false;
+}
+#endif
+
 }  // namespace
 
 DistributedOptions distributed_from_env(DistributedOptions opt) {
@@ -202,7 +220,13 @@ std::unique_ptr<Communicator> Communicator::join(const DistributedOptions& opt) 
     // c10d counts the time to connect in whole seconds (a 0.5 s timeout
     // would give up connecting at once): at least 1 s for the store.
     so.timeout = std::max(timeout, std::chrono::milliseconds(1000));
-    impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
+    try {
+      impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
+    } catch (const std::exception& e) {
+      // a LibTorch built without libuv: its plain TCP server instead
+      if (std::string(e.what()).find("libuv") == std::string::npos || !use_plain_tcp_store(so, 0)) throw;
+      impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
+    }
   } catch (const std::exception& e) {
     throw Error(who + first_line(e.what()));
   }
