@@ -41,9 +41,8 @@
 #             Python has sentencepiece); NMT_GPU_BENCH_ROUNDS rounds (default 1);
 #             NMT_GPU_PYTHON: that Python (default python3; in a CPU rehearsal
 #             /usr/bin/python3, Debian's, which has torch)
-#   hang      the CTest entry NMT_GPU_HANG run alone for 30 s and, if it is still running
-#             then, every thread's stack (hang-diagnosis.txt); the test step does the same
-#             by itself for the first entry still running at its limit
+#   hang      the CTest entry NMT_GPU_HANG alone for 30 s, then its stacks if still running
+#             (hang-diagnosis.txt), as the test step does for its first entry unfinished at its limit
 #   hansards  guided-alignment en-fr, en-fr and fr-en with alignment heads, and a plain
 #             fr-en trained side by side on the device (NMT_GPU_HANSARDS_STEPS steps,
 #             default 5,000), then every extraction method scored on the trial set (AER)
@@ -285,7 +284,7 @@ diagnose_hang() {
       echo "== still running after $t s"
       echo "== the last lines of its output"
       tail -n 8 "$out/hang-run.log"
-      gdb=$(command -v cuda-gdb || command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true)
+      gdb=$(find_gdb)
       if [[ -n $gdb ]]; then
         echo "== every thread's stack ($gdb)"
         timeout 60 "$gdb" -batch -p "$pid" -ex 'thread apply all bt 30' 2>&1 |
@@ -301,6 +300,8 @@ diagnose_hang() {
     tee -a "$out/steps.log"
 }
 
+# the debugger for host stacks (cuda-gdb debugs host code too), or nothing
+find_gdb() { command -v cuda-gdb || command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true; }
 # group_filter BUILD ENTRY: the --gtest_filter of the CTest entry ENTRY (a
 # group of tests: cmake/test_groups.cmake).
 group_filter() {
@@ -327,7 +328,7 @@ diagnose_crash() {
     cat "$out"/ld-debug.* 2>/dev/null | grep -E '10filesystem' | grep -vE ' to [^ ]*libstdc\+\+[^ ]* ' |
       sed -E 's/^ *[0-9]+: *//' | sort | uniq -c | head -n 40 || true
     rm -f "$out"/ld-debug.*
-    gdb=$(command -v cuda-gdb || command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true)
+    gdb=$(find_gdb)
     if [[ -n $gdb ]]; then
       echo "== backtrace ($gdb)"
       timeout 120 "$gdb" -batch -ex run -ex bt --args "$bin" --gtest_filter="$test" 2>&1 |
