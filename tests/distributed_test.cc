@@ -198,6 +198,19 @@ TEST(DistributedTest, SilentListenerOnTheMasterPortFailsEveryRankWithinTheTimeou
   for (double s : seconds) EXPECT_LT(s, 20) << "a 3 s timeout";
 }
 
+// A worker with no rank 0 anywhere (nothing listens on the port) gives up
+// at its timeout, in one line.
+TEST(DistributedTest, WorkerWithoutRankZeroFailsWithinTheTimeout) {
+  const auto dir = nmt::test::temp_dir("dist_alone");
+  const auto f = nmt::test::write_toy_corpus(dir, 8, 2);
+  if (!nmt::distributed_supported(nullptr)) GTEST_SKIP() << "no distributed support in this build";
+  const std::string args = tiny_args(f, dir + "/run") + " --max-steps 1 --dist-timeout 0.05";  // 3 s
+  std::vector<double> seconds;
+  auto ranks = run_each({"RANK=1 WORLD_SIZE=2"}, free_port(), args, dir, &seconds);
+  nmt::test::expect_one_line_error(ranks[0], {"rank 1 could not join the process group at 127.0.0.1:"});
+  EXPECT_LT(seconds[0], 20) << "a 3 s timeout";
+}
+
 // Ranks started with different world sizes: each says so in one line
 // (Gloo's own check failed with "enforce fail ... sizeof(impl_) == bytes.size()").
 TEST(DistributedTest, RanksThatDisagreeOnTheWorldSizeSaySo) {

@@ -3,6 +3,7 @@
 #include "train/distributed.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Logging.h>
 #include <torch/types.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <utility>
 
@@ -98,12 +100,14 @@ std::string text_of(const std::vector<uint8_t>& b) { return std::string(b.begin(
 std::string duration_text(std::chrono::milliseconds d) {
   const double s = static_cast<double>(d.count()) / 1000;
   char buf[32];
-  if (s < 120) {
-    std::snprintf(buf, sizeof buf, "%g s", s);
-  } else {
-    std::snprintf(buf, sizeof buf, "%g min", s / 60);
-  }
+  std::snprintf(buf, sizeof buf, s < 120 ? "%g s" : "%g min", s < 120 ? s : s / 60);
   return buf;
+}
+
+// What a worker says when rank 0's store does not answer in time.
+Error no_answer_from_rank_0(std::chrono::milliseconds timeout) {
+  return Error("no answer from rank 0's rendezvous store within the timeout of " + duration_text(timeout) +
+               " (--dist-timeout): is rank 0 running, and is nothing else listening on that port?");
 }
 
 // "rank 2", "ranks 1 and 3", "ranks 1, 2 and 5".
@@ -171,8 +175,7 @@ void rendezvous(c10d::Store& store, const DistributedOptions& opt, std::chrono::
   try {
     store.wait({kWorldKey}, left());
   } catch (const std::exception&) {
-    throw Error("no answer from rank 0's rendezvous store within the timeout of " + duration_text(timeout) +
-                " (--dist-timeout): is rank 0 running, and is nothing else listening on that port?");
+    throw no_answer_from_rank_0(timeout);
   }
   const std::string world = text_of(store.get(kWorldKey));
   if (store.add(count_key(opt.rank), 1) > 1)
@@ -191,6 +194,40 @@ void rendezvous(c10d::Store& store, const DistributedOptions& opt, std::chrono::
     throw Error("rank 0 gave no word within the timeout of " + duration_text(timeout) + " (--dist-timeout)");
   }
   if (verdict != "ok") throw Error("rank 0 reports: " + verdict);
+}
+
+// The rendezvous store at `addr`: rank 0 (`so.isServer`) starts its server,
+// the others connect to it, on a thread of its own waited for until
+// `deadline` or `so.timeout`, the later: LibTorch 2.x's constructor pings the
+// server and reads the answer without a timeout (a listener that never speaks
+// held it for good). Throws what the constructor threw, or nmt::Error when it
+// has not returned by then; that thread is left to end on its own.
+c10::intrusive_ptr<c10d::Store> open_store(const std::string& addr, c10d::TCPStoreOptions so,
+                                           std::chrono::steady_clock::time_point deadline,
+                                           std::chrono::milliseconds timeout) {
+  // LibTorch 2.x logs each failed try to connect with a backtrace: c10's log
+  // level (c10d's, where LibTorch logs without glog) lets through only fatal
+  // messages until the store is open or has failed.
+  struct QuietC10d {
+    int saved = FLAGS_caffe2_log_level;
+    QuietC10d() { FLAGS_caffe2_log_level = std::max(saved, 3); }
+    ~QuietC10d() { FLAGS_caffe2_log_level = saved; }
+  } quiet;
+  std::packaged_task<c10::intrusive_ptr<c10d::Store>()> make([addr, so]() mutable -> c10::intrusive_ptr<c10d::Store> {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(addr, so);
+    } catch (const std::exception& e) {
+      // a LibTorch built without libuv: its plain TCP server instead
+      if (std::string(e.what()).find("libuv") == std::string::npos || !use_plain_tcp_store(so, 0)) throw;
+      return c10::make_intrusive<c10d::TCPStore>(addr, so);
+    }
+  });
+  auto store = make.get_future();
+  std::thread(std::move(make)).detach();
+  if (store.wait_until(std::max(deadline, std::chrono::steady_clock::now() + so.timeout)) != std::future_status::ready)
+    throw so.isServer ? Error("the rendezvous store did not start within " + duration_text(timeout) + " (--dist-timeout)")
+                      : no_answer_from_rank_0(timeout);
+  return store.get();
 }
 
 }  // namespace
@@ -220,13 +257,9 @@ std::unique_ptr<Communicator> Communicator::join(const DistributedOptions& opt) 
     // c10d counts the time to connect in whole seconds (a 0.5 s timeout
     // would give up connecting at once): at least 1 s for the store.
     so.timeout = std::max(timeout, std::chrono::milliseconds(1000));
-    try {
-      impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
-    } catch (const std::exception& e) {
-      // a LibTorch built without libuv: its plain TCP server instead
-      if (std::string(e.what()).find("libuv") == std::string::npos || !use_plain_tcp_store(so, 0)) throw;
-      impl->store = c10::make_intrusive<c10d::TCPStore>(opt.master_addr, so);
-    }
+    impl->store = open_store(opt.master_addr, so, deadline, timeout);
+  } catch (const Error& e) {
+    throw Error(who + e.what());
   } catch (const std::exception& e) {
     throw Error(who + first_line(e.what()));
   }
@@ -363,6 +396,5 @@ void StepStats::all_reduce(Communicator* comm) {
   sentences = static_cast<int64_t>(t[2].item<double>());
   finite = t[3].item<double>() == 0;
 }
-
 
 }  // namespace nmt
