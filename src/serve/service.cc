@@ -134,9 +134,9 @@ Service::Call Service::parse(const std::string& body) const {
     std::string names;
     for (const auto& m : models_) names += (names.empty() ? "" : ", ") + m->name;
     if (!name->is_string()) throw HttpError{400, "'model' must be a string, one of " + names};
-    const auto it = std::find_if(models_.begin(), models_.end(), [&](const auto& m) { return m->name == *name; });
-    if (it == models_.end())
-      throw HttpError{400, "no model named '" + name->get<std::string>() + "' (models: " + names + ")"};
+    const auto wanted = name->get<std::string>();
+    const auto it = std::find_if(models_.begin(), models_.end(), [&](const auto& m) { return m->name == wanted; });
+    if (it == models_.end()) throw HttpError{400, "no model named '" + wanted + "' (models: " + names + ")"};
     call.model = it->get();
   }
   auto text = j.find("text");

@@ -5,9 +5,14 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <utility>
+
 namespace {
 
 using sentencepiece::SentencePieceProcessor;
+// What SentencePiece's functions return: sentencepiece::util::Status before
+// 0.2, absl::Status since; both have ok() and ToString().
+using Status = decltype(std::declval<const SentencePieceProcessor&>().status());
 
 class VectorIterator : public sentencepiece::SentenceIterator {
  public:
@@ -15,14 +20,14 @@ class VectorIterator : public sentencepiece::SentenceIterator {
   bool done() const override { return i_ >= v_.size(); }
   void Next() override { ++i_; }
   const std::string& value() const override { return v_[i_]; }
-  sentencepiece::util::Status status() const override { return {}; }
+  Status status() const override { return {}; }
 
  private:
   const std::vector<std::string>& v_;
   size_t i_ = 0;
 };
 
-bool fail(const sentencepiece::util::Status& s, std::string* err) {
+bool fail(const Status& s, std::string* err) {
   if (s.ok()) return true;
   *err = s.ToString();
   return false;
