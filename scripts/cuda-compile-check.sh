@@ -30,7 +30,10 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/fmt" "$tmp/generated"
 ln -s /usr/include/fmt "$tmp/fmt/fmt"
 echo '#define NMT_COMMIT "compile-check"' >"$tmp/generated/nmt_commit.h"
-flags=(-std=c++17 -fsyntax-only -fopenmp -Wall -Wextra -DNMT_WITH_CUDA -DNMT_VERSION=\"check\" -DNMT_SPM_MODULE_PATH=\"check\"
+# C++20 where LibTorch's headers stop at anything less (as its CMake package asks the build)
+std=c++17
+! grep -q 'C++20 or later' "$h/torch/ATen/ATen.h" 2>/dev/null || std=c++20
+flags=(-std=$std -fsyntax-only -fopenmp -Wall -Wextra -DNMT_WITH_CUDA -DNMT_VERSION=\"check\" -DNMT_SPM_MODULE_PATH=\"check\"
   -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL  # as the CMake targets define them
   -DNMT_SOURCE_DIR=\"$PWD\" -DNMT_BINARY_DIR=\"$PWD/build\" -DNMT_CMAKE_COMMAND=\"cmake\"
   -DNMT_APP_MAIN=train_main  # apps/main.cc: each executable names its entry point
