@@ -197,17 +197,16 @@ void rendezvous(c10d::Store& store, const DistributedOptions& opt, std::chrono::
 }
 
 // The rendezvous store at `addr`: rank 0 (`so.isServer`) starts its server,
-// the others connect to it, on a thread of its own waited for until
-// `deadline` or `so.timeout`, the later: LibTorch 2.x's constructor pings the
-// server and reads the answer without a timeout (a listener that never speaks
-// held it for good). Throws what the constructor threw, or nmt::Error when it
-// has not returned by then; that thread is left to end on its own.
+// the others connect to it, on a thread of its own: LibTorch 2.x's
+// constructor pings the server and reads the answer without a timeout (a
+// listener that never speaks held it for good). Throws what the constructor
+// threw, or nmt::Error when it has not returned 5 s after `deadline` (its own
+// tries end `so.timeout` after they begin); that thread is left to end alone.
 c10::intrusive_ptr<c10d::Store> open_store(const std::string& addr, c10d::TCPStoreOptions so,
                                            std::chrono::steady_clock::time_point deadline,
                                            std::chrono::milliseconds timeout) {
-  // LibTorch 2.x logs each failed try to connect with a backtrace: c10's log
-  // level (c10d's, where LibTorch logs without glog) lets through only fatal
-  // messages until the store is open or has failed.
+  // LibTorch 2.x logs each failed try to connect with a backtrace: c10's log level (c10d's,
+  // where LibTorch logs without glog) lets through only fatal messages until the store is open.
   struct QuietC10d {
     int saved = FLAGS_caffe2_log_level;
     QuietC10d() { FLAGS_caffe2_log_level = std::max(saved, 3); }
@@ -224,7 +223,8 @@ c10::intrusive_ptr<c10d::Store> open_store(const std::string& addr, c10d::TCPSto
   });
   auto store = make.get_future();
   std::thread(std::move(make)).detach();
-  if (store.wait_until(std::max(deadline, std::chrono::steady_clock::now() + so.timeout)) != std::future_status::ready)
+  const auto by = std::max(deadline, std::chrono::steady_clock::now() + so.timeout) + std::chrono::seconds(5);
+  if (store.wait_until(by) != std::future_status::ready)
     throw so.isServer ? Error("the rendezvous store did not start within " + duration_text(timeout) + " (--dist-timeout)")
                       : no_answer_from_rank_0(timeout);
   return store.get();
