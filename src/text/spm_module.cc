@@ -10,8 +10,9 @@
 namespace {
 
 using sentencepiece::SentencePieceProcessor;
-// What SentencePiece's functions return: sentencepiece::util::Status before
-// 0.2, absl::Status since; both have ok() and ToString().
+// What SentencePiece's functions return: sentencepiece::util::Status, or
+// absl::Status where it is built on the system's Abseil (Debian's 0.2.2);
+// both have ok() and ToString().
 using Status = decltype(std::declval<const SentencePieceProcessor&>().status());
 
 class VectorIterator : public sentencepiece::SentenceIterator {
