@@ -22,7 +22,7 @@ root=${2:-/srv/$suite}
 packages=(g++ cmake ninja-build pkg-config libtorch-dev libopenblas0-openmp libsentencepiece-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev
   zlib1g-dev nlohmann-json3-dev libcpp-httplib-dev python3 gdb)
-# sentencepiece 0.2's header includes Abseil's, which its -dev package does not pull in
+# Debian's SentencePiece 0.2.2 (sid) includes the system's Abseil headers, which its -dev package does not pull in
 [[ $suite == trixie ]] || packages+=(libabsl-dev)
 install="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${packages[*]} >/dev/null"
 
