@@ -57,6 +57,7 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   opt.enc_hidden_dropout = 0.125;
   opt.layer_norm = true;
   opt.tie_embeddings = true;
+  opt.tie_all_embeddings = true;
   opt.attn_dim = 17;
   const auto back = nmt::ModelOptions::parse(opt.serialize(), "test");
   EXPECT_EQ(back.src_vocab, opt.src_vocab);
@@ -81,6 +82,9 @@ TEST(ModelOptionsTest, SerializeParseRoundTrip) {
   before.erase(before.find("layer_norm=1\n"), std::string("layer_norm=1\n").size());
   EXPECT_FALSE(nmt::ModelOptions::parse(before, "old").layer_norm) << "a config from before layer_norm: none";
   EXPECT_EQ(back.tie_embeddings, opt.tie_embeddings);
+  EXPECT_TRUE(back.tie_all_embeddings);
+  before.erase(before.find("tie_all_embeddings=1\n"), std::string("tie_all_embeddings=1\n").size());
+  EXPECT_FALSE(nmt::ModelOptions::parse(before, "old").tie_all_embeddings) << "a config from before it: untied";
   EXPECT_EQ(back.serialize(), opt.serialize());
   for (auto t : {AttentionType::kAdditive, AttentionType::kDot, AttentionType::kGeneral, AttentionType::kConcat,
                  AttentionType::kNone}) {
@@ -132,18 +136,19 @@ TEST(ModelOptionsTest, ParameterShapesAreTheModelsOwn) {
   for (auto attention : {nmt::AttentionType::kAdditive, nmt::AttentionType::kDot, nmt::AttentionType::kGeneral,
                          nmt::AttentionType::kConcat, nmt::AttentionType::kNone})
     for (auto decoder : {nmt::DecoderType::kBahdanau, nmt::DecoderType::kCgru})
-      for (bool tie : {false, true})
+      for (int tie : {0, 1, 2})  // untied, the target's embedding and output tied, and the source's too
         for (int64_t layers : {1, 3})
           for (int64_t head : {0, 5})
             for (bool norm : {false, true}) {
               nmt::ModelOptions opt = nmt::test::tiny_model(attention);
               opt.layer_norm = norm;
               opt.decoder = decoder;
-              opt.tie_embeddings = tie;
+              opt.tie_embeddings = tie > 0;
+              opt.tie_all_embeddings = tie == 2;
               opt.enc_layers = layers;
               opt.alignment_head = head;
               opt.src_vocab = 37;  // every size distinct, so a swapped dimension shows
-              opt.tgt_vocab = 41;
+              opt.tgt_vocab = tie == 2 ? 37 : 41;  // one vocabulary is what three-way tying needs
               opt.emb_dim = 6;
               opt.enc_hidden = 7;
               opt.dec_hidden = attention == nmt::AttentionType::kDot ? 14 : 9;
@@ -159,7 +164,7 @@ TEST(ModelOptionsTest, ParameterShapesAreTheModelsOwn) {
               }
               ++configs;
             }
-  EXPECT_EQ(configs, 160);
+  EXPECT_EQ(configs, 240);
 }
 
 }  // namespace

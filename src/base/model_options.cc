@@ -18,6 +18,11 @@ void ModelOptions::validate() const {
   if (attention == AttentionType::kDot && dec_hidden != 2 * enc_hidden)
     throw UsageError("dot attention needs dec_hidden == 2 * enc_hidden (got " + std::to_string(dec_hidden) +
                 " and " + std::to_string(enc_hidden) + "); use general or additive");
+  if (tie_all_embeddings && !tie_embeddings)
+    throw UsageError("tie_all_embeddings needs tie_embeddings (the target embeddings and output layer tied)");
+  if (tie_all_embeddings && src_vocab != tgt_vocab)
+    throw UsageError("tie_all_embeddings needs one vocabulary for both sides (got " + std::to_string(src_vocab) +
+                     " source and " + std::to_string(tgt_vocab) + " target pieces)");
 }
 
 namespace {

@@ -26,6 +26,7 @@ struct ModelOptions {
   double enc_hidden_dropout = 0;  // variational dropout on the encoder's states in its recurrent products
   bool layer_norm = false;        // layer normalization of every GRU's gate pre-activations (GateNormImpl)
   bool tie_embeddings = false;
+  bool tie_all_embeddings = false;  // the source embeddings are the target's too (needs tie_embeddings, one vocabulary)
   int64_t alignment_head = 0;  // size of the alignment head (AlignmentHeadImpl); 0: none
 
   // Largest layer size and vocabulary the fields accept.
@@ -83,6 +84,12 @@ struct ModelOptions {
             g, nullptr, kMayBeAbsent},
       s.layer_norm);
     v(Field{"tie-embeddings", "Tie target embeddings and output projection", g}, s.tie_embeddings);
+    v(Field{"tie-all-embeddings",
+            "Tie the source embeddings to the target's as well (three-way tying, Press & Wolf 2017; Marian's "
+            "--tied-embeddings-all): needs --tie-embeddings and one SentencePiece model for both sides "
+            "(--shared-vocab)",
+            g, nullptr, kMayBeAbsent},
+      s.tie_all_embeddings);
     v(Field{"alignment-head",
             "Size of an alignment head (0: none): an attention whose query also sees the target piece it aligns, "
             "trained only by --guided-alignment and read by nmt-align's forced mode",

@@ -201,6 +201,9 @@ LoadedModel load_checkpoint(const std::string& path, const torch::Device& device
   m.tgt_tok = Tokenizer::from_bytes(p.info.tgt_spm, path + " (target tokenizer)");
   if (m.src_tok.vocab_size() != m.options.src_vocab || m.tgt_tok.vocab_size() != m.options.tgt_vocab)
     throw Error(located(path, 0, "tokenizer and model vocabulary sizes differ (corrupt checkpoint)"));
+  if (m.options.tie_all_embeddings && p.info.src_spm != p.info.tgt_spm)
+    throw Error(located(path, 0, "has one embedding for both sides but two different tokenizers (corrupt "
+                                 "checkpoint)"));
   m.model = Seq2Seq(m.options);  // its shapes were checked against the file's: no larger than it
   torch::NoGradGuard no_grad;
   for (auto& param : m.model->named_parameters()) {

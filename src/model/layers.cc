@@ -12,10 +12,11 @@ namespace nmt {
 namespace F = torch::nn::functional;
 namespace rnn_utils = torch::nn::utils::rnn;
 
-EncoderImpl::EncoderImpl(const ModelOptions& opt) : opt_(opt) {
+EncoderImpl::EncoderImpl(const ModelOptions& opt, torch::nn::Embedding shared_embed) : opt_(opt) {
   opt.validate();
-  embed = register_module("embed", torch::nn::Embedding(
-      torch::nn::EmbeddingOptions(opt.src_vocab, opt.emb_dim).padding_idx(kPadId)));
+  embed = shared_embed ? shared_embed
+                       : register_module("embed", torch::nn::Embedding(
+                             torch::nn::EmbeddingOptions(opt.src_vocab, opt.emb_dim).padding_idx(kPadId)));
   rnn = register_module("rnn", torch::nn::GRU(torch::nn::GRUOptions(opt.emb_dim, opt.enc_hidden)
                                                   .num_layers(opt.enc_layers)
                                                   .bidirectional(true)

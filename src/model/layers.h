@@ -88,7 +88,10 @@ struct EncoderOutput {
 // alone or inside a padded batch.
 class EncoderImpl : public torch::nn::Module {
  public:
-  explicit EncoderImpl(const ModelOptions& opt);
+  // With `shared_embed` (three-way tying, ModelOptions::tie_all_embeddings),
+  // the source is embedded by that module, which this one does not register
+  // (its owner holds the parameter); without it, by an embedding of its own.
+  explicit EncoderImpl(const ModelOptions& opt, torch::nn::Embedding shared_embed = nullptr);
   // src [B, S] int64; src_len [B] int64 on CPU, every length >= 1: the
   // recurrence runs over packed sequences. src_len undefined: over the padded
   // batch as it is, lengths taken from the padding on src's device (the same
@@ -101,6 +104,8 @@ class EncoderImpl : public torch::nn::Module {
   // ModelOptions::layer_norm, always step by step over the padded batch, the
   // gate pre-activations normalized by norms of each layer and direction.
   EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& src_len);
+  // The source embedding [V, E]: the decoder's with three-way tying.
+  const torch::Tensor& embedding() const { return embed->weight; }
 
  private:
   // The bidirectional GRU over x [B, S, E] padded, mask [B, S] -> [B, S, 2H], zero on padding.

@@ -6,8 +6,11 @@ namespace nmt {
 
 Seq2SeqImpl::Seq2SeqImpl(const ModelOptions& opt) : opt_(opt) {
   opt.validate();
-  encoder = register_module("encoder", Encoder(opt));
-  decoder = register_module("decoder", Decoder(opt));
+  // Built decoder first, so that three-way tying can hand its embedding to
+  // the encoder; registered encoder first (the parameters' order, parameter_shapes()).
+  Decoder dec(opt);
+  encoder = register_module("encoder", Encoder(opt, opt.tie_all_embeddings ? dec->embed : torch::nn::Embedding(nullptr)));
+  decoder = register_module("decoder", dec);
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
@@ -43,9 +46,9 @@ std::vector<ParameterShape> parameter_shapes(const ModelOptions& opt) {
     add(name + ".bias_hh", {3 * h});
   };
   const int64_t E = opt.emb_dim, H = opt.enc_hidden, C = 2 * opt.enc_hidden, D = opt.dec_hidden, A = opt.attn_dim;
-  // Encoder: embedding, a bidirectional GRU of enc_layers (per layer and
+  // Encoder: embedding (the decoder's with three-way tying), a bidirectional GRU of enc_layers (per layer and
   // direction: w_ih, w_hh, b_ih, b_hh), the decoder's initial state.
-  add("encoder.embed.weight", {opt.src_vocab, E});
+  if (!opt.tie_all_embeddings) add("encoder.embed.weight", {opt.src_vocab, E});
   for (int64_t l = 0; l < opt.enc_layers; ++l)
     for (const char* dir : {"", "_reverse"}) {
       const std::string k = "_l" + std::to_string(l) + dir;

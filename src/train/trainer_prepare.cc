@@ -134,6 +134,8 @@ void Trainer::validate_options() {
   ModelOptions arch = model_opt_;  // the vocabulary sizes come from the tokenizers later
   arch.src_vocab = arch.tgt_vocab = 1;
   arch.validate();
+  if (model_opt_.tie_all_embeddings && !tok_opt_.shared && tok_opt_.src_model.empty())
+    throw UsageError("--tie-all-embeddings needs one vocabulary for both sides: add --shared-vocab");
   if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
     throw UsageError("--alignment-head is trained only by guided alignment: give --guided-alignment (or drop it)");
   if (opt_.cuda_graphs) {
@@ -194,6 +196,9 @@ void Trainer::init_model(bool resuming, const ParallelCorpus& train) {
     write_file_atomic(folder_.path("tgt.spm.model"), tgt_tok_.bytes());
     model_opt_.src_vocab = src_tok_.vocab_size();
     model_opt_.tgt_vocab = tgt_tok_.vocab_size();
+    if (model_opt_.tie_all_embeddings && src_tok_.bytes() != tgt_tok_.bytes())
+      throw UsageError("--tie-all-embeddings needs one SentencePiece model for both sides, but --src-spm and "
+                       "--tgt-spm differ");
     model_ = Seq2Seq(model_opt_);
     model_->to(device_);
   }
