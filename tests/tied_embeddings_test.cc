@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,29 @@ TEST(TiedEmbeddingsTest, CheckpointKeepsTheTying) {
   const auto b = nmt::make_batch(nmt::test::padded_examples(), nmt::test::padded_indices());
   torch::NoGradGuard ng;
   EXPECT_TRUE(torch::equal(model->forward(b.src, b.src_len, b.tgt_in), loaded.model->forward(b.src, b.src_len, b.tgt_in)));
+
+  // A file that ties the embeddings of two different tokenizers (of one size) is refused by name.
+  // toy_tokenizer()'s recipe on other sentences, until one gives its size.
+  std::optional<nmt::Tokenizer> other;
+  for (uint64_t seed = 8; seed < 40 && !other; ++seed) {
+    std::vector<std::string> s, t;
+    nmt::test::toy_corpus(500, seed, &s, &t);
+    s.insert(s.end(), t.begin(), t.end());
+    nmt::TokenizerOptions other_opt;
+    other_opt.vocab_size = 60;
+    auto trained = nmt::Tokenizer::train(s, other_opt);
+    if (trained.vocab_size() == tok.vocab_size()) other = trained;
+  }
+  ASSERT_TRUE(other) << "no toy corpus gave a tokenizer of " << tok.vocab_size() << " pieces";
+  ASSERT_NE(other->bytes(), tok.bytes());
+  nmt::save_checkpoint(dir + "/two.ckpt", model, tok, *other);
+  try {
+    nmt::load_checkpoint(dir + "/two.ckpt", torch::kCPU);
+    FAIL() << "three-way tying of two tokenizers loaded";
+  } catch (const nmt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("two.ckpt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("two different tokenizers"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TiedEmbeddingsTest, RefusedWithoutOneVocabulary) {
