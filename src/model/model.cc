@@ -6,11 +6,18 @@ namespace nmt {
 
 Seq2SeqImpl::Seq2SeqImpl(const ModelOptions& opt) : opt_(opt) {
   opt.validate();
-  // Built decoder first, so that three-way tying can hand its embedding to
-  // the encoder; registered encoder first (the parameters' order, parameter_shapes()).
-  Decoder dec(opt);
-  encoder = register_module("encoder", Encoder(opt, opt.tie_all_embeddings ? dec->embed : torch::nn::Embedding(nullptr)));
-  decoder = register_module("decoder", dec);
+  // The construction order is the weights' draw order after a seed: encoder
+  // first. Three-way tying builds the decoder first, to hand its embedding to
+  // the encoder; either way the encoder registers first (the parameters'
+  // order, parameter_shapes()).
+  if (opt.tie_all_embeddings) {
+    Decoder dec(opt);
+    encoder = register_module("encoder", Encoder(opt, dec->embed));
+    decoder = register_module("decoder", dec);
+  } else {
+    encoder = register_module("encoder", Encoder(opt));
+    decoder = register_module("decoder", Decoder(opt));
+  }
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_len, const torch::Tensor& tgt_in,
