@@ -29,11 +29,11 @@ std::string in_quotes(std::string_view bytes) { return "'" + printable(bytes) + 
 
 }  // namespace legacy
 
-using legacy::fail;
-using legacy::le;
-using legacy::printable;
-
+// (The entry points name legacy's helpers inside themselves: at namespace
+// scope they would meet other files' own fail() in the unity build.)
 std::string_view legacy_archive_bytes(std::string_view file, const std::string& origin) {
+  using legacy::fail;
+  using legacy::le;
   if (file.size() < 12 || file.substr(0, 8) != std::string_view("NMTCKPT\n", 8))
     fail(origin, "not an nmt checkpoint (no NMTCKPT header)");
   const uint64_t version = le(file, 8, 4);
@@ -50,6 +50,8 @@ std::string_view legacy_archive_bytes(std::string_view file, const std::string& 
 }
 
 LegacyCheckpoint read_legacy_checkpoint(std::string_view archive_bytes, const std::string& origin) {
+  using legacy::fail;
+  using legacy::printable;
   legacy::Zip zip(archive_bytes, origin);
   const std::string root = zip.root();
   const auto pickle = zip.stored(root + "/data.pkl");
