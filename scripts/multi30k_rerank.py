@@ -155,7 +155,7 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
     select the same system; -chK with K channel models), whose features hold
     each hypothesis' log-probabilities and words; each setting's choice from
     it is select/rerank-val[-PICK]-NAME[-chK]-wW[-cC]-aA.out, as nmt-translate
-    would choose with those weights (to the features' six places): w over
+    would choose with those weights (the features read back exactly): w over
     0-0.75 with right-to-left models (else 0), c over 0-1 with channel models
     (else 0), a over 0.6-1.4. Each is reused when made with the same models,
     settings and nmt-translate, and nothing is newer. Dies as the translation
@@ -290,5 +290,7 @@ def read_rescored(path, r2l, channel):
 def mix(hyp, w, c, a):
     """The reranking score of HYP (text, log P_l2r, log P_r2l, log P_channel,
     words) under weights W and C and length exponent A, as nmt-translate mixes
-    them (W is 0 without right-to-left models, C without channel models)."""
+    them (W is 0 without right-to-left models, C without channel models): the
+    same doubles in the same order, so the same bits (adding a missing
+    model's 0 changes nothing)."""
     return ((1 - w) * hyp[1] + w * hyp[2] + c * hyp[3]) / ((5 + hyp[4] + 1) / 6) ** a

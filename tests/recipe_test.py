@@ -31,7 +31,7 @@ import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
                               stale_teachers, thread_shares)
-from recipe_util import TINY, check, make_data, recipe, result, snapshot
+from recipe_util import TINY, check, make_data, recipe, result, snapshot, threads_of
 
 
 def first_pick(source, env, run, results):
@@ -60,7 +60,8 @@ def first_pick(source, env, run, results):
     check(isinstance(gain, float) and (r["rerank"]["weight"] is None or gain > 0),
           f"the reranking is kept only with a held-out gain above 0: {r['rerank']}")
     check(r["selection_on_val"] and r["bleu_lc_tok"] is not None, "a selection table and a test score")
-    # Each reranking setting is chosen from one rescored n-best list, as nmt-translate would choose.
+    # Each reranking setting is chosen from one rescored n-best list, as nmt-translate would choose
+    # (on as many threads as made the list: threads_of()).
     nbest = glob.glob(f"{run}/select/rerank-val-*.nbest")
     check(len(nbest) == 1, f"one rescored n-best list of val: {nbest}")
     models, beam, lp, r2l = open(nbest[0] + ".models").read().replace(" | r2l ", " beam ").replace(
@@ -68,7 +69,8 @@ def first_pick(source, env, run, results):
     out = f"{nbest[0][:-len('.nbest')]}-w0.25-a1.4.out"
     p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *[a for m in models.split() for a in ("-m", m)],
                         "-b", beam, "--length-penalty", lp, *[a for m in r2l.split() for a in ("--r2l-model", m)],
-                        "--r2l-weight", "0.25", "--r2l-length-exponent", "1.4", "-i", f"{run}/data/val.en"],
+                        "--r2l-weight", "0.25", "--r2l-length-exponent", "1.4", "-i", f"{run}/data/val.en",
+                        "--threads", threads_of(nbest[0])],
                        capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout == open(out).read(),
           f"the reranking at w 0.25, a 1.4 from the n-best list is nmt-translate's ({out})")
@@ -174,7 +176,8 @@ def channel_run(source, env, run, results, kept):
     p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *[a for m in models.split() for a in ("-m", m)],
                         "-b", beam, "--length-penalty", lp, *[a for m in r2l for a in ("--r2l-model", m)],
                         *[a for m in ch for a in ("--channel-model", m)], "--r2l-weight", "0.25",
-                        "--channel-weight", "0.5", "--r2l-length-exponent", "1.0", "-i", f"{run}/data/val.en"],
+                        "--channel-weight", "0.5", "--r2l-length-exponent", "1.0", "-i", f"{run}/data/val.en",
+                        "--threads", threads_of(nbest[0])],
                        capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout == open(out).read(),
           f"the reranking at w 0.25, c 0.5, a 1.0 from the n-best list is nmt-translate's ({out}): {p.stderr[-500:]}")

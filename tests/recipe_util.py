@@ -1,9 +1,10 @@
 """What tests/recipe_test.py's checks share: the tiny models' flags, the
-failing check, the tiny corpus, a run of the recipe, its result file and
-a snapshot of a run folder's files."""
+failing check, the tiny corpus, a run of the recipe, its result file,
+a snapshot of a run folder's files and the threads of a translation."""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,3 +50,14 @@ def snapshot(run):
     """Every file under RUN with its (mtime_ns, size)."""
     return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, os.stat(os.path.join(d, f)).st_size)
             for d, _, files in os.walk(run) for f in files}
+
+
+def threads_of(nbest):
+    """The --threads of the nmt-translate run that wrote the n-best list NBEST
+    (its log NBEST.log says them): run again with as many, nmt-translate
+    computes the same bits. With other threads, some kernels (OpenBLAS's
+    Haswell ones) add some sums in another order, which can turn a near tie
+    of the reranking the other way."""
+    found = re.findall(r"threads (\d+)\)", open(nbest + ".log").read())
+    check(found, f"{nbest}.log names the translation's threads")
+    return found[0]

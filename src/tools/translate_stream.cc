@@ -182,19 +182,23 @@ StreamSummary evaluate_lines(const StreamOptions& opt) {
 // pieces and EOS; an ensemble's is the mean of its members' per step), its
 // length in target pieces (EOS not counted) and the GNMT length penalty it
 // was divided by: score = LogProb / LengthPenalty. After rescoring also the
-// log-probabilities of the mix (L2R, and R2L and CH where their models ran)
-// and the text's words, to six places: a reranker can recompute the mix under
-// any weights and length exponent
-// (score = ((1 - w) L2R + w R2L + c CH) / ((5 + Words + 1) / 6)^a).
+// log-probabilities of the mix (L2R, and R2L and CH where their models ran),
+// each in the shortest form that reads back as the same double, and the
+// text's words: a reranker that recomputes the mix in doubles under any
+// weights and length exponent, in this order,
+// (score = ((1 - w) L2R + w R2L + c CH) / ((5 + Words + 1) / 6)^a),
+// makes the choice nmt-translate makes with them, to the last bit (the
+// score given is then the mix in the same form); rounded figures would turn
+// near ties either way.
 std::string nbest_features(const Hypothesis& h, const std::string& text, double alpha) {
   const double n = static_cast<double>(h.ids.size() + 1);
   const double penalty = alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha);
   std::string out = "LogProb= " + format_score(h.score) + " Length= " + std::to_string(h.ids.size()) +
                     " LengthPenalty= " + format_score(penalty);
   if (!std::isnan(h.l2r_logprob)) {
-    out += fmt::format(" L2R= {:.6f}", h.l2r_logprob);
-    if (!std::isnan(h.r2l_logprob)) out += fmt::format(" R2L= {:.6f}", h.r2l_logprob);
-    if (!std::isnan(h.channel_logprob)) out += fmt::format(" CH= {:.6f}", h.channel_logprob);
+    out += fmt::format(" L2R= {}", h.l2r_logprob);
+    if (!std::isnan(h.r2l_logprob)) out += fmt::format(" R2L= {}", h.r2l_logprob);
+    if (!std::isnan(h.channel_logprob)) out += fmt::format(" CH= {}", h.channel_logprob);
     out += fmt::format(" Words= {}", count_words(text));
   }
   return out;
@@ -258,9 +262,10 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
     for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
       const auto& h = hyps[i][r];
       std::string text = tr.detokenize(h, window[i], opt.replace_unk);
-      if (n_best)  // Moses' n-best form, which rerankers read
+      if (n_best)  // Moses' n-best form, which rerankers read; a rescored score as exact as its features
         out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| "
-                     << format_score(h.norm_score) << '\n';
+                     << (std::isnan(h.l2r_logprob) ? format_score(h.norm_score) : fmt::format("{}", h.norm_score))
+                     << '\n';
       else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
       else out.stream() << text << '\n';
       if (r == 0) {

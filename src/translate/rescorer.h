@@ -11,7 +11,9 @@
 // right-to-left ones (w taken as 0 without them), log P_channel of the source
 // line by the channel models reading the text (c taken as 0 without them),
 // w = --r2l-weight, c = --channel-weight and a = --r2l-length-exponent
-// (RescoreOptions).
+// (RescoreOptions), computed in doubles in this order without fused
+// multiply-adds (CMakeLists.txt), so that a reranker reading the n-best
+// features (exact) computes the same bits.
 #pragma once
 #include <optional>
 #include <string>
