@@ -31,7 +31,7 @@ import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
                               stale_teachers, thread_shares)
-from recipe_util import TINY, check, make_data, recipe, result, snapshot, threads_of
+from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
 
 
 def first_pick(source, env, run, results):
@@ -77,14 +77,16 @@ def first_pick(source, env, run, results):
 
 
 def rerun_reuses(source, env, run, build, tmp):
-    """The top pick run again with the executables copied elsewhere (the same
-    bytes, newer files): no model trains, and every val translation and
-    reranking is reused (a relink that changes nothing keeps them)."""
+    """The top pick run again with the executables copied elsewhere, newer
+    files, nmt-translate restamped as a build of another commit with the same
+    code would be (restamp()): no model trains, and every val translation and
+    reranking is reused."""
     copy = f"{tmp}/bin-copy"
     os.makedirs(copy)
     for name in ("nmt-train", "nmt-translate", "libnmt_spm.so"):
         if os.path.exists(f"{build}/{name}"):
             shutil.copy(f"{build}/{name}", copy)
+    restamp(f"{copy}/nmt-translate")
     logs = ("selection", "selected")  # the selection's tables, written on every run
     before = {p: s for p, s in snapshot(f"{run}/select").items() if not os.path.basename(p).startswith(logs)}
     rc, out = recipe(source, env, NMT_BUILD_DIR=copy)

@@ -1,6 +1,7 @@
 """What tests/recipe_test.py's checks share: the tiny models' flags, the
 failing check, the tiny corpus, a run of the recipe, its result file,
-a snapshot of a run folder's files and the threads of a translation."""
+a snapshot of a run folder's files, the threads of a translation and an
+executable restamped as another commit's build."""
 import glob
 import json
 import os
@@ -61,3 +62,34 @@ def threads_of(nbest):
     found = re.findall(r"threads (\d+)\)", open(nbest + ".log").read())
     check(found, f"{nbest}.log names the translation's threads")
     return found[0]
+
+
+def restamp(path):
+    """Rewrites the executable PATH as a build of the same code at another
+    commit would be: the commit its --version names replaced by another of
+    the same length, and its GNU build ID (found by readelf, apart from the
+    recipe's own search) by other bytes. Checks that it still runs and names
+    the new commit, that scripts/multi30k_cache.py's code_digest() is the
+    same for both, and that it is not once a byte of the code changes."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    from multi30k_cache import code_digest
+    stamp = re.search(r"\(commit ([^)\s]+)\)", subprocess.run([path, "--version"], capture_output=True,
+                                                               text=True).stdout)[1].encode()
+    other = bytes(b"0123456789abcdef"[(b + 1) % 16] if b in b"0123456789abcdef" else ord("x") for b in stamp)
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(["readelf", "-n", path], capture_output=True,
+                                                                   text=True).stdout)
+    data = open(path, "rb").read()
+    new = data.replace(stamp, other)
+    if build_id:
+        old_id = bytes.fromhex(build_id[1])
+        check(new.count(old_id) == 1, f"{path}'s build ID is in its bytes once")
+        new = new.replace(old_id, bytes(255 - b for b in old_id))
+    check(new != data and code_digest(new, other) == code_digest(data, stamp),
+          f"a build of the same code at another commit has the same code digest ({stamp} -> {other})")
+    at = len(new) // 2  # a byte of the code (.text sits in the middle of the file)
+    changed = new[:at] + bytes([new[at] ^ 1]) + new[at + 1:]
+    check(code_digest(changed, other) != code_digest(new, other), "a change of the code changes the digest")
+    with open(path, "wb") as f:
+        f.write(new)
+    said = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    check(f"(commit {other.decode()})" in said, f"the restamped {path} runs and names its commit: {said}")
