@@ -96,7 +96,7 @@ import threading
 import time
 
 import multi30k_result
-from multi30k_cache import nonempty
+from multi30k_cache import build_commit, nonempty
 from multi30k_distill import PREFIX, learners, student_settings, student_specs
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
@@ -220,9 +220,8 @@ class Recipe(Selection):
         resume = any(os.path.exists(f"{folder}/{name}") for name in ("last.ckpt", "best.ckpt")) or bool(
             glob.glob(f"{folder}/step-*.ckpt"))
         if not resume:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-            with open(f"{folder}.commit", "w") as f:
-                f.write(commit.stdout)
+            with open(f"{folder}.commit", "w") as f:  # what the binaries were built from, not the checkout
+                f.write(build_commit(f"{self.bin}/nmt-train") + "\n")
             with open(f"{folder}.flags", "w") as f:
                 f.write(" ".join(extra) + "\n")
         cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),

@@ -25,13 +25,21 @@ def translator(bin_dir):
     with _lock:
         seen = _digests.get(path)
         if seen is None or seen[0] != (stat.st_mtime_ns, stat.st_size):
-            version = subprocess.run([path, "--version"], capture_output=True, text=True)
-            stamp = re.search(r"\(commit ([^)\s]+)\)", version.stdout)
-            if version.returncode != 0 or not stamp:
-                raise OSError(f"{path} --version: no commit in its output (exit {version.returncode})")
+            stamp = build_commit(path).encode()
             with open(path, "rb") as f:
-                seen = _digests[path] = ((stat.st_mtime_ns, stat.st_size), code_digest(f.read(), stamp[1].encode()))
+                seen = _digests[path] = ((stat.st_mtime_ns, stat.st_size), code_digest(f.read(), stamp))
         return seen[1]
+
+
+def build_commit(executable):
+    """The commit one of nmt's EXECUTABLEs was built from, as its --version
+    names it ("-dirty" when the build had changes, cmake/commit.cmake).
+    Raises OSError when it cannot run or names none."""
+    version = subprocess.run([executable, "--version"], capture_output=True, text=True)
+    stamp = re.search(r"\(commit ([^)\s]+)\)", version.stdout)
+    if version.returncode != 0 or not stamp:
+        raise OSError(f"{executable} --version: no commit in its output (exit {version.returncode})")
+    return stamp[1]
 
 
 # An ELF note of the GNU build ID: name size 4, descriptor size (one byte

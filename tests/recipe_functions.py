@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 
-from recipe_util import check
+from recipe_util import check, stand_in
 
 
 def remade_targets(source, env, run):
@@ -162,9 +162,7 @@ def signal_at_the_end(r, tmp):
     os.makedirs(r.bin)
     multi30k.STOP.set()
     for reason, trained in (("max_epochs", True), ("interrupted", False)):
-        with open(f"{r.bin}/nmt-train", "w") as f:
-            f.write(f"#!/bin/sh\necho 'training finished ({reason}): 7 steps' >&2\n")
-        os.chmod(f"{r.bin}/nmt-train", 0o755)
+        stand_in(f"{r.bin}/nmt-train", f"echo 'training finished ({reason}): 7 steps' >&2")
         folder = f"{tmp}/signalled-{reason}"
         os.makedirs(folder)
         try:
@@ -184,8 +182,7 @@ def signal_at_the_end(r, tmp):
         check(False, "a translation after the signal is not started")
     multi30k.STOP.clear()
     # A run stopped before its first last.ckpt (a second signal during the save) resumes from a step checkpoint.
-    with open(f"{r.bin}/nmt-train", "w") as f:
-        f.write(f"#!/bin/sh\necho \"$@\" > {tmp}/args\necho 'training finished (max_epochs): 7 steps' >&2\n")
+    stand_in(f"{r.bin}/nmt-train", f"echo \"$@\" > {tmp}/args\necho 'training finished (max_epochs): 7 steps' >&2")
     folder = f"{tmp}/stepped"
     os.makedirs(folder)
     open(f"{folder}/step-500.ckpt", "w").close()
@@ -196,8 +193,9 @@ def signal_at_the_end(r, tmp):
 def thread_shares(r, tmp):
     """threads_for(): NMT_THREADS where given, else the cores divided among the
     models or translations that run at once (at most NMT_JOBS); train_models()
-    gives a model that trains alone (the others kept) all the cores, and a
-    translation ALONE gets them too."""
+    gives a model that trains alone (the others kept) all the cores, and
+    records the commit its nmt-train names; a translation ALONE gets every
+    core too."""
     cores, saved = os.cpu_count() or 1, os.environ.pop("NMT_THREADS", None)
     try:
         r.jobs = 2
@@ -206,10 +204,8 @@ def thread_shares(r, tmp):
         r.bin = f"{tmp}/thread-bin"
         os.makedirs(r.bin)
         for tool in ("nmt-train", "nmt-translate"):
-            with open(f"{r.bin}/{tool}", "w") as f:
-                f.write(f"#!/bin/sh\necho \"$@\" > {tmp}/{tool}.args\n"
-                        "echo 'training finished (max_epochs): 7 steps' >&2\n")
-            os.chmod(f"{r.bin}/{tool}", 0o755)
+            stand_in(f"{r.bin}/{tool}", f"echo \"$@\" > {tmp}/{tool}.args\n"
+                     "echo 'training finished (max_epochs): 7 steps' >&2")
         kept, alone = f"{tmp}/threads-kept", f"{tmp}/threads-alone"
         os.makedirs(kept)
         open(f"{kept}/trained", "w").close()
@@ -217,6 +213,8 @@ def thread_shares(r, tmp):
         r.train_models([(1, kept, "train.de", "val.de", ()), (2, alone, "train.de", "val.de", ())])
         args = open(f"{tmp}/nmt-train.args").read().split()
         check(args[args.index("--threads") + 1] == str(cores), f"a model that trains alone gets every core: {args}")
+        made = open(f"{alone}.commit").read().strip()
+        check(made == "feedbee", f"a model's .commit names its nmt-train's build, not the checkout: {made}")
         r.nmt_translate(["m.ckpt"], ["-i", "in", "-o", "out"], f"{tmp}/alone.log", alone=True)
         args = open(f"{tmp}/nmt-translate.args").read().split()
         check(args[args.index("--threads") + 1] == str(cores), f"a lone translation gets every core: {args}")

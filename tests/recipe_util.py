@@ -1,7 +1,8 @@
 """What tests/recipe_test.py's checks share: the tiny models' flags, the
 failing check, the tiny corpus, a run of the recipe, its result file,
 a snapshot of a run folder's files, the threads of a translation and an
-executable restamped as another commit's build."""
+executable restamped as another commit's build, and stand-ins for
+nmt's executables."""
 import glob
 import json
 import os
@@ -51,6 +52,15 @@ def snapshot(run):
     """Every file under RUN with its (mtime_ns, size)."""
     return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, os.stat(os.path.join(d, f)).st_size)
             for d, _, files in os.walk(run) for f in files}
+
+
+def stand_in(path, body):
+    """Writes PATH, an executable shell script standing in for one of nmt's:
+    --version names commit feedbee, as the real ones name theirs; anything
+    else runs BODY."""
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'nmt 0.1.0 (commit feedbee)' && exit 0\n{body}\n")
+    os.chmod(path, 0o755)
 
 
 def threads_of(nbest):
