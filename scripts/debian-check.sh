@@ -19,9 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-trixie}
 root=${2:-/srv/$suite}
-packages=(g++ cmake ninja-build pkg-config libtorch-dev libopenblas0-openmp libsentencepiece-dev
-  libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libexpat1-dev libgloo-dev
-  zlib1g-dev nlohmann-json3-dev libcpp-httplib-dev python3 gdb)
+# setup.sh's packages, without the browser (the tests run with NMT_NO_BROWSER=1)
+# and with gdb, to see where a test that hangs is waiting
+mapfile -t packages < <(scripts/setup.sh --list | grep -vx chromium)
+packages+=(gdb)
 # Debian's SentencePiece 0.2.2 (sid) includes the system's Abseil headers, which its -dev package does not pull in
 [[ $suite == trixie ]] || packages+=(libabsl-dev)
 install="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${packages[*]} >/dev/null"

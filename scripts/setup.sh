@@ -4,6 +4,9 @@
 #   scripts/setup.sh           what building, testing and running need
 #   scripts/setup.sh --bench   also Python's torch and sentencepiece, for the
 #                              PyTorch reference of bench/vs-pytorch.sh
+#   scripts/setup.sh --list    prints the packages of the first form, one a
+#                              line, and installs nothing (scripts/debian-check.sh
+#                              installs them in its chroot)
 # BLAS: LibTorch on Debian calls the system BLAS (libblas.so.3). The reference
 # BLAS makes a GRU training step 26x slower than OpenBLAS. OpenBLAS's OpenMP
 # flavour measured fastest (bench/blas.sh, bench/results/blas-*.txt) and
@@ -18,10 +21,13 @@ packages=(
   libcpp-httplib-dev chromium python3
 )
 
-if [[ ${1:-} == --bench ]]; then
+if [[ ${1:-} == --list ]]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+elif [[ ${1:-} == --bench ]]; then
   packages+=(python3-torch python3-sentencepiece)
 elif (($#)); then
-  echo "setup.sh: unknown argument '$1' (expected nothing or --bench)" >&2
+  echo "setup.sh: unknown argument '$1' (expected nothing, --bench or --list)" >&2
   exit 2
 fi
 
