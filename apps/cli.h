@@ -126,11 +126,11 @@ inline std::string config_path(int argc, char** argv) {
 class Tool {
  public:
   // First, before anything else happens: opens /dev/null on a closed
-  // stdin, stdout or stderr (tools/app.h), and runs the tool again with the
-  // widest BLAS kernels when OpenBLAS picked narrower ones (base/blas_kernels.h).
-  Tool(CLI::App& app, const char* name, char** argv) : app_(app), name_(name), binder_(app) {
+  // stdin, stdout or stderr (tools/app.h), and switches OpenBLAS to the
+  // widest kernels when it picked narrower ones (base/blas_kernels.h).
+  Tool(CLI::App& app, const char* name) : app_(app), name_(name), binder_(app) {
     if (!ensure_standard_streams()) std::exit(kExitError);  // nothing to report on: stderr is what failed
-    ensure_best_blas_kernels(argv);
+    ensure_best_blas_kernels();
     app.add_option("-c,--config", config_, "TOML file of options (keys: the long option names, - or _; tables allowed)");
     app.add_flag("--dump-config", dump_, "Print the effective options as TOML (what --config reads) and exit");
     app.add_flag("-v,--verbose", verbose, "Debug logging");

@@ -13,7 +13,7 @@
 int nmt::apps::align_main(int argc, char** argv) {
   nmt::AlignRunOptions opt;
   CLI::App app{"Attention of an nmt model as alignments: CSV matrices, Pharaoh links, SVG heatmaps, AER."};
-  nmt::cli::Tool tool(app, "nmt-align", argv);
+  nmt::cli::Tool tool(app, "nmt-align");
   tool.binder().add(opt);
   app.footer(
       "Examples:\n"

@@ -17,7 +17,7 @@ int nmt::apps::serve_main(int argc, char** argv) {
   nmt::ServeOptions opt;
   CLI::App app{"Serve an nmt checkpoint over HTTP: POST /translate (JSON), GET /health, GET /models, GET / (a page)."};
   app.get_formatter()->column_width(34);
-  nmt::cli::Tool tool(app, "nmt-serve", argv);
+  nmt::cli::Tool tool(app, "nmt-serve");
   tool.binder().add(opt);
   app.footer(
       "Examples:\n"

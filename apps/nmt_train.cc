@@ -36,7 +36,7 @@ int nmt::apps::train_main(int argc, char** argv) {
   }
   CLI::App app{"Train an RNN attention translation model (Bahdanau et al. 2015)."};
   app.get_formatter()->column_width(34);
-  nmt::cli::Tool tool(app, "nmt-train", argv);
+  nmt::cli::Tool tool(app, "nmt-train");
   tool.binder().add(opt).add(tok).add(model).add(release);
   app.get_option("--release")->expected(2)->type_name("IN OUT");
   app.get_option("--convert")->expected(2)->type_name("IN OUT");

@@ -12,7 +12,7 @@
 int nmt::apps::translate_main(int argc, char** argv) {
   nmt::StreamOptions opt;
   CLI::App app{"Translate text with an nmt checkpoint."};
-  nmt::cli::Tool tool(app, "nmt-translate", argv);
+  nmt::cli::Tool tool(app, "nmt-translate");
   tool.binder().add(opt);
   app.footer(
       "Examples:\n"

@@ -3,7 +3,7 @@
 # rounds, medians): nmt-train's target tokens/s on Multi30k batches and
 # nmt-translate's greedy sentences/s on val, each
 #   default    in the default environment (no OPENBLAS_CORETYPE: nmt keeps
-#              OpenBLAS's own choice, or runs again with the widest family
+#              OpenBLAS's own choice, or switches it to the widest family
 #              when OpenBLAS picked narrower; base/blas_kernels.h)
 #   best       with OPENBLAS_CORETYPE set to the widest family by hand
 #   prescott   with OPENBLAS_CORETYPE=Prescott: what a CPU that OpenBLAS does

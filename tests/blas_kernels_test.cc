@@ -4,7 +4,7 @@
 // OpenBLAS have, a user's OPENBLAS_CORETYPE is kept (and named in one log
 // line when it is narrower than the CPU runs), and when OpenBLAS picks
 // narrower kernels by itself (stood in for by NMT_TEST_OPENBLAS_OWN_CHOICE)
-// the tool runs again with the widest and says so in one log line.
+// the tool switches it to the widest and says so in one log line.
 #include "base/blas_kernels.h"
 
 #include <gtest/gtest.h>
@@ -153,7 +153,7 @@ TEST_F(BlasChoiceTest, ANarrowOwnChoiceIsReplacedAndLoggedOnce) {
   EXPECT_GT(nmt::blas_family_rank(family), nmt::blas_family_rank("Nehalem")) << v.out;
   EXPECT_EQ(how, "chosen by nmt: OpenBLAS picked Prescott on this CPU (" + CpuFeatures::detect().describe() + ")")
       << v.out;
-  // A real run logs the choice once, and its input (stdin, arguments) reaches the second run intact.
+  // A real run logs the choice once, and reads its input (stdin, arguments) as usual.
   write_lines(dir + "/ref.txt", {"a small test"});
   write_lines(dir + "/hyp.txt", {"a small test"});
   const auto r = run_with_env("env -u OPENBLAS_CORETYPE -u NMT_OPENBLAS_CHOICE NMT_TEST_OPENBLAS_OWN_CHOICE=Prescott",
@@ -167,7 +167,7 @@ TEST_F(BlasChoiceTest, ANarrowOwnChoiceIsReplacedAndLoggedOnce) {
       EXPECT_TRUE(contains(l, "nmt runs its " + family + " kernels instead")) << l;
     }
   EXPECT_EQ(lines, 1) << r.err;
-  EXPECT_TRUE(contains(r.out + r.err, "chrF2 = 100.00")) << "the second run read stdin and the arguments:\n" << r.err;
+  EXPECT_TRUE(contains(r.out + r.err, "chrF2 = 100.00")) << "the run read stdin and the arguments:\n" << r.err;
 }
 
 }  // namespace

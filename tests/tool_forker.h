@@ -19,8 +19,7 @@
 // the caller starts the executable: arguments that need a shell to read
 // (anything beyond words and quotes), an environment that differs from the
 // test binary's start in what libraries read when they load (OPENBLAS_*,
-// OMP_*, LD_*, the sanitizers' options, ...), a BLAS choice that would run
-// the tool again (base/blas_kernels.h), a run already in progress on another
+// OMP_*, LD_*, the sanitizers' options, ...), a run already in progress on another
 // thread, or NMT_TEST_EXEC set (every tool started as an executable).
 // Without NMT_TEST_FORKER=1 (a test binary run by hand) there is no forker.
 #pragma once

@@ -1,10 +1,9 @@
 // OpenBLAS kernel families: what the CPU can run, what OpenBLAS picked, and
-// running the tool again with the widest family when OpenBLAS picked narrower.
+// switching OpenBLAS to the widest family when it picked narrower.
 #include "base/blas_kernels.h"
 
 #include <dlfcn.h>
 #include <strings.h>
-#include <unistd.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #endif
@@ -18,9 +17,9 @@
 namespace nmt {
 namespace {
 
-constexpr const char* kChoiceVar = "NMT_OPENBLAS_CHOICE";          // what OpenBLAS had picked, set for the second run
+constexpr const char* kChoiceVar = "NMT_OPENBLAS_CHOICE";          // what OpenBLAS had picked, set by the switch
 constexpr const char* kTestOwnChoiceVar = "NMT_TEST_OPENBLAS_OWN_CHOICE";  // tests: pretend OpenBLAS picked this
-std::string g_exec_failure;  // why running again failed, for the log
+std::string g_switch_failure;  // why the switch to the widest family failed, for the log
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 bool bit(unsigned value, int b) { return ((value >> b) & 1u) != 0; }
@@ -72,6 +71,20 @@ std::string openblas_library() {
 }
 
 bool same_name(const std::string& a, const std::string& b) { return strcasecmp(a.c_str(), b.c_str()) == 0; }
+
+// Has a DYNAMIC_ARCH OpenBLAS pick its kernel family again, as it does when it
+// loads (reading OPENBLAS_CORETYPE). Returns false when the library has no
+// such functions. Only before the first product: the tables of the family
+// picked before are not used again.
+bool openblas_pick_again() {
+  using VoidFn = void (*)();
+  auto quit = reinterpret_cast<VoidFn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<VoidFn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (quit == nullptr || init == nullptr) return false;
+  quit();  // forgets the family, so that init() picks one
+  init();
+  return true;
+}
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -145,9 +158,9 @@ BlasKernels blas_kernels() {
   k.library = openblas_library();
   if (k.library.empty()) k.library = "OpenBLAS";
   const std::string forced = env("OPENBLAS_CORETYPE"), own = env(kChoiceVar);
-  if (!g_exec_failure.empty()) {
+  if (!g_switch_failure.empty()) {
     k.how = "OpenBLAS's own choice";
-    k.warning = g_exec_failure;
+    k.warning = g_switch_failure;
   } else if (forced.empty()) {
     k.how = "OpenBLAS's own choice";
   } else if (own.empty()) {
@@ -166,7 +179,7 @@ BlasKernels blas_kernels() {
   return k;
 }
 
-std::string blas_restart_family() {
+std::string blas_switch_family() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChoiceVar) != nullptr) return "";
   std::string own = openblas_family();
   if (own.empty()) return "";  // not OpenBLAS
@@ -176,19 +189,23 @@ std::string blas_restart_family() {
   return best;
 }
 
-void ensure_best_blas_kernels(char** argv) {
-  const std::string best = blas_restart_family();
+void ensure_best_blas_kernels() {
+  const std::string best = blas_switch_family();
   if (best.empty()) return;
   std::string own = openblas_family();
   if (const std::string test = env(kTestOwnChoiceVar); !test.empty()) own = test;
   if (setenv("OPENBLAS_CORETYPE", best.c_str(), 1) != 0 || setenv(kChoiceVar, own.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // Still here: the exec failed. Go on with OpenBLAS's own kernels.
-  g_exec_failure = "could not run again with OPENBLAS_CORETYPE=" + best + " (" + std::strerror(errno) +
-                   "); OpenBLAS runs " + openblas_family() + " kernels on this CPU (" +
-                   CpuFeatures::detect().describe() + "): set OPENBLAS_CORETYPE=" + best + " for full speed";
+  const bool picked = openblas_pick_again();
+  if (picked && same_name(openblas_family(), best)) return;
+  // The library cannot pick again, or took another family: back to its own choice.
   unsetenv("OPENBLAS_CORETYPE");
   unsetenv(kChoiceVar);
+  const std::string took = picked ? openblas_family() : "";
+  if (picked) openblas_pick_again();
+  g_switch_failure = (picked ? "OpenBLAS took " + took + " kernels when nmt asked for " + best
+                             : "this OpenBLAS cannot switch kernels once loaded (no gotoblas_dynamic_init)") +
+                     "; it runs its own " + openblas_family() + " kernels on this CPU (" +
+                     CpuFeatures::detect().describe() + "): set OPENBLAS_CORETYPE=" + best + " for full speed";
 }
 
 std::string blas_choice_log_line() {

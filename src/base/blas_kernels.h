@@ -1,10 +1,11 @@
 // Which OpenBLAS kernel family the process runs, and making it the widest
 // one the CPU can run. OpenBLAS (Debian's is built for every x86-64 family)
-// picks its kernels once, when it loads, from the CPU model it recognizes: a
-// CPU newer than the library falls back to SSE3 "Prescott" kernels, and a
-// GRU training step then runs about 3x slower. OpenBLAS reads
-// OPENBLAS_CORETYPE only at load time, so the fix is to run the tool again
-// with it set, before anything else happens (ensure_best_blas_kernels()).
+// picks its kernels when it loads, from the CPU model it recognizes: a CPU
+// newer than the library falls back to narrower kernels (SSE3 "Prescott"
+// ones, where a GRU training step runs about 3x slower). Such an OpenBLAS
+// picks again, reading OPENBLAS_CORETYPE, when told to (its exported
+// gotoblas_dynamic_quit() and gotoblas_dynamic_init()), so the fix is to
+// switch it before the first product (ensure_best_blas_kernels()).
 // No LibTorch here: only the CPU's feature bits and OpenBLAS's C symbols.
 #pragma once
 #include <functional>
@@ -46,7 +47,7 @@ struct BlasKernels {
   std::string library;  // "OpenBLAS 0.3.21", or "" when the BLAS in this process is not OpenBLAS
   std::string family;   // the kernel family in use ("Cooperlake"), "" when unknown
   std::string how;      // why that family: "OpenBLAS's own choice", "set by OPENBLAS_CORETYPE", or nmt's reason
-  bool chosen_by_nmt = false;  // nmt set OPENBLAS_CORETYPE (the tool ran again with it)
+  bool chosen_by_nmt = false;  // nmt set OPENBLAS_CORETYPE (and switched OpenBLAS to it)
   std::string warning;  // non-empty when nmt asked for a family that OpenBLAS did not take
   std::string wider;    // the widest family this CPU and OpenBLAS run, when a user's
                         // OPENBLAS_CORETYPE keeps OpenBLAS on a narrower one; else ""
@@ -55,23 +56,23 @@ struct BlasKernels {
 // The kernels of this process, as above. Never fails.
 BlasKernels blas_kernels();
 
-// Call first thing in main(), before any other work (it may replace the
-// process). When the BLAS is OpenBLAS, OPENBLAS_CORETYPE is not set and the
-// family OpenBLAS picked ranks below best_blas_family() for this CPU, runs
-// this executable again (/proc/self/exe, the same arguments) with
-// OPENBLAS_CORETYPE set to the best family and NMT_OPENBLAS_CHOICE recording
-// what OpenBLAS had picked; blas_kernels() of the new process tells both. A
-// user's own OPENBLAS_CORETYPE is never changed, nor is anything done when
-// NMT_OPENBLAS_CHOICE is already set (the second run, or a child of it).
-// Returns only when nothing needs doing or the exec fails (then
-// blas_kernels().warning says so). For tests, NMT_TEST_OPENBLAS_OWN_CHOICE
-// stands in for the family OpenBLAS picked by itself.
-void ensure_best_blas_kernels(char** argv);
+// Call first thing in main(), before any BLAS product (and before threads
+// that might run one). When the BLAS is OpenBLAS, OPENBLAS_CORETYPE is not
+// set and the family OpenBLAS picked ranks below best_blas_family() for this
+// CPU, sets OPENBLAS_CORETYPE to the best family and NMT_OPENBLAS_CHOICE to
+// what OpenBLAS had picked (so that child processes load the best family
+// and blas_kernels() tells both), and has OpenBLAS pick again. A user's own
+// OPENBLAS_CORETYPE is never changed, nor is anything done when
+// NMT_OPENBLAS_CHOICE is already set (a child of such a process). When the
+// library cannot pick again, or does not take the family, it is left on its
+// own choice, both variables are unset and blas_kernels().warning says so.
+// Never fails. For tests, NMT_TEST_OPENBLAS_OWN_CHOICE stands in for the
+// family OpenBLAS picked by itself.
+void ensure_best_blas_kernels();
 
-// The family ensure_best_blas_kernels() would run this executable again
-// with, under the present environment; "" when it would return at once.
-// Never fails.
-std::string blas_restart_family();
+// The family ensure_best_blas_kernels() would switch OpenBLAS to under the
+// present environment; "" when it would return at once. Never fails.
+std::string blas_switch_family();
 
 // One log line about the kernels when nmt chose them or a choice failed
 // ("BLAS: OpenBLAS picked Prescott kernels ...; nmt runs Cooperlake ..."), or
