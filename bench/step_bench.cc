@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
   // What the tools do at start (apps/cli.h, nmt::start_runtime): the widest
   // BLAS kernels, LibTorch's AVX-512 kernels, the heap policy and the threads
   // of LibTorch and OpenBLAS; the device comes from NMT_BENCH_DEVICE.
-  nmt::ensure_best_blas_kernels(argv);
+  nmt::ensure_best_blas_kernels();
   const char* heap = std::getenv("NMT_BENCH_HEAP");  // "default": glibc's policy, for comparison
   nmt::prefer_avx512_kernels();
   if (!(heap && std::string(heap) == "default")) nmt::keep_freed_memory();
