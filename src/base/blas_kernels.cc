@@ -8,9 +8,7 @@
 #include <cpuid.h>
 #endif
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -179,7 +177,9 @@ BlasKernels blas_kernels() {
   return k;
 }
 
-std::string blas_switch_family() {
+// The family ensure_best_blas_kernels() switches OpenBLAS to under the present
+// environment; "" when it has nothing to do. Never fails.
+static std::string blas_switch_family() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChoiceVar) != nullptr) return "";
   std::string own = openblas_family();
   if (own.empty()) return "";  // not OpenBLAS

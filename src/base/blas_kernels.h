@@ -70,10 +70,6 @@ BlasKernels blas_kernels();
 // family OpenBLAS picked by itself.
 void ensure_best_blas_kernels();
 
-// The family ensure_best_blas_kernels() would switch OpenBLAS to under the
-// present environment; "" when it would return at once. Never fails.
-std::string blas_switch_family();
-
 // One log line about the kernels when nmt chose them or a choice failed
 // ("BLAS: OpenBLAS picked Prescott kernels ...; nmt runs Cooperlake ..."), or
 // when a user's OPENBLAS_CORETYPE keeps narrower kernels than the CPU runs
