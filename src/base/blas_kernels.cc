@@ -177,24 +177,33 @@ BlasKernels blas_kernels() {
   return k;
 }
 
+namespace {
+
+// The family OpenBLAS picked by itself (NMT_TEST_OPENBLAS_OWN_CHOICE stands in
+// for it in tests); "" when the BLAS is not OpenBLAS.
+std::string own_choice() {
+  const std::string own = openblas_family();
+  const std::string test = env(kTestOwnChoiceVar);
+  return own.empty() || test.empty() ? own : test;
+}
+
 // The family ensure_best_blas_kernels() switches OpenBLAS to under the present
 // environment; "" when it has nothing to do. Never fails.
-static std::string blas_switch_family() {
+std::string blas_switch_family() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChoiceVar) != nullptr) return "";
-  std::string own = openblas_family();
+  const std::string own = own_choice();
   if (own.empty()) return "";  // not OpenBLAS
-  if (const std::string test = env(kTestOwnChoiceVar); !test.empty()) own = test;
   const std::string best = best_blas_family(CpuFeatures::detect(), library_has_family);
   if (best.empty() || blas_family_rank(own) >= blas_family_rank(best)) return "";
   return best;
 }
 
+}  // namespace
+
 void ensure_best_blas_kernels() {
   const std::string best = blas_switch_family();
   if (best.empty()) return;
-  std::string own = openblas_family();
-  if (const std::string test = env(kTestOwnChoiceVar); !test.empty()) own = test;
-  if (setenv("OPENBLAS_CORETYPE", best.c_str(), 1) != 0 || setenv(kChoiceVar, own.c_str(), 1) != 0) return;
+  if (setenv("OPENBLAS_CORETYPE", best.c_str(), 1) != 0 || setenv(kChoiceVar, own_choice().c_str(), 1) != 0) return;
   const bool picked = openblas_pick_again();
   if (picked && same_name(openblas_family(), best)) return;
   // The library cannot pick again, or took another family: back to its own choice.
