@@ -92,7 +92,8 @@ out=bench/results/cpu-kernels-$host-$commit.txt
   echo "default environment: $best kernels, $how; threads $threads"
   echo "training: configs/multi30k-en-de.toml, $steps steps on the first $pairs tokenized pairs;" \
        "greedy: $nvalid val sentences"
-  echo "command: bench/cpu-kernels.sh $rounds $data"
+  echo "command: NMT_THREADS=$threads NMT_BENCH_PAIRS=$pairs NMT_BENCH_STEPS=$steps NMT_BENCH_VALID=$nvalid" \
+       "bench/cpu-kernels.sh $rounds $data"
   echo
   awk -F'\t' 'NR > 1 && $4 != "" { v[$3 "\t" $2] = v[$3 "\t" $2] " " $4 }
     function median(s,   a, n, i, j, t) {
