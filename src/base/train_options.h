@@ -149,6 +149,11 @@ struct TrainOptions {
   int64_t average = 0;
   int64_t valid_max_sentences = 0;
   int64_t valid_batch_sentences = 64;  // validation decoding batch size
+  // The validation BLEU (logged, and --stop-metric bleu) as sacreBLEU's
+  // --tokenize and -lc make it: "none" scores text tokenized beforehand as
+  // papers do (multi-bleu); the default, cased 13a, suits raw text.
+  BleuTokenizer valid_bleu_tokenize = BleuTokenizer::k13a;
+  bool valid_bleu_lowercase = false;
   // The options the user set (the app fills it). On resume each model
   // option among them (e.g. "emb-dim") must match the checkpoint's
   // architecture, and --vocab-size, --spm-type, --shared-vocab, --src-spm
@@ -290,6 +295,11 @@ void TrainOptions::logging_fields(S& s, V&& v) {
   v(Field{"valid-batch-sentences", "Sentences per batch when translating the validation set", bk, nullptr, 0,
           "valid-batch-size"}.at_least(1),
     s.valid_batch_sentences);
+  v(Field{"valid-bleu-tokenize", "Validation BLEU's tokenizer, as sacreBLEU's --tokenize: 13a, intl, char or none "
+                                 "(none: text tokenized beforehand)", bk},
+    s.valid_bleu_tokenize);
+  v(Field{"valid-bleu-lowercase", "Validation BLEU lowercases both sides first (sacreBLEU -lc)", bk},
+    s.valid_bleu_lowercase);
 }
 
 }  // namespace nmt

@@ -109,8 +109,10 @@ class Trainer {
   std::string next_steps(const TrainResult& result) const;  // the end of the final log line
 
   ValidResult validate_model() {
-    return validate(model_, src_tok_, tgt_tok_, valid_, plan_options(), opt_.valid_batch_sentences, device_);
+    return validate(model_, src_tok_, tgt_tok_, valid_, plan_options(), opt_.valid_batch_sentences, valid_bleu(),
+                    device_);
   }
+  BleuOptions valid_bleu() const { return {opt_.valid_bleu_lowercase, to_string(opt_.valid_bleu_tokenize)}; }
   void save(const std::string& name);
   // The generators that dropout and data order draw on, into state_ and back:
   // the CPU's, and the training device's where it has its own (CUDA), so that

@@ -4,13 +4,13 @@
 #include <cmath>
 
 #include "translate/translator.h"
-#include "text/metrics.h"
 #include "train/losses.h"
 
 namespace nmt {
 
 ValidResult validate(Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok, const ValidationSet& set,
-                     const BatchPlanOptions& plan, int64_t batch_sentences, const torch::Device& device) {
+                     const BatchPlanOptions& plan, int64_t batch_sentences, const BleuOptions& bleu,
+                     const torch::Device& device) {
   ValidResult r;
   torch::NoGradGuard no_grad;
   model->eval();
@@ -28,7 +28,7 @@ ValidResult validate(Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& 
   TranslateOptions to;
   to.batch_sentences = batch_sentences;
   const auto hyps = tr.translate_text(set.source, to);
-  r.bleu = corpus_bleu(hyps, set.reference).score;
+  r.bleu = corpus_bleu(hyps, set.reference, bleu).score;
   r.chrf = corpus_chrf(hyps, set.reference).score;
   r.exact_match = exact_match(hyps, set.reference);
   model->train();

@@ -8,6 +8,7 @@
 #include "base/options.h"
 #include "model/batch.h"
 #include "model/model.h"
+#include "text/metrics.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
@@ -15,7 +16,7 @@ namespace nmt {
 struct ValidResult {
   double loss = 0;         // mean token NLL (no label smoothing)
   double perplexity = 0;
-  double bleu = 0;         // sacreBLEU 13a, cased, of greedy translations
+  double bleu = 0;         // sacreBLEU (as validate()'s `bleu` says) of greedy translations
   double chrf = 0;
   double exact_match = 0;  // % of sentences translated exactly as the reference
 };
@@ -29,11 +30,13 @@ struct ValidationSet {
 };
 
 // Scores `model` on `set`: the loss over batches planned as training plans
-// them (`plan`), and greedy translations decoded `batch_sentences` at a time.
-// Runs without gradients in eval mode and leaves the model in train mode.
-// Throws nmt::Error from translation.
+// them (`plan`), and greedy translations decoded `batch_sentences` at a time,
+// their BLEU as `bleu` says (chrF is sacreBLEU's default, cased). Runs
+// without gradients in eval mode and leaves the model in train mode. Throws
+// nmt::Error from translation, or when bleu.tokenize is unknown.
 ValidResult validate(Seq2Seq& model, const Tokenizer& src_tok, const Tokenizer& tgt_tok, const ValidationSet& set,
-                     const BatchPlanOptions& plan, int64_t batch_sentences, const torch::Device& device);
+                     const BatchPlanOptions& plan, int64_t batch_sentences, const BleuOptions& bleu,
+                     const torch::Device& device);
 
 // The figure to maximize for `metric`: -loss, -perplexity, BLEU or chrF.
 double higher_is_better(StopMetric metric, const ValidResult& v);
