@@ -49,14 +49,15 @@ std::vector<std::string> read_all_lines(const std::string& path) {
   return out;
 }
 
-std::vector<double> valid_losses(const std::string& run_dir) {
-  std::vector<double> losses;
+std::vector<double> valid_figures(const std::string& run_dir, const std::string& key) {
+  const std::string field = "\"" + key + "\":";
+  std::vector<double> figures;
   for (const auto& line : read_all_lines(run_dir + "/metrics.jsonl")) {
-    const auto at = line.find("\"valid_nll\":");
+    const auto at = line.find(field);
     if (line.find("\"type\":\"valid\"") != std::string::npos && at != std::string::npos)
-      losses.push_back(std::stod(line.substr(at + 12)));
+      figures.push_back(std::stod(line.substr(at + field.size())));
   }
-  return losses;
+  return figures;
 }
 
 void expect_same_weights(nmt::Seq2Seq& a, nmt::Seq2Seq& b, const std::string& what) {

@@ -30,9 +30,11 @@ nmt::TokenizerOptions toy_tok();
 // The lines of the file `path` (none when it cannot be read).
 std::vector<std::string> read_all_lines(const std::string& path);
 
-// The validation loss (valid_nll) of each "valid" line of the run's
+// The figure `key` (e.g. "bleu") of each "valid" line of the run's
 // metrics.jsonl, in order (none when the file cannot be read).
-std::vector<double> valid_losses(const std::string& run_dir);
+std::vector<double> valid_figures(const std::string& run_dir, const std::string& key);
+// valid_figures() of the validation loss (valid_nll).
+inline std::vector<double> valid_losses(const std::string& run_dir) { return valid_figures(run_dir, "valid_nll"); }
 
 // Fails the test for each parameter that is not equal in `a` and `b`
 // (`what` names the comparison).
