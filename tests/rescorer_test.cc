@@ -152,7 +152,10 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
     rescorer.rescore(l2r, src, &hyps, false, 64, 2, /*search_scores_exact=*/false);
     reordered += expect_best_by_mix(beams, hyps, e, "w=" + std::to_string(w));
     for (const auto& line : hyps)
-      for (const auto& h : line) EXPECT_TRUE(std::isnan(h.channel_logprob));
+      for (const auto& h : line) {
+        EXPECT_TRUE(std::isnan(h.channel_logprob));
+        EXPECT_EQ(std::isnan(h.r2l_logprob), w == 0) << "w=" << w;  // a model of weight 0 is not run
+      }
   }
   // The random right-to-left model disagrees with the search somewhere: the test saw a reordering.
   EXPECT_GT(reordered, 0);
@@ -161,7 +164,8 @@ TEST(RescorerTest, OrdersEachBeamByTheMixOfBothDirections) {
 // A channel model (here a random model of the toy's shape, reading the
 // hypotheses as its source) adds c log P(source | text) to the mix, alone
 // and beside a right-to-left model; its log-probability is set on each
-// hypothesis, and c = 0 gives the order and mix of the other parts alone.
+// hypothesis, and c = 0 gives the order and mix of the other parts alone
+// (the channel model not run).
 TEST(RescorerTest, AddsTheChannelsScoreOfTheSource) {
   const auto [l2r_model, r2l_model] = toy_and_random_twin();
   nmt::LoadedModel channel_model = l2r_model;
@@ -193,7 +197,10 @@ TEST(RescorerTest, AddsTheChannelsScoreOfTheSource) {
               std::find_if(beams[i].begin(), beams[i].end(), [&](const auto& g) { return g.ids == h.ids; }) -
               beams[i].begin());
           ASSERT_LT(r, beams[i].size()) << what;
-          EXPECT_EQ(h.channel_logprob, e.channel[i][r]) << what << " line " << i;
+          if (c == 0)  // a model of weight 0 is not run
+            EXPECT_TRUE(std::isnan(h.channel_logprob)) << what << " line " << i;
+          else
+            EXPECT_EQ(h.channel_logprob, e.channel[i][r]) << what << " line " << i;
           EXPECT_EQ(std::isnan(h.r2l_logprob), !with_r2l) << what;
         }
       if (c == 0 && with_r2l) {  // the same order and mix as the right-to-left model's alone

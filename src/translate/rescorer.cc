@@ -98,6 +98,9 @@ void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
   DistinctPairs<std::vector<int64_t>> forward;       // (source, text) by the text's pieces
   DistinctPairs<std::string> backward, channel;      // (source, words reversed), (text, source)
   std::vector<double> forward_score;                 // per forward pair; NaN: to decode
+  // A model of weight 0 adds nothing to the mix (0 * log P leaves its bits
+  // as they are): it is not run, and its log-probability stays NaN.
+  const bool run_r2l = r2l_ && opt_.r2l_weight != 0, run_channel = channel_ && opt_.channel_weight != 0;
   for (size_t i = 0; i < hyps->size(); ++i) {
     forward.seen.clear();
     backward.seen.clear();
@@ -110,11 +113,11 @@ void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
       if (forward.add(std::move(pieces), sources[i], text.back()))
         forward_score.push_back(std::numeric_limits<double>::quiet_NaN());
       if (exact) forward_score[forward.of.back()] = h.score;  // at most one hypothesis has exactly the pieces
-      if (r2l_) {
+      if (run_r2l) {
         std::string reversed = reverse_words(text.back());
         backward.add(reversed, sources[i], reversed);
       }
-      if (channel_) channel.add(text.back(), text.back(), sources[i]);  // the channel reads the text
+      if (run_channel) channel.add(text.back(), text.back(), sources[i]);  // the channel reads the text
     }
   }
   std::vector<size_t> again;  // the distinct texts forced decoding scores left to right
@@ -131,17 +134,18 @@ void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> backward_score =
-      r2l_ ? r2l_->score(backward.src, backward.tgt, batch_sentences) : std::vector<double>();
+      run_r2l ? r2l_->score(backward.src, backward.tgt, batch_sentences) : std::vector<double>();
   const std::vector<double> channel_score =
-      channel_ ? channel_->score(channel.src, channel.tgt, batch_sentences) : std::vector<double>();
+      run_channel ? channel_->score(channel.src, channel.tgt, batch_sentences) : std::vector<double>();
   // Per hypothesis: the three log-probabilities (NaN without their models) and the mix.
-  const double w = r2l_ ? opt_.r2l_weight : 0.0, c = channel_ ? opt_.channel_weight : 0.0, a = opt_.length_exponent;
+  const double w = run_r2l ? opt_.r2l_weight : 0.0, c = run_channel ? opt_.channel_weight : 0.0,
+               a = opt_.length_exponent;
   std::vector<double> f(text.size()), b(text.size(), nan), ch(text.size(), nan), mix(text.size());
   for (size_t k = 0; k < text.size(); ++k) {
     f[k] = forward_score[forward.of[k]];
     double sum = (1 - w) * f[k];
-    if (r2l_) sum += w * (b[k] = backward_score[backward.of[k]]);
-    if (channel_) sum += c * (ch[k] = channel_score[channel.of[k]]);
+    if (run_r2l) sum += w * (b[k] = backward_score[backward.of[k]]);
+    if (run_channel) sum += c * (ch[k] = channel_score[channel.of[k]]);
     mix[k] = sum / std::pow((5.0 + static_cast<double>(count_words(text[k])) + 1.0) / 6.0, a);
   }
   reorder(hyps, mix, keep, f, b, ch);

@@ -43,7 +43,9 @@ class Rescorer {
   // `sources[i]`, best first) by the mix above, best first (ties keep the
   // search's order), sets each one's norm_score to its mix and its
   // l2r_logprob, r2l_logprob and channel_logprob to the log-probabilities
-  // (the last two NaN without their models), and keeps the first `keep`.
+  // (the last two NaN without their models, and where their weight is 0: a
+  // model of weight 0 is not run, as it cannot change the mix), and keeps
+  // the first `keep`.
   // `l2r` is the translator that searched: it detokenizes
   // (with `replace_unk` as the output will) and scores the texts as written.
   // Hypotheses of one line whose texts encode to the same pieces share one
