@@ -36,7 +36,8 @@ def rerank_of(w, c, a, score, r2l_models, channel_models):
     """The Rerank of weights W, C and exponent A with the models it needs: the
     channel models are left out when C is 0 and right-to-left models remain
     (the mix is theirs alone then); with no right-to-left models they stay,
-    at weight 0, so that nmt-translate has a model to rescore with."""
+    at weight 0, so that nmt-translate has a model to rescore with (a model
+    of weight 0 is loaded and not run)."""
     keep_channel = c > 0 or not r2l_models
     return Rerank(w, c, a, score, list(r2l_models), list(channel_models) if keep_channel else [])
 
