@@ -152,6 +152,9 @@ TEST(CliTest, TranslateNBestFeaturesGiveEverySettingsChoice) {
                          " --r2l-length-exponent " + std::to_string(a);
     const auto chosen = run("nmt-translate", models + setting, dir, dir + "/in.txt");
     ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+    // a model of weight 0 is not run (the choice below shows the mix unchanged)
+    EXPECT_EQ(contains(chosen.err, "right-to-left " + m + " (weight 0: not run)"), w == 0) << chosen.err;
+    EXPECT_EQ(contains(chosen.err, "channel " + m + " (weight 0: not run)"), c == 0) << chosen.err;
     const auto out = lines_of(chosen.out);
     ASSERT_EQ(out.size(), in.size()) << chosen.out;
     for (const auto& [i, list] : lists) {

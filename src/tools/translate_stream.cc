@@ -381,11 +381,11 @@ StreamSummary translate_stream(const StreamOptions& options) {
       rescorer = std::make_unique<Rescorer>(load(opt.rescore.r2l_models), load(opt.rescore.channel_models), opt.rescore);
       std::vector<std::string> with;
       if (!opt.rescore.r2l_models.empty())
-        with.push_back(fmt::format("right-to-left {} (weight {})", fmt::join(opt.rescore.r2l_models, ", "),
-                                   opt.rescore.r2l_weight));
+        with.push_back(fmt::format("right-to-left {} (weight {}{})", fmt::join(opt.rescore.r2l_models, ", "),
+                                   opt.rescore.r2l_weight, opt.rescore.r2l_weight == 0 ? ": not run" : ""));
       if (!opt.rescore.channel_models.empty())
-        with.push_back(fmt::format("channel {} (weight {})", fmt::join(opt.rescore.channel_models, ", "),
-                                   opt.rescore.channel_weight));
+        with.push_back(fmt::format("channel {} (weight {}{})", fmt::join(opt.rescore.channel_models, ", "),
+                                   opt.rescore.channel_weight, opt.rescore.channel_weight == 0 ? ": not run" : ""));
       spdlog::info("rescoring the beam's {} with {}, length exponent {}",
                    counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), fmt::join(with, " and "),
                    opt.rescore.length_exponent);
