@@ -133,7 +133,8 @@ TEST(CliTest, TranslateRescoresWithChannelModels) {
 // (the first of equal ones) is nmt-translate's output under that setting.
 TEST(CliTest, TranslateNBestFeaturesGiveEverySettingsChoice) {
   const auto dir = temp_dir("cli_rescore_choice");
-  const auto m = quote(nmt::test::trained_toy_checkpoint());
+  const std::string toy = nmt::test::trained_toy_checkpoint();
+  const auto m = quote(toy);
   const std::vector<std::string> in = {"red cat sees big dog", "old fish eats", "big dog sees red cat", "old cat",
                                        "red fish sees old dog"};
   write_lines(dir + "/in.txt", in);
@@ -153,7 +154,6 @@ TEST(CliTest, TranslateNBestFeaturesGiveEverySettingsChoice) {
     const auto chosen = run("nmt-translate", models + setting, dir, dir + "/in.txt");
     ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
     // a model of weight 0 is not run (the choice below shows the mix unchanged)
-    const std::string toy = nmt::test::trained_toy_checkpoint();
     EXPECT_EQ(contains(chosen.err, "right-to-left " + toy + " (weight 0: not run)"), w == 0) << chosen.err;
     EXPECT_EQ(contains(chosen.err, "channel " + toy + " (weight 0: not run)"), c == 0) << chosen.err;
     const auto out = lines_of(chosen.out);
