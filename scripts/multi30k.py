@@ -50,7 +50,11 @@ Environment:
                     times over, with the training targets, the ensemble's best and each
                     teacher's own (Nguyen et al. 2020's data diversification); an epoch
                     is that many times longer (NMT_TRAIN_FLAGS="--max-epochs 3
-                    --lr-decay-start 2" keeps the steps of 15 epochs with 3 teachers)
+                    --lr-decay-start 2" keeps the steps of 15 epochs with 3 teachers).
+                    bidiverse (needs NMT_CHANNEL): the diverse pairs and, for the backward
+                    side, each channel model's translation of the training targets (beam
+                    5, length penalty 1.0) as one more source for them: 2 + (teachers) +
+                    (channel models) times; the channel models train before the students
   NMT_STUDENT_FLAGS nmt-train flags for the students alone, in place of the same options
                     of NMT_TRAIN_FLAGS (a larger student: "--dec-hidden 1024"); needs
   NMT_STUDENT_NAME  which names them: student[-PICK]-NAME-1..K, with their own selection
@@ -153,6 +157,9 @@ class Recipe(Selection):
         distill = env_int("NMT_DISTILL", 0)
         if distill and self.pick == "reranked" and env_int("NMT_R2L", 0) < 1:
             die("NMT_DISTILL_PICK=reranked needs right-to-left models to rerank with (NMT_R2L=K)")
+        self.channel = env_int("NMT_CHANNEL", 0)
+        if distill and self.pick == "bidiverse" and self.channel < 1:
+            die("NMT_DISTILL_PICK=bidiverse needs channel models to translate the targets back (NMT_CHANNEL=K)")
         self.student_name, self.student_flags, self.student_extra = student_settings(self.extra, distill)
         self.tag = "".join(f"-{x}" for x in (self.pick if self.pick != "top" else "", self.student_name)
                            if x and distill)
@@ -164,8 +171,7 @@ class Recipe(Selection):
         self.ensemble_all = ensemble == "all"
         # The outputs' tag: the models' own, -all with every student, -chK with channel
         # reranking (the models they choose from are the same).
-        channel = env_int("NMT_CHANNEL", 0)
-        self.out_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{channel}" if channel else "")
+        self.out_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{self.channel}" if self.channel else "")
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"

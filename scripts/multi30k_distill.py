@@ -4,8 +4,9 @@ training source once, keeping its 5 best of each line, and the students learn
 from the first of them (top), from the one nearest the training target
 (closest: seq-inter), or from the training targets, the first of them and each
 teacher's own first choice side by side (diverse: Nguyen et al. 2020's data
-diversification, forward side), or from the teachers' beam reranked by the
-right-to-left models (reranked)."""
+diversification, forward side; bidiverse: both sides, with the channel models'
+translations of the training targets as more sources), or from the teachers'
+beam reranked by the right-to-left models (reranked)."""
 import collections
 import concurrent.futures
 import glob
@@ -14,7 +15,7 @@ import os
 import re
 
 from multi30k_cache import fresh, newer, nonempty
-from multi30k_rerank import choose_rerank, rerank, train_r2l
+from multi30k_rerank import choose_rerank, rerank, train_channel, train_r2l
 from multi30k_select import translation_name
 
 
@@ -27,7 +28,8 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
     (beam 5, its best length penalty at beam 5 on val, the 5 best of each kept).
     Returns the K students' folders and their training specs for
     Recipe.train_models(): they train on the pick of NMT_DISTILL_PICK among the 5
-    (diverse: on diverse_data()'s pairs; reranked: on reranked_targets(), which
+    (diverse: on diverse_data()'s pairs; bidiverse: on those and the channel
+    models' backward ones, the channel models trained first; reranked: on reranked_targets(), which
     trains the R2L right-to-left models first, and when no reranking wins on
     val the students are the top pick's own, student-K, trained only once)."""
     teachers, lp, pick = r.members(teachers_dirs), "1.0", r.pick  # the pick checked by Recipe
@@ -44,8 +46,10 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
             pick_targets(nbest, r.path(f"train.{r.tgt}"), r.path(name), how)
     source, reranking, prefix = f"train.{r.src}", None, PREFIX[pick]
     named = f"-{r.student_name}" if r.student_name else ""
-    if pick == "diverse":
-        source, target = diverse_data(r, teachers, lp, top)
+    if pick in ("diverse", "bidiverse"):
+        # bidiverse: the channel models (seeded as NMT_CHANNEL seeds them, after the r2l models) first
+        channels = train_channel(r, seeds + k + r2l, r.channel) if pick == "bidiverse" else []
+        source, target = diverse_data(r, teachers, lp, top, channels)
     if pick == "reranked":
         target, reranking = reranked_targets(r, teachers, seeds, lp, seeds + k, r2l)
         if reranking is None:  # the top pick's students, same seeds and targets: trained once
@@ -124,7 +128,7 @@ def merged_flags(base, over):
 
 # The students' folder names (student-1, ...) by NMT_DISTILL_PICK: paired by seed.
 PREFIX = {"top": "student", "closest": "student-closest", "reranked": "student-reranked",
-          "diverse": "student-diverse"}
+          "diverse": "student-diverse", "bidiverse": "student-bidiverse"}
 
 
 def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
@@ -174,28 +178,39 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     return name, (chosen.w, chosen.a)
 
 
-def diverse_data(r, teachers, lp, top):
-    """Data diversification (Nguyen et al. 2020, the forward side): each teacher
-    alone translates the training source (beam 5, length penalty LP; NMT_JOBS at
-    a time), and the training pairs are written 2 + T times over: with the
-    training targets, the ensemble's first choice (TOP) and each teacher's own.
-    Returns the data folder's (source, target) names. Dies as the translations do."""
+def diverse_data(r, teachers, lp, top, channels=()):
+    """Data diversification (Nguyen et al. 2020): each teacher alone translates
+    the training source (beam 5, length penalty LP; NMT_JOBS at a time), and
+    the training pairs are written 2 + T times over: with the training
+    targets, the ensemble's first choice (TOP) and each teacher's own. The
+    backward side, with CHANNELS (target-to-source model folders): each
+    translates the training targets (beam 5, length penalty 1.0, its best
+    checkpoint) into one more source for them, so the pairs come 2 + T + C
+    times. Returns the data folder's (source, target) names: train.diverse.*
+    or, with CHANNELS, train.bidiverse.*. Each file is made again when older
+    than what it is made from. Dies as the translations do."""
     src, tgt = f"train.{r.src}", f"train.{r.tgt}"
     own = [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
-    todo = [(t, name) for t, name in zip(teachers, own) if not newer(r.path(name), t)]
+    back = [f"train.{os.path.basename(d)}.{r.src}" for d in channels]
+    jobs = [(t, src, name, lp) for t, name in zip(teachers, own)] + \
+        [(f"{d}/best.ckpt", tgt, name, "1.0") for d, name in zip(channels, back)]
+    todo = [job for job in jobs if not newer(r.path(job[2]), job[0])]
 
-    def translate(item):
-        teacher, name = item
+    def translate(job):
+        model, into, name, penalty = job
         # one write with its newline: the threads' lines do not run into each other
-        print(f"diversifying: {teacher} translates {src} with beam 5, length penalty {lp}\n", end="", flush=True)
-        r.nmt_translate([teacher], ["-b", "5", "--length-penalty", lp, "-i", r.path(src), "-o", r.path(name)],
+        print(f"diversifying: {model} translates {into} with beam 5, length penalty {penalty}\n", end="",
+              flush=True)
+        r.nmt_translate([model], ["-b", "5", "--length-penalty", penalty, "-i", r.path(into), "-o", r.path(name)],
                         r.path(name) + ".log")
 
     with concurrent.futures.ThreadPoolExecutor(r.jobs) as pool:
         list(pool.map(translate, todo))
-    parts = [tgt, top] + own
-    names = (f"train.diverse.{r.src}", f"train.diverse.{r.tgt}")
-    for name, files in zip(names, ([src] * len(parts), parts)):
+    sources = [src] * (2 + len(own)) + back
+    targets = [tgt, top] + own + [tgt] * len(back)
+    kind = "bidiverse" if channels else "diverse"
+    names = (f"train.{kind}.{r.src}", f"train.{kind}.{r.tgt}")
+    for name, files in zip(names, (sources, targets)):
         if newer(r.path(name), *map(r.path, files)):
             continue
         with open(r.path(name) + ".part", "wb") as g:

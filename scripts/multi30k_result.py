@@ -111,7 +111,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
             train[-1]["epochs"] = round(train[-1]["steps"] / per_epoch[-1], 2)
     # Sequence-level distillation: teachers, the beam and length penalty of their
     # translation of the training source, the number of students and which of the
-    # 5 best each learnt from (top, closest, reranked or diverse; None: off); with
+    # 5 best each learnt from (top, closest, reranked, diverse or bidiverse; None: off); with
     # reranked, the right-to-left weight and length exponent chosen on val (None:
     # reranking did not beat the teachers' beam there, and the top pick was learnt).
     d_info = info["distill"]

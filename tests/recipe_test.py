@@ -6,7 +6,8 @@ and the result file; the same again, which must reuse every val
 translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
 students of other flags, likewise; a channel model's reranking beside
-the right-to-left one, with its own outputs, and channel models alone; every student of the folder in
+the right-to-left one, with its own outputs, and channel models alone; the
+student of both sides' data diversification (bidiverse); every student of the folder in
 one selection; the teachers' ensemble selected when
 it is the best on val; the
 reranked targets made again when the choice on val changes; the held-out
@@ -189,6 +190,39 @@ def channel_run(source, env, run, results, kept):
     check(not changed, f"the other runs' files are left as they were; changed: {changed}")
 
 
+def both_sides(source, env, run, results, kept):
+    """NMT_DISTILL_PICK=bidiverse with NMT_CHANNEL=1 in the folder of a finished
+    channel run: only its student trains, on the training pairs 2 + 2 + 1
+    times over: with their own targets, the teachers' first choice, each
+    teacher's own, and the channel model's translation of the targets (beam
+    5, length penalty 1.0, nmt-translate's own) as their source; the other
+    runs' files stay as they were."""
+    rc, out = recipe(source, env, NMT_DISTILL_PICK="bidiverse", NMT_CHANNEL="1")
+    check(rc == 0, f"the bidiverse run exits 0 (got {rc}):\n{out[-3000:]}")
+    trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
+    check(trained == ["student-bidiverse-1"], f"only the bidiverse student trains: {trained}")
+
+    def lines(name):
+        with open(f"{run}/data/{name}") as f:
+            return f.read().splitlines()
+    en, de = lines("train.bidiverse.en"), lines("train.bidiverse.de")
+    check(len(en) == len(de) == 5 * 200, f"the pairs come 5 times over: {len(en)} sources, {len(de)} targets")
+    parts = [("train.en", "train.de"), ("train.en", "train.distilled.de"), ("train.en", "train.teacher-1.de"),
+             ("train.en", "train.teacher-2.de"), ("train.ch-1.en", "train.de")]
+    for i, (s, t) in enumerate(parts):
+        check(en[200 * i:200 * (i + 1)] == lines(s) and de[200 * i:200 * (i + 1)] == lines(t),
+              f"part {i + 1} of the pairs is {s} with {t}")
+    p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", "-m", f"{run}/ch-1/best.ckpt", "-b", "5",
+                        "--length-penalty", "1.0", "-i", f"{run}/data/train.de", "--threads", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.splitlines() == lines("train.ch-1.en"),
+          f"the backward sources are the channel model's translation of the targets: {p.stderr[-500:]}")
+    r = result(results, "multi30k-en-de-tok-bidiverse-ch1-*.json")
+    check(r["distillation"]["pick"] == "bidiverse", f"the result names the bidiverse pick: {r['distillation']}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the other runs' files are left as they were; changed: {changed}")
+
+
 def every_student(source, env, run, kept):
     """NMT_ENSEMBLE=all (on val only): nothing trains, and every finished
     student of the folder, of any pick or name, is a candidate alone and in
@@ -224,6 +258,7 @@ def teachers_win(source, env, run):
 def bad_settings(source, env, tmp):
     for extra, words in (({"NMT_DISTILL_PICK": "best"}, "NMT_DISTILL_PICK must be one of"),
                          ({"NMT_DISTILL_PICK": "reranked", "NMT_R2L": "0"}, "needs right-to-left models"),
+                         ({"NMT_DISTILL_PICK": "bidiverse"}, "needs channel models"),
                          ({"NMT_JOBS": "0"}, "NMT_JOBS must be at least 1"),
                          ({"NMT_STUDENT_FLAGS": "--dec-hidden 64"}, "NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME"),
                          ({"NMT_STUDENT_NAME": "Wide"}, "NMT_STUDENT_NAME must be lowercase"),
@@ -253,6 +288,7 @@ def main():
         second_pick(source, env, run, results, snapshot(run))
         named_students(source, env, run, results, snapshot(run))
         channel_run(source, env, run, results, snapshot(run))
+        both_sides(source, env, run, results, snapshot(run))
         every_student(source, env, run, snapshot(run))
         teachers_win(source, env, run)
         r = remade_targets(source, env, run)
