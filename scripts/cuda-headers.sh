@@ -36,6 +36,8 @@ done
 tmp=$(mktemp -d "${out%/}.part.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 get() { curl -fsS --retry 2 -m 600 -o "$2" "$mirror/$1" || fail "could not fetch $mirror/$1"; }
+# same_sum FILE SHA256 WHAT WHOSE: dies unless FILE's SHA-256 is SHA256 (WHOSE list's), naming WHAT
+same_sum() { [[ $(sha256sum <"$1" | cut -d' ' -f1) == "$2" ]] || fail "$3: SHA-256 differs from $4's"; }
 
 # InRelease, signed by the archive; the contrib index's SHA-256 from it
 get "dists/$suite/InRelease" "$tmp/InRelease"
@@ -45,7 +47,7 @@ index=contrib/binary-amd64/Packages.xz
 want=$(awk -v f="$index" '/^SHA256:/ {s = 1; next} /^[^ ]/ {s = 0} s && $3 == f {print $1}' "$tmp/Release")
 [[ -n $want ]] || fail "dists/$suite/InRelease lists no $index"
 get "dists/$suite/$index" "$tmp/Packages.xz"
-[[ $(sha256sum <"$tmp/Packages.xz" | cut -d' ' -f1) == "$want" ]] || fail "dists/$suite/$index: SHA-256 differs from InRelease's"
+same_sum "$tmp/Packages.xz" "$want" "dists/$suite/$index" InRelease
 
 # libtorch-cuda-dev's entry: its file, version and SHA-256
 # (the first entry; awk reads to the end, so xz never writes into a closed pipe)
@@ -55,7 +57,7 @@ file=$(field Filename) version=$(field Version) sum=$(field SHA256)
 [[ -n $file && -n $sum ]] || fail "$suite's contrib has no libtorch-cuda-dev"
 echo "cuda-headers.sh: libtorch-cuda-dev $version ($suite)" >&2
 get "$file" "$tmp/dev.deb"
-[[ $(sha256sum <"$tmp/dev.deb" | cut -d' ' -f1) == "$sum" ]] || fail "$file: SHA-256 differs from the index's"
+same_sum "$tmp/dev.deb" "$sum" "$file" "the index"
 
 dpkg-deb -x "$tmp/dev.deb" "$tmp/x"
 mkdir -p "$tmp/h/torch"

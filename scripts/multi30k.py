@@ -306,7 +306,7 @@ def main():
         signal.signal(signum, lambda *_: STOP.set())
     r = Recipe(args[0] or "../shared/data/multi30k", args[1] or "en-de", args[2] or "tok")
     seeds, only = env_int("NMT_SEEDS", 1), env_int("NMT_TRAIN_ONLY", 0)
-    distill, r2l, channel = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0), env_int("NMT_CHANNEL", 0)
+    distill, r2l, channel = env_int("NMT_DISTILL", 0), env_int("NMT_R2L", 0), r.channel
     seeds = max(seeds, only)
     os.makedirs(f"{r.run}/data", exist_ok=True)
     for split in ("train", "val"):
