@@ -19,7 +19,8 @@ Environment:
   NMT_THREADS       threads for each training and translation (default: the cores
                     divided among the NMT_JOBS that run at once; all of them for a
                     model that trains alone and for the teachers' translation of
-                    the training source)
+                    the training source; a model whose neighbours finish, with none
+                    left to start, stops and resumes on its share of the freed cores)
   NMT_JOBS=N        models that train at once, and translations that run at once
                     (default 1): the teachers side by side, the students beside the
                     right-to-left models, the selection's translations N at a time.
@@ -88,53 +89,26 @@ NMT_DISTILL and NMT_R2L, which number the models' seeds. Test data is read only
 in the last step. Every step's command and output files stay in the run
 folder; a translation made earlier with the same models, and newer than its
 inputs, is reused."""
-import concurrent.futures
-import glob
 import gzip
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
 
 import multi30k_result
-from multi30k_cache import build_commit, nonempty
+from multi30k_cache import nonempty
 from multi30k_distill import PREFIX, learners, student_settings, student_specs
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
+from multi30k_train import STOP, Training, env_int
 
 
 def die(message):
     sys.exit(f"multi30k.py: {message}")
 
 
-# Set by SIGTERM or SIGINT. The trainers and translators, in the same process
-# group, get the signal too: trainers save their checkpoints and exit, and the
-# recipe reads their logs to the end before it stops, to tell a finished run
-# from an interrupted one (and nmt-train before 2026-11-28 died of SIGPIPE
-# before it saved when its log's reader had gone).
-STOP = threading.Event()
-
-
-def say(line):
-    """Prints LINE and its newline in one write, flushed: the training and
-    translation threads' lines do not run into each other."""
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def env_int(name, default):
-    value = os.environ.get(name, "")
-    if value == "":
-        return default
-    if not value.isdigit():
-        die(f"{name} must be a whole number, got '{value}'")
-    return int(value)
-
-
-class Recipe(Selection):
+class Recipe(Training, Selection):
     """One run of the recipe: its data, models, selection log and choices."""
 
     def __init__(self, data, pair, form):
@@ -203,87 +177,6 @@ class Recipe(Selection):
         with opener(source, "rb") as f, open(out + ".part", "wb") as g:
             shutil.copyfileobj(f, g)
         os.replace(out + ".part", out)
-
-    # --- training -------------------------------------------------------------
-    def threads_for(self, k):
-        """The --threads of each of K processes that run at once (at most
-        NMT_JOBS of them): NMT_THREADS, else the cores divided among them."""
-        return str(env_int("NMT_THREADS", max(1, (os.cpu_count() or 1) // max(1, min(self.jobs, k)))))
-
-    def train_model(self, seed, folder, target, valid, spm=(), source=None, extra=None, valid_source=None,
-                    echo=True, threads=None):
-        """Trains FOLDER on SOURCE (default: the training source) and TARGET,
-        validating on VALID_SOURCE (default: the val source) and VALID, with the nmt-train flags EXTRA (default
-        NMT_TRAIN_FLAGS), unless it holds a finished run; resumes a stopped one.
-        Its log goes to FOLDER.log, and with ECHO to the terminal too; THREADS
-        (default: NMT_JOBS' share of the cores) are its --threads. Dies if
-        nmt-train fails."""
-        extra = self.extra if extra is None else extra
-        if os.path.exists(f"{folder}/trained"):
-            say(f"{folder}: trained earlier, kept")
-            return
-        # what nmt-train --resume goes on from: last.ckpt, else the newest step-N.ckpt, else best.ckpt
-        resume = any(os.path.exists(f"{folder}/{name}") for name in ("last.ckpt", "best.ckpt")) or bool(
-            glob.glob(f"{folder}/step-*.ckpt"))
-        if not resume:
-            with open(f"{folder}.commit", "w") as f:  # what the binaries were built from, not the checkout
-                f.write(build_commit(f"{self.bin}/nmt-train") + "\n")
-            with open(f"{folder}.flags", "w") as f:
-                f.write(" ".join(extra) + "\n")
-        cmd = [f"{self.bin}/nmt-train", "--config", self.config, "-o", folder, "--seed", str(seed),
-               "--threads", threads or self.threads, "--train-src", self.path(source or f"train.{self.src}"),
-               "--train-tgt", self.path(target), "--valid-src", self.path(valid_source or f"val.{self.src}"),
-               "--valid-tgt", self.path(valid)] + (["--resume"] if resume else list(spm)) + extra
-        t0 = time.time()
-        if not echo:
-            say(f"{folder}: training (log: {folder}.log)")
-        finished = False  # nmt-train's "training finished (REASON)" line, REASON not interrupted
-        with open(f"{folder}.log", "a") as log:
-            proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-            for line in proc.stderr:  # to the terminal and the model's log
-                if echo:
-                    sys.stderr.write(line)
-                log.write(line)
-                if "training finished (" in line:
-                    finished = "training finished (interrupted)" not in line
-            if proc.wait() != 0:
-                die(f"{folder}: stopped by a signal" if STOP.is_set() else
-                    f"nmt-train failed for {folder} (see {folder}.log)")
-        # A run that finished is `trained`, even when a signal came during its
-        # last validation; an interrupted one saved, and the next start resumes it.
-        if finished:
-            with open(f"{folder}/trained", "w") as f:
-                f.write(f"{time.time() - t0:.1f}\n")
-        if not finished or STOP.is_set():
-            die(f"{folder}: stopped by a signal; run the recipe again to resume it")
-        if not echo:
-            say(f"{folder}: trained in {time.time() - t0:.0f} s")
-
-    def train_models(self, specs):
-        """train_model() of every (seed, folder, target, valid, spm[, source, extra, valid_source]) of SPECS, in
-        order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
-        waits until they are made. Fewer models to train than NMT_JOBS share
-        the cores among themselves (threads_for()). Dies when a model fails
-        (after the others running beside it end) or waits on models that no
-        model makes."""
-        threads = self.threads_for(sum(not os.path.exists(f"{spec[1]}/trained") for spec in specs))
-        if self.jobs == 1:
-            for spec in specs:
-                self.train_model(*spec, threads=threads)
-            return
-        pending, running = list(specs), set()
-        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
-            while pending or running:
-                while (pending and len(running) < self.jobs and not STOP.is_set()
-                       and all(map(os.path.exists, pending[0][4][1::2]))):
-                    running.add(pool.submit(self.train_model, *pending.pop(0), echo=False, threads=threads))
-                if pending and not running and STOP.is_set():
-                    die("stopped by a signal; run the recipe again to resume it")
-                if pending and not running:
-                    die(f"{pending[0][1]}: its SentencePiece models {pending[0][4][1::2]} were not made")
-                done, running = concurrent.futures.wait(running, timeout=2, return_when="FIRST_COMPLETED")
-                for job in done:
-                    job.result()  # raises what the job raised
 
     def shared_spm(self, first="model-1"):
         return ["--src-spm", f"{self.run}/{first}/src.spm.model", "--tgt-spm", f"{self.run}/{first}/tgt.spm.model"]

@@ -190,12 +190,40 @@ def signal_at_the_end(r, tmp):
     check("--resume" in open(f"{tmp}/args").read().split(), "a folder with only step-N.ckpt is resumed")
 
 
+def grown(r, tmp, cores):
+    """With 2 jobs and nothing left to start, the model still training when
+    its neighbour finishes is stopped (SIGTERM) and resumed on every core:
+    stand-ins for nmt-train, one that finishes at once and one that runs
+    until the signal (then says it was interrupted, as nmt-train does after
+    saving last.ckpt) or 60 s, and finishes when resumed."""
+    r.bin = f"{tmp}/grow-bin"
+    os.makedirs(r.bin)
+    stand_in(f"{r.bin}/nmt-train", f"""out=; prev=; for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
+echo "$@" >> {tmp}/grow.args
+case "$out" in
+  *long) case " $* " in *" --resume "*) echo 'training finished (max_epochs): 9 steps' >&2; exit 0;; esac
+    mkdir -p "$out" && touch "$out/last.ckpt"
+    trap "echo 'training finished (interrupted): 3 steps' >&2; exit 0" TERM
+    i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+    echo 'training finished (max_epochs): 9 steps' >&2;;
+  *) mkdir -p "$out"; sleep 0.5; echo 'training finished (max_epochs): 7 steps' >&2;;
+esac""")
+    short, long = f"{tmp}/grow-short", f"{tmp}/grow-long"
+    r.train_models([(1, short, "train.de", "val.de", ()), (2, long, "train.de", "val.de", ())])
+    runs = [line.split() for line in open(f"{tmp}/grow.args")]
+    longs = [a for a in runs if a[a.index("-o") + 1] == long]
+    shares = [(a[a.index("--threads") + 1], "--resume" in a) for a in longs]
+    check(shares == [(str(cores // 2), False), (str(cores), True)],
+          f"the model left training resumes on every core when its neighbour finishes: {shares}")
+    check(all(os.path.exists(f"{d}/trained") for d in (short, long)), "both models are trained")
+
+
 def thread_shares(r, tmp):
     """threads_for(): NMT_THREADS where given, else the cores divided among the
     models or translations that run at once (at most NMT_JOBS); train_models()
     gives a model that trains alone (the others kept) all the cores, and
     records the commit its nmt-train names; a translation ALONE gets every
-    core too."""
+    core too; a model whose neighbour finishes grows (grown())."""
     cores, saved = os.cpu_count() or 1, os.environ.pop("NMT_THREADS", None)
     try:
         r.jobs = 2
@@ -218,6 +246,8 @@ def thread_shares(r, tmp):
         r.nmt_translate(["m.ckpt"], ["-i", "in", "-o", "out"], f"{tmp}/alone.log", alone=True)
         args = open(f"{tmp}/nmt-translate.args").read().split()
         check(args[args.index("--threads") + 1] == str(cores), f"a lone translation gets every core: {args}")
+        if cores > 1:
+            grown(r, tmp, cores)
         os.environ["NMT_THREADS"] = "3"
         check(r.threads_for(1) == "3", "NMT_THREADS where given")
     finally:

@@ -13,7 +13,8 @@ it is the best on val; the
 reranked targets made again when the choice on val changes; the held-out
 gain of a choice on val; the teachers' translation made again when a teacher
 is newer; a model that finishes as the recipe's stop signal comes, marked
-trained; the threads of models and translations that run alone (these
+trained; the threads of models and translations that run alone, and of a
+model whose neighbour finishes (these
 last on the run folder, in recipe_functions.py); and the bad
 settings that must fail before anything trains.
 
