@@ -5,6 +5,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -38,6 +44,42 @@ TEST(DeviceTest, TheLibrarysParallelForRunsOnSeveralThreads) {
   EXPECT_EQ(nmt::parallel_for_threads(1), 1);
   nmt::set_threads(1);
   EXPECT_EQ(nmt::parallel_for_threads(2), 1);
+}
+
+// The child of TestBinaryStartsAtNmtThreads: writes the intra-op thread
+// count it started with to the file NMT_THREAD_PROBE names (disabled: it runs
+// only when asked for by name).
+TEST(DeviceTest, DISABLED_ThreadProbe) {
+  const char* path = std::getenv("NMT_THREAD_PROBE");
+  ASSERT_NE(path, nullptr);
+  std::ofstream(path) << at::get_num_threads();
+}
+
+// CTest runs a test process per core at once and gives each NMT_THREADS=1:
+// the test binary must start at that count, not at LibTorch's default of a
+// thread per core (on a 16-core host, 16 processes of 16 spinning OpenMP
+// threads held the fixed-row searches past CTest's limit). Started by hand,
+// without NMT_THREADS, it keeps the default (OMP_NUM_THREADS sets it here).
+TEST(DeviceTest, TestBinaryStartsAtNmtThreads) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = '\0';
+  const std::string probe = ::testing::TempDir() + "nmt-thread-probe-" + std::to_string(::getpid());
+  auto started_with = [&](const std::string& env) {
+    std::remove(probe.c_str());
+    const std::string cmd = "env -u NMT_THREADS " + env + " NMT_THREAD_PROBE=" + probe + " NMT_TEST_FORKER=0 '" +
+                            self + "' --gtest_also_run_disabled_tests --gtest_filter=DeviceTest.DISABLED_ThreadProbe" +
+                            " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    int threads = -1;
+    std::ifstream(probe) >> threads;
+    std::remove(probe.c_str());
+    return threads;
+  };
+  EXPECT_EQ(started_with("OMP_NUM_THREADS=3 NMT_THREADS=1"), 1);
+  EXPECT_EQ(started_with("OMP_NUM_THREADS=3 NMT_THREADS=2"), 2);
+  EXPECT_EQ(started_with("OMP_NUM_THREADS=3"), 3);
 }
 
 TEST(DeviceTest, TheGovernorKeepsItsThreadsWithinBoundsAndWaitsForItsInterval) {
