@@ -157,18 +157,25 @@ class Training:
 
     def train_models(self, specs):
         """train_model() of every (seed, folder, target, valid, spm[, source, extra, valid_source]) of SPECS, in
-        order, NMT_JOBS at a time; one that shares SentencePiece models (spm)
-        waits until they are made. Fewer models to train than NMT_JOBS share
+        order, NMT_JOBS at a time (one trained earlier is kept and takes no
+        place); one that shares SentencePiece models (spm) waits until they
+        are made. Fewer models to train than NMT_JOBS share
         the cores among themselves (threads_for()), and when none is left to
         start, those still training grow to their share of the cores the
         finished ones leave (Job.grow()). Dies when a model fails (after the
         others running beside it end) or waits on models that no model makes."""
-        threads = self.threads_for(sum(not os.path.exists(f"{spec[1]}/trained") for spec in specs))
+        pending = []  # the models to train; the finished ones are kept without taking a place
+        for spec in specs:
+            if os.path.exists(f"{spec[1]}/trained"):
+                say(f"{spec[1]}: trained earlier, kept")
+            else:
+                pending.append(spec)
+        threads = self.threads_for(len(pending))
         if self.jobs == 1:
-            for spec in specs:
+            for spec in pending:
                 self.train_model(*spec, threads=threads)
             return
-        pending, running = list(specs), {}  # running: future -> Job
+        running = {}  # future -> Job
         with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
             while pending or running:
                 while (pending and len(running) < self.jobs and not STOP.is_set()

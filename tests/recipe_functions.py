@@ -195,7 +195,8 @@ def grown(r, tmp, cores):
     its neighbour finishes is stopped (SIGTERM) and resumed on every core:
     stand-ins for nmt-train, one that finishes at once and one that runs
     until the signal (then says it was interrupted, as nmt-train does after
-    saving last.ckpt) or 60 s, and finishes when resumed."""
+    saving last.ckpt) or 60 s, and finishes when resumed; a third model,
+    trained earlier, is kept."""
     r.bin = f"{tmp}/grow-bin"
     os.makedirs(r.bin)
     stand_in(f"{r.bin}/nmt-train", f"""out=; prev=; for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
@@ -208,8 +209,11 @@ case "$out" in
     echo 'training finished (max_epochs): 9 steps' >&2;;
   *) mkdir -p "$out"; sleep 0.5; echo 'training finished (max_epochs): 7 steps' >&2;;
 esac""")
-    short, long = f"{tmp}/grow-short", f"{tmp}/grow-long"
-    r.train_models([(1, short, "train.de", "val.de", ()), (2, long, "train.de", "val.de", ())])
+    short, long, kept = f"{tmp}/grow-short", f"{tmp}/grow-long", f"{tmp}/grow-kept"
+    os.makedirs(kept)
+    open(f"{kept}/trained", "w").close()  # a finished model takes no place and changes no share
+    r.train_models([(1, short, "train.de", "val.de", ()), (2, long, "train.de", "val.de", ()),
+                    (3, kept, "train.de", "val.de", ())])
     runs = [line.split() for line in open(f"{tmp}/grow.args")]
     longs = [a for a in runs if a[a.index("-o") + 1] == long]
     shares = [(a[a.index("--threads") + 1], "--resume" in a) for a in longs]
