@@ -17,6 +17,7 @@
 #endif
 
 #include "base/error.h"
+#include "test_util.h"
 
 namespace {
 
@@ -65,11 +66,12 @@ TEST(DeviceTest, TestBinaryStartsAtNmtThreads) {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(n, 0);
   self[n] = '\0';
-  const std::string probe = ::testing::TempDir() + "nmt-thread-probe-" + std::to_string(::getpid());
+  const std::string probe = nmt::test::temp_dir("thread-probe") + "/threads";
   auto started_with = [&](const std::string& env) {
     std::remove(probe.c_str());
-    const std::string cmd = "env -u NMT_THREADS " + env + " NMT_THREAD_PROBE=" + probe + " NMT_TEST_FORKER=0 '" +
-                            self + "' --gtest_also_run_disabled_tests --gtest_filter=DeviceTest.DISABLED_ThreadProbe" +
+    const std::string cmd = "env -u NMT_THREADS " + env + " NMT_THREAD_PROBE=" + nmt::test::quote(probe) +
+                            " NMT_TEST_FORKER=0 " + nmt::test::quote(self) +
+                            " --gtest_also_run_disabled_tests --gtest_filter=DeviceTest.DISABLED_ThreadProbe" +
                             " > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     int threads = -1;
