@@ -102,3 +102,27 @@ TEST(ScheduleTest, EpochDecayStartsAtItsEpochAndStopsAtTheFloor) {
   EXPECT_EQ(rates, (std::vector<double>{1, 1, 0.5, 0.25, 0.125, 0.1, 0.1}));
 }
 
+
+TEST(ScheduleTest, EpochDecayThatNoStepTrainsAtIsNamed) {
+  auto opt = options(10, 0);  // lr_decay 0.5
+  opt.max_epochs = 3;
+  EXPECT_EQ(nmt::epoch_decay_unused(opt), "") << "no epoch decay asked for";
+  opt.lr_decay_start = 2;  // epoch 3 trains at half the rate
+  EXPECT_EQ(nmt::epoch_decay_unused(opt), "");
+  // The decay at the end of epoch 3 would come after the run: what happened to
+  // a two-epoch student run with --lr-decay-start 2.
+  for (int64_t start : {3, 4}) {
+    opt.lr_decay_start = start;
+    const auto why = nmt::epoch_decay_unused(opt);
+    EXPECT_NE(why.find("--lr-decay-start " + std::to_string(start) + " with --max-epochs 3"), std::string::npos) << why;
+    EXPECT_NE(why.find("--lr-decay-start 2)"), std::string::npos) << why;
+  }
+  opt.max_epochs = 1;
+  opt.lr_decay_start = 1;
+  const auto one = nmt::epoch_decay_unused(opt);
+  EXPECT_NE(one.find("no step trains at a decayed rate"), std::string::npos) << one;
+  EXPECT_EQ(one.find("(the last epoch"), std::string::npos) << "no epoch to suggest: " << one;
+  opt.max_epochs = 3;
+  opt.lr_decay = 1.0;
+  EXPECT_NE(nmt::epoch_decay_unused(opt).find("--lr-decay 1: nothing decays"), std::string::npos);
+}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/format.h"
+
 namespace nmt {
 
 ScheduleVerdict update_schedule(const TrainOptions& opt, double score, ScheduleState* s) {
@@ -29,6 +31,17 @@ bool decay_at_epoch_end(const TrainOptions& opt, int64_t finished_epoch, Schedul
   if (opt.lr_decay_start <= 0 || finished_epoch < opt.lr_decay_start || s->learning_rate <= opt.min_lr) return false;
   s->learning_rate = std::max(opt.min_lr, s->learning_rate * opt.lr_decay);
   return true;
+}
+
+std::string epoch_decay_unused(const TrainOptions& opt) {
+  if (opt.lr_decay_start <= 0) return "";
+  const std::string asked = "--lr-decay-start " + std::to_string(opt.lr_decay_start);
+  if (opt.lr_decay >= 1) return asked + " with --lr-decay " + shortest_decimal(opt.lr_decay) + ": nothing decays";
+  if (opt.lr_decay_start < opt.max_epochs) return "";
+  std::string why = asked + " with --max-epochs " + std::to_string(opt.max_epochs) +
+                    ": the first epoch-end decay comes after the last epoch, so no step trains at a decayed rate";
+  if (opt.max_epochs > 1) why += " (the last epoch at a lower rate: --lr-decay-start " + std::to_string(opt.max_epochs - 1) + ")";
+  return why;
 }
 
 }  // namespace nmt

@@ -5,6 +5,7 @@
 // tensors, no I/O, so it is unit-tested on its own (schedule_test.cc).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "base/options.h"
 #include "base/schedule_state.h"  // ScheduleState
@@ -27,5 +28,12 @@ ScheduleVerdict update_schedule(const TrainOptions& opt, double score, ScheduleS
 // opt.lr_decay_start > 0 and `finished_epoch` >= it, multiplies the rate by
 // opt.lr_decay (never below opt.min_lr) and returns true. Never throws.
 bool decay_at_epoch_end(const TrainOptions& opt, int64_t finished_epoch, ScheduleState* state);
+
+// Why the epoch decay that `opt` asks for never lowers the rate of a step
+// that trains, or "" when it does (or none is asked for): --lr-decay-start N
+// decays at the end of epoch N, so with --max-epochs N or fewer the run ends
+// first (a --lr-decay of 1 or more decays nothing either). The trainer warns
+// with it; the options stay valid (plateaus still decay). Never throws.
+std::string epoch_decay_unused(const TrainOptions& opt);
 
 }  // namespace nmt

@@ -150,6 +150,7 @@ void Trainer::validate_options() {
       model_opt_.dec_hidden_dropout == 0 && model_opt_.enc_hidden_dropout == 0 && opt_.dist.rank == 0)
     spdlog::warn("--r-drop {} without dropout: the two runs of each batch are the same, at twice the cost",
                  shortest_decimal(opt_.r_drop));
+  if (const auto why = epoch_decay_unused(opt_); !why.empty() && opt_.dist.rank == 0) spdlog::warn("{}", why);
 }
 
 void Trainer::join_group() {
