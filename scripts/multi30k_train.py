@@ -91,7 +91,8 @@ class Training:
         """Trains FOLDER on SOURCE (default: the training source) and TARGET,
         validating on VALID_SOURCE (default: the val source) and VALID, with the nmt-train flags EXTRA (default
         NMT_TRAIN_FLAGS), unless it holds a finished run; resumes a stopped one.
-        Its log goes to FOLDER.log, and with ECHO to the terminal too; THREADS
+        Its log goes to FOLDER.log, and with ECHO to the terminal too (without,
+        its warnings alone, after its name); THREADS
         (default: NMT_JOBS' share of the cores) are its --threads. JOB, when
         given, is the Job that train_models() grows (Job.grow()): the run then
         stops, saves and resumes on more threads. Dies if nmt-train fails."""
@@ -146,6 +147,8 @@ class Training:
                 if echo:
                     sys.stderr.write(line)
                 log.write(line)
+                if not echo and "] [warning] " in line:  # beside others, its warnings still reach the terminal
+                    say(f"{folder}: {line.split('] [warning] ', 1)[1].rstrip()}")
                 if "training finished (" in line:
                     finished = "training finished (interrupted)" not in line
             rc = proc.wait()

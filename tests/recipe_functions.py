@@ -6,7 +6,9 @@ of other commands kept, the teachers' translation made again when a teacher
 is newer, and a model that finishes as
 the recipe's stop signal comes. Each function exits through check() when a
 check fails."""
+import contextlib
 import glob
+import io
 import json
 import os
 import shutil
@@ -156,7 +158,8 @@ def signal_at_the_end(r, tmp):
     stand-in script) was finishing: a run that says it finished is `trained`
     and an interrupted one is not (it resumes); the recipe stops either way,
     and starts no translation after it. A folder with a step checkpoint but
-    no last.ckpt resumes."""
+    no last.ckpt resumes. A model trained beside others (no echo) shows its
+    warnings, and nothing else of its log, on the terminal."""
     import multi30k
     r.bin = f"{tmp}/fake-bin"
     os.makedirs(r.bin)
@@ -182,12 +185,20 @@ def signal_at_the_end(r, tmp):
         check(False, "a translation after the signal is not started")
     multi30k.STOP.clear()
     # A run stopped before its first last.ckpt (a second signal during the save) resumes from a step checkpoint.
-    stand_in(f"{r.bin}/nmt-train", f"echo \"$@\" > {tmp}/args\necho 'training finished (max_epochs): 7 steps' >&2")
+    # Its warnings reach the terminal though its log does not.
+    warning = "--lr-decay-start 2 with --max-epochs 2: no step trains at a decayed rate"
+    stand_in(f"{r.bin}/nmt-train", f"echo \"$@\" > {tmp}/args\necho '[2026-12-06 19:00:00] [info] step 1' >&2\n"
+             f"echo '[2026-12-06 19:00:00] [warning] {warning}' >&2\n"
+             "echo 'training finished (max_epochs): 7 steps' >&2")
     folder = f"{tmp}/stepped"
     os.makedirs(folder)
     open(f"{folder}/step-500.ckpt", "w").close()
-    r.train_model(1, folder, "train.de", "val.de", echo=False)
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        r.train_model(1, folder, "train.de", "val.de", echo=False)
     check("--resume" in open(f"{tmp}/args").read().split(), "a folder with only step-N.ckpt is resumed")
+    check(f"{folder}: {warning}\n" in said.getvalue() and "step 1" not in said.getvalue(),
+          f"a model trained beside others shows its warnings, and only them: {said.getvalue()!r}")
 
 
 def grown(r, tmp, cores):
