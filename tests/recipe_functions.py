@@ -186,7 +186,7 @@ def signal_at_the_end(r, tmp):
     multi30k.STOP.clear()
     # A run stopped before its first last.ckpt (a second signal during the save) resumes from a step checkpoint.
     # Its warnings reach the terminal though its log does not.
-    warning = "--lr-decay-start 2 with --max-epochs 2: no step trains at a decayed rate"
+    warning = "--lr-decay-start 2 with --max-epochs 2: the decay lowers no rate a step trains at"
     stand_in(f"{r.bin}/nmt-train", f"echo \"$@\" > {tmp}/args\necho '[2026-12-06 19:00:00] [info] step 1' >&2\n"
              f"echo '[2026-12-06 19:00:00] [warning] {warning}' >&2\n"
              "echo 'training finished (max_epochs): 7 steps' >&2")

@@ -1,5 +1,6 @@
 // The validation schedule on its own: best model, learning-rate decay on
-// plateaus, its floor, and early stopping.
+// plateaus and at epoch ends, its floor, early stopping, and the warning for
+// an epoch decay that no step trains at.
 #include "train/schedule.h"
 
 #include <gtest/gtest.h>
@@ -102,7 +103,6 @@ TEST(ScheduleTest, EpochDecayStartsAtItsEpochAndStopsAtTheFloor) {
   EXPECT_EQ(rates, (std::vector<double>{1, 1, 0.5, 0.25, 0.125, 0.1, 0.1}));
 }
 
-
 TEST(ScheduleTest, EpochDecayThatNoStepTrainsAtIsNamed) {
   auto opt = options(10, 0);  // lr_decay 0.5
   opt.max_epochs = 3;
@@ -120,7 +120,7 @@ TEST(ScheduleTest, EpochDecayThatNoStepTrainsAtIsNamed) {
   opt.max_epochs = 1;
   opt.lr_decay_start = 1;
   const auto one = nmt::epoch_decay_unused(opt);
-  EXPECT_NE(one.find("no step trains at a decayed rate"), std::string::npos) << one;
+  EXPECT_NE(one.find("so it lowers no step's rate"), std::string::npos) << one;
   EXPECT_EQ(one.find("(the last epoch"), std::string::npos) << "no epoch to suggest: " << one;
   opt.max_epochs = 3;
   opt.lr_decay = 1.0;

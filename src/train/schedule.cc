@@ -39,7 +39,7 @@ std::string epoch_decay_unused(const TrainOptions& opt) {
   if (opt.lr_decay >= 1) return asked + " with --lr-decay " + shortest_decimal(opt.lr_decay) + ": nothing decays";
   if (opt.lr_decay_start < opt.max_epochs) return "";
   std::string why = asked + " with --max-epochs " + std::to_string(opt.max_epochs) +
-                    ": the first epoch-end decay comes after the last epoch, so no step trains at a decayed rate";
+                    ": the first epoch-end decay comes at the end of the last epoch or later, so it lowers no step's rate";
   if (opt.max_epochs > 1) why += " (the last epoch at a lower rate: --lr-decay-start " + std::to_string(opt.max_epochs - 1) + ")";
   return why;
 }

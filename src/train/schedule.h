@@ -32,8 +32,9 @@ bool decay_at_epoch_end(const TrainOptions& opt, int64_t finished_epoch, Schedul
 // Why the epoch decay that `opt` asks for never lowers the rate of a step
 // that trains, or "" when it does (or none is asked for): --lr-decay-start N
 // decays at the end of epoch N, so with --max-epochs N or fewer the run ends
-// first (a --lr-decay of 1 or more decays nothing either). The trainer warns
-// with it; the options stay valid (plateaus still decay). Never throws.
+// first (a --lr-decay of 1, its largest value, decays nothing either). The
+// trainer warns with it; the options stay valid (plateaus still decay when
+// --lr-decay < 1). Never throws.
 std::string epoch_decay_unused(const TrainOptions& opt);
 
 }  // namespace nmt
