@@ -74,6 +74,14 @@ Environment:
                     target to source, and + c log P(source | hypothesis) joins the mix
                     (--channel-model), c chosen on val with w and a; the selection log,
                     test outputs and result file are named -chK, apart from the others.
+  NMT_GENERATIONS=G with NMT_DISTILL, G generations of K students (default 1): the
+                    system selected after one generation (reranked where the reranking
+                    held) translates the training source, and K more students
+                    (student[-PICK][-NAME]-gG-1..K, the seeds after the reranking models')
+                    learn from it as the first learnt from the teachers (the diverse
+                    picks: in place of the ensemble's first choice). They join the
+                    selection alone, in the ensemble of every model and in that of every
+                    student; the selection log, test outputs and result file are -gG.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
                     training, of any pick or name, joins the selection (alone and in the
                     ensemble of all) beside this run's; the selection log, ensemble,
@@ -99,6 +107,7 @@ import sys
 import multi30k_result
 from multi30k_cache import nonempty
 from multi30k_distill import PREFIX, learners, student_settings, student_specs
+from multi30k_generation import generation
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
 from multi30k_train import STOP, Training, env_int
@@ -145,7 +154,14 @@ class Recipe(Training, Selection):
         self.ensemble_all = ensemble == "all"
         # The outputs' tag: the models' own, -all with every student, -chK with channel
         # reranking (the models they choose from are the same).
-        self.out_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{self.channel}" if self.channel else "")
+        self.base_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{self.channel}" if self.channel else "")
+        # Generations of students (multi30k_generation.py): -gG on the outputs of G > 1.
+        self.generations = env_int("NMT_GENERATIONS", 1)
+        if self.generations < 1:
+            die("NMT_GENERATIONS must be at least 1")
+        if self.generations > 1 and not distill:
+            die("NMT_GENERATIONS needs students to teach the next generation (NMT_DISTILL=K)")
+        self.out_tag = self.base_tag + (f"-g{self.generations}" if self.generations > 1 else "")
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -222,7 +238,7 @@ def main():
     os.makedirs(r.sel, exist_ok=True)
     r.single = {"name": "", "models": [], "score": -1.0}
     r.score_models(models)
-    info = {"distill": None, "rerank": None}
+    info = {"distill": None, "rerank": None, "generations": []}
     if distill:
         students, specs = student_specs(r, models, seeds, distill, r2l, info)
         if r.jobs > 1:  # the right-to-left and channel models train beside the students
@@ -247,6 +263,9 @@ def main():
         if score > best["score"]:
             best = {"name": name, "models": r.members(models[:seeds]), "beam": beam, "lp": lp, "score": score}
     r2l_models, channel_models = rerank_stage(r, best, seeds + distill, r2l, channel, distill > 0, info)
+    for g in range(2, r.generations + 1):  # the selected system teaches the next generation's students
+        first_seed = seeds + distill + r2l + channel + (g - 2) * distill
+        best, models = generation(r, g, best, models, info, first_seed, distill, r2l_models, channel_models)
     print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
           f"({r.key} {best['score']})")
     with open(f"{r.sel}/selected{r.out_tag}.tsv", "w") as f:

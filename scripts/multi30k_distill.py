@@ -178,7 +178,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
     return name, (chosen.w, chosen.a)
 
 
-def diverse_data(r, teachers, lp, top, channels=()):
+def diverse_data(r, teachers, lp, top, channels=(), name=None):
     """Data diversification (Nguyen et al. 2020): each teacher alone translates
     the training source (beam 5, length penalty LP; NMT_JOBS at a time), and
     the training pairs are written 2 + T times over: with the training
@@ -186,9 +186,10 @@ def diverse_data(r, teachers, lp, top, channels=()):
     backward side, with CHANNELS (target-to-source model folders): each
     translates the training targets (beam 5, length penalty 1.0, its best
     checkpoint) into one more source for them, so the pairs come 2 + T + C
-    times. Returns the data folder's (source, target) names: train.diverse.*
-    or, with CHANNELS, train.bidiverse.*. Each file is made again when older
-    than what it is made from. Dies as the translations do."""
+    times. Returns the data folder's (source, target) names: train.NAME.*
+    (default: train.diverse.* or, with CHANNELS, train.bidiverse.*). Each file
+    is made again when older than what it is made from. Dies as the
+    translations do."""
     src, tgt = f"train.{r.src}", f"train.{r.tgt}"
     own = [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
     back = [f"train.{os.path.basename(d)}.{r.src}" for d in channels]
@@ -208,7 +209,7 @@ def diverse_data(r, teachers, lp, top, channels=()):
         list(pool.map(translate, todo))
     sources = [src] * (2 + len(own)) + back
     targets = [tgt, top] + own + [tgt] * len(back)
-    kind = "bidiverse" if channels else "diverse"
+    kind = name or ("bidiverse" if channels else "diverse")
     names = (f"train.{kind}.{r.src}", f"train.{kind}.{r.tgt}")
     for name, files in zip(names, (sources, targets)):
         if newer(r.path(name), *map(r.path, files)):

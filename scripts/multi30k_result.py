@@ -164,6 +164,9 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "training": train,
         "distillation": distillation,
         "rerank": rerank,
+        # NMT_GENERATIONS: each later generation's teacher (the system selected before it, its
+        # search and reranking, its val score), the students' targets and folders ([]: one generation)
+        "generations": info.get("generations", []),
         # where the models trained ("cpu", "cuda:0"; several when they differ)
         "device": ",".join(sorted({t["device"] for t in train if t.get("device")})) or None,
         "gpu": gpu or None, "cpu": cpu, "threads": int(threads), "host": platform.node(),

@@ -9,7 +9,8 @@ students of other flags, likewise; a channel model's reranking beside
 the right-to-left one, with its own outputs, and channel models alone; the
 student of both sides' data diversification (bidiverse); every student of the folder in
 one selection; the teachers' ensemble selected when
-it is the best on val; the
+it is the best on val; a second generation of students, taught by the
+first generation's selected system; the
 reranked targets made again when the choice on val changes; the held-out
 gain of a choice on val; the teachers' translation made again when a teacher
 is newer; a model that finishes as the recipe's stop signal comes, marked
@@ -256,6 +257,47 @@ def teachers_win(source, env, run):
     check(selected[:3] == ["teachers-2", "5", "1.0"], f"the teachers' ensemble is selected: {selected}")
 
 
+def next_generation(source, env, run, results, kept):
+    """NMT_GENERATIONS=2 in the folder of a finished top-pick run: only the
+    second generation's student trains (seed 5, after the teachers, the
+    student and the right-to-left model), on the training source as the
+    system that the first generation's selection chose translates it
+    (nmt-translate's own output, reranked as that system was); it joins the
+    selection alone and in the two ensembles, in a log, test outputs and
+    result file of their own; the earlier runs' files stay as they were."""
+    rc, out = recipe(source, env, NMT_GENERATIONS="2")
+    check(rc == 0, f"the two-generation run exits 0 (got {rc}):\n{out[-3000:]}")
+    trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
+    check(trained == ["student-g2-1"], f"only the second generation's student trains: {trained}")
+    seed = [line for line in open(f"{run}/student-g2-1/config.toml") if line.startswith("seed =")]
+    check(seed == ["seed = 5\n"], f"its seed comes after the reranking model's: {seed}")
+    r = result(results, "multi30k-en-de-tok-g2-*.json")
+    generations = r["generations"]
+    check(len(generations) == 1 and generations[0]["students"] == ["student-g2-1"]
+          and generations[0]["targets"] == "train.system-g1.de", f"the result names the generation: {generations}")
+    teacher = generations[0]["teacher"]
+    made = open(f"{run}/data/train.system-g1.de.made").read().strip()
+    name, rest = made[len("system "):].split(": ", 1)
+    check(name == teacher["name"], f"the teacher is the system the first selection chose: {made}, {teacher}")
+    models, rest = rest.split(", beam ", 1)
+    args = [a for m in models.split() for a in ("-m", m)] + ["-b", str(teacher["beam"]),
+                                                           "--length-penalty", rest.split("length penalty ")[1].split(",")[0]]
+    if teacher["rerank"]:
+        rescorers = rest.split(", by ")[1].split()
+        args += [a for m in rescorers for a in ("--r2l-model", m)] + [
+            "--r2l-weight", str(teacher["rerank"]["weight"]),
+            "--r2l-length-exponent", str(teacher["rerank"]["length_exponent"])]
+    p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *args, "-i", f"{run}/data/train.en",
+                        "--threads", "1"], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout == open(f"{run}/data/train.system-g1.de").read(),
+          f"the student's targets are the first system's translation ({made}): {p.stderr[-500:]}")
+    rows = [line.split("\t")[0] for line in open(f"{run}/select/selection-g2.tsv")][1:]
+    for row in ("student-1-best", "student-g2-1-best", "ensemble-4", "students-2"):
+        check(row in rows, f"{row} is a candidate of the two generations' selection: {rows}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the earlier runs' files are left as they were; changed: {changed}")
+
+
 def bad_settings(source, env, tmp):
     for extra, words in (({"NMT_DISTILL_PICK": "best"}, "NMT_DISTILL_PICK must be one of"),
                          ({"NMT_DISTILL_PICK": "reranked", "NMT_R2L": "0"}, "needs right-to-left models"),
@@ -265,7 +307,9 @@ def bad_settings(source, env, tmp):
                          ({"NMT_STUDENT_NAME": "Wide"}, "NMT_STUDENT_NAME must be lowercase"),
                          ({"NMT_STUDENT_NAME": "wide", "NMT_DISTILL": "0"}, "needs students to name"),
                          ({"NMT_ENSEMBLE": "every"}, "NMT_ENSEMBLE must be pick or all"),
-                         ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL")):
+                         ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL"),
+                         ({"NMT_GENERATIONS": "0"}, "NMT_GENERATIONS must be at least 1"),
+                         ({"NMT_GENERATIONS": "2", "NMT_DISTILL": "0"}, "needs students to teach")):
         run = f"{tmp}/bad"
         rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)
         check(rc == 1 and words in out, f"{extra} fails with '{words}' (got {rc}: {out[-500:]})")
@@ -281,7 +325,7 @@ def main():
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
-                     "NMT_CHANNEL", "NMT_ENSEMBLE"):
+                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
@@ -292,6 +336,7 @@ def main():
         both_sides(source, env, run, results, snapshot(run))
         every_student(source, env, run, snapshot(run))
         teachers_win(source, env, run)
+        next_generation(source, env, run, results, snapshot(run))
         r = remade_targets(source, env, run)
         channel_alone(r, run)
         held_out(r, run)
