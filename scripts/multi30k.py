@@ -77,11 +77,13 @@ Environment:
   NMT_GENERATIONS=G with NMT_DISTILL, G generations of K students (default 1): the
                     system selected after one generation (reranked where the reranking
                     held) translates the training source, and K more students
-                    (student[-PICK][-NAME]-gG-1..K, the seeds after the reranking models')
-                    learn from it as the first learnt from the teachers (the diverse
-                    picks: in place of the ensemble's first choice). They join the
-                    selection alone, in the ensemble of every model and in that of every
-                    student; the selection log, test outputs and result file are -gG.
+                    (student[-PICK][-NAME][-all][-chK]-gG-1..K, the seeds after the
+                    reranking models') learn from it as the top pick's learnt from the
+                    teachers (the diverse picks: in place of the ensemble's first
+                    choice, and each earlier student's own translation in place of
+                    each teacher's). They join the selection alone, in the ensemble of every
+                    model and in that of every student; the selection log, test outputs
+                    and result file are -gG.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
                     training, of any pick or name, joins the selection (alone and in the
                     ensemble of all) beside this run's; the selection log, ensemble,
@@ -93,8 +95,8 @@ folder (the teachers and right-to-left models train once): a pick other than
 top keeps its selection log (select/selection-PICK.tsv), test outputs
 (test-PICK.*), ensemble names (ensemble-N-PICK) and result file
 (multi30k-PAIR-FORM-PICK-HOST-COMMIT.json) apart; give them the same NMT_SEEDS,
-NMT_DISTILL and NMT_R2L, which number the models' seeds. Test data is read only
-in the last step. Every step's command and output files stay in the run
+NMT_DISTILL, NMT_R2L and NMT_CHANNEL, which number the models' seeds. Test
+data is read only in the last step. Every step's command and output files stay in the run
 folder; a translation made earlier with the same models, and newer than its
 inputs, is reused."""
 import gzip
@@ -245,6 +247,7 @@ def main():
             specs += (r2l_specs(r, seeds + distill, r2l, True)[1] if r2l else []) + \
                 channel_specs(r, seeds + distill + r2l, channel)[1]
         r.train_models(specs)
+        generation_students = list(students)  # this run's: the next generation has as many
         if r.ensemble_all:  # the folder's other finished students, of any pick or name
             students += [d for d in learners(r, "student") if os.path.exists(f"{d}/trained") and d not in students]
         r.score_models(students)
@@ -253,11 +256,9 @@ def main():
     r.single.update(best_single)
     best = dict(r.single)
     if len(models) > 1:  # the ensemble of every model's better checkpoint
-        name, members = f"ensemble-{len(models)}{r.tag}{'-all' if r.ensemble_all else ''}", r.members(models)
-        r.ensemble_b5(name, members)
-        tuned, _ = r.tune(name, members)
-        if tuned["score"] > best["score"]:
-            best = {"name": name, "models": members, **tuned}
+        ensemble = r.tuned_ensemble(f"ensemble-{len(models)}{r.tag}{'-all' if r.ensemble_all else ''}", models)
+        if ensemble["score"] > best["score"]:
+            best = ensemble
     if distill and seeds > 1:  # the teachers' own ensemble, tuned when they distilled, is a candidate too
         name, beam, lp, score = max((row for row in r.log_rows if row[0] == f"teachers-{seeds}"), key=lambda x: x[3])
         if score > best["score"]:
@@ -265,7 +266,8 @@ def main():
     r2l_models, channel_models = rerank_stage(r, best, seeds + distill, r2l, channel, distill > 0, info)
     for g in range(2, r.generations + 1):  # the selected system teaches the next generation's students
         first_seed = seeds + distill + r2l + channel + (g - 2) * distill
-        best, models = generation(r, g, best, models, info, first_seed, distill, r2l_models, channel_models)
+        best, models, generation_students = generation(r, g, best, models, generation_students, info, first_seed,
+                                                       r2l_models, channel_models)
     print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
           f"({r.key} {best['score']})")
     with open(f"{r.sel}/selected{r.out_tag}.tsv", "w") as f:

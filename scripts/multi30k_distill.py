@@ -103,6 +103,8 @@ def student_settings(base, distill):
     name, flags = os.environ.get("NMT_STUDENT_NAME", ""), os.environ.get("NMT_STUDENT_FLAGS", "").split()
     if name and not re.fullmatch(r"[a-z0-9]+", name):
         die(f"NMT_STUDENT_NAME must be lowercase letters and digits, got '{name}'")
+    if re.fullmatch(r"all|ch[0-9]+|g[0-9]+", name):
+        die(f"NMT_STUDENT_NAME '{name}' is the tag of an NMT_ENSEMBLE, NMT_CHANNEL or NMT_GENERATIONS run's outputs")
     if flags and not name:
         die("NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME: students trained otherwise need folders of their own")
     if name and not distill:
@@ -156,42 +158,56 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
         return f"train.distilled.{r.tgt}", None
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"
-    out, made = r.path(name), (f"reranked: w {chosen.w}, a {chosen.a}, beam 5, length penalty {lp}, "
-                               f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
+    made = (f"reranked: w {chosen.w}, a {chosen.a}, beam 5, length penalty {lp}, "
+            f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
     inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
+
+    def make(part):
+        print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
+              f"{lp}, reranked by {k} right-to-left model(s) (w {chosen.w}, a {chosen.a}; val {chosen.score} "
+              f"against {plain})", flush=True)
+        rerank(r, system, chosen, r.path(f"train.{r.src}"), part, f"{r.run}/distill-reranked.log", alone=True)
+    made_once(r, name, made, inputs, PREFIX["reranked"], make)
+    return name, (chosen.w, chosen.a)
+
+
+def made_once(r, name, made, inputs, learner_prefix, make):
+    """The data file NAME, made by MAKE(path) into a part file that replaces it
+    whole, with NAME.made saying MADE; kept while it is there, says MADE and
+    is newer than every one of INPUTS. A file made otherwise is made again,
+    unless a model of the run folder named LEARNER_PREFIX-* learnt (or began
+    to learn: a last.ckpt) from it: then this dies, naming the model to
+    delete. Dies as MAKE does."""
+    out = r.path(name)
     if nonempty(out) and fresh(out, out + ".made", made, inputs):
-        return name, (chosen.w, chosen.a)
-    # a student that trained (or started to: it would resume) on the old targets
-    learnt = learners(r, PREFIX["reranked"])
+        return
+    learnt = learners(r, learner_prefix)
     if learnt:
         die(f"{learnt[0]} learnt from a {name} made otherwise than now ({made}); "
-            "delete the student-reranked-* folders to train them on the new one")
-    print(f"distilling: the {len(teachers)} teacher(s) translate train.{r.src} with beam 5, length penalty "
-          f"{lp}, reranked by {k} right-to-left model(s) (w {chosen.w}, a {chosen.a}; val {chosen.score} "
-          f"against {plain})", flush=True)
-    rerank(r, system, chosen, r.path(f"train.{r.src}"), out + ".part",
-           f"{r.run}/distill-reranked.log", alone=True)
+            f"delete the {learner_prefix}-* folders to train them on the new one")
+    make(out + ".part")
     with open(out + ".made.part", "w") as f:
         f.write(made + "\n")
     os.replace(out + ".part", out)
     os.replace(out + ".made.part", out + ".made")
-    return name, (chosen.w, chosen.a)
 
 
-def diverse_data(r, teachers, lp, top, channels=(), name=None):
-    """Data diversification (Nguyen et al. 2020): each teacher alone translates
-    the training source (beam 5, length penalty LP; NMT_JOBS at a time), and
-    the training pairs are written 2 + T times over: with the training
-    targets, the ensemble's first choice (TOP) and each teacher's own. The
-    backward side, with CHANNELS (target-to-source model folders): each
-    translates the training targets (beam 5, length penalty 1.0, its best
-    checkpoint) into one more source for them, so the pairs come 2 + T + C
-    times. Returns the data folder's (source, target) names: train.NAME.*
+def diverse_data(r, teachers, lp, top, channels=(), data_name=None, own=None):
+    """Data diversification (Nguyen et al. 2020): each of TEACHERS (checkpoints)
+    alone translates the training source (beam 5, length penalty LP; NMT_JOBS
+    at a time) into OWN's file of the same place (default
+    train.teacher-1...T.TGT), and the training pairs are written 2 + T times
+    over: with the training targets, the ensemble's first choice (TOP) and
+    each teacher's own. The backward side, with CHANNELS (target-to-source
+    model folders): each translates the training targets (beam 5, length
+    penalty 1.0, its best checkpoint) into one more source for them, so the
+    pairs come 2 + T + C times. Returns the data folder's (source, target)
+    names: train.DATA_NAME.*
     (default: train.diverse.* or, with CHANNELS, train.bidiverse.*). Each file
     is made again when older than what it is made from. Dies as the
     translations do."""
     src, tgt = f"train.{r.src}", f"train.{r.tgt}"
-    own = [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
+    own = own or [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
     back = [f"train.{os.path.basename(d)}.{r.src}" for d in channels]
     jobs = [(t, src, name, lp) for t, name in zip(teachers, own)] + \
         [(f"{d}/best.ckpt", tgt, name, "1.0") for d, name in zip(channels, back)]
@@ -209,7 +225,7 @@ def diverse_data(r, teachers, lp, top, channels=(), name=None):
         list(pool.map(translate, todo))
     sources = [src] * (2 + len(own)) + back
     targets = [tgt, top] + own + [tgt] * len(back)
-    kind = name or ("bidiverse" if channels else "diverse")
+    kind = data_name or ("bidiverse" if channels else "diverse")
     names = (f"train.{kind}.{r.src}", f"train.{kind}.{r.tgt}")
     for name, files in zip(names, (sources, targets)):
         if newer(r.path(name), *map(r.path, files)):

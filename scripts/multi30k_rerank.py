@@ -81,20 +81,27 @@ def rerank_stage(r, best, first_seed, r2l, channel, distilled, info):
     """The recipe's reranking of the selected system BEST: trains (or keeps)
     R2L right-to-left models (seeds FIRST_SEED + 1..; on the distilled
     targets when DISTILLED) and CHANNEL channel models (the seeds after them),
-    and when choose_rerank() keeps a reranking by them, makes BEST that
-    reranked system (name + rerank_suffix(), its val score). Sets
-    INFO["rerank"] to a RerankRun when either is on. Returns the two lists of
-    model folders. Dies as the training and translations do."""
+    and reranks BEST by them (rerank_system()), setting INFO["rerank"] when
+    either is on. Returns the two lists of model folders. Dies as the training
+    and translations do."""
     if not (r2l or channel):
         return [], []
-    plain_score = best["score"]
     r2l_models = train_r2l(r, first_seed, r2l, distilled) if r2l else []
     channel_models = train_channel(r, first_seed + r2l, channel)
+    info["rerank"] = rerank_system(r, best, r2l_models, channel_models)
+    return r2l_models, channel_models
+
+
+def rerank_system(r, best, r2l_models, channel_models):
+    """The RerankRun of system BEST by the trained R2L_MODELS and
+    CHANNEL_MODELS (folders; not both empty): when choose_rerank() keeps a
+    reranking, BEST becomes that reranked system (name + rerank_suffix(), its
+    val score). Dies as the translations do."""
+    plain_score = best["score"]
     chosen, held_out = choose_rerank(r, best, r2l_models, channel_models)
-    info["rerank"] = RerankRun(r2l, channel, chosen, plain_score, held_out)
     if chosen:
         best.update(name=best["name"] + rerank_suffix(chosen), score=chosen.score)
-    return r2l_models, channel_models
+    return RerankRun(len(r2l_models), len(channel_models), chosen, plain_score, held_out)
 
 
 def channel_specs(r, first_seed, k):

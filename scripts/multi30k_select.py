@@ -95,5 +95,14 @@ class Selection:
                 best5 = {"beam": 5, "lp": lp, "score": score}
         return best, best5["lp"]
 
+    def tuned_ensemble(self, name, folders):
+        """The ensemble NAME of FOLDERS' better checkpoints (members()), scored at
+        beam 5, lp 1.0 and tuned: {name, models, beam, lp, score}. Dies as
+        translate() does."""
+        members = self.members(folders)
+        self.ensemble_b5(name, members)
+        tuned, _ = self.tune(name, members)
+        return {"name": name, "models": members, **tuned}
+
     def ensemble_b5(self, name, models):
         self.logged(name, 5, "1.0", self.translate(f"{name}-b5", 5, "1.0", models))

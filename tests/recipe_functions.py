@@ -3,7 +3,8 @@ tests/recipe_test.py's runs leave (not through a run of the recipe): the
 reranked targets made again when the choice on val changes, the channel
 models' reranking alone, the held-out gain of a choice on val, result files
 of other commands kept, the teachers' translation made again when a teacher
-is newer, and a model that finishes as
+is newer, a generation's teacher's translation made again for another
+system, and a model that finishes as
 the recipe's stop signal comes. Each function exits through check() when a
 check fails."""
 import contextlib
@@ -151,6 +152,38 @@ def stale_teachers(r, run, tmp):
           "the teachers translate the training source again, and say how")
     top = f"{run}/data/train.distilled.de"
     check(os.path.getmtime(top) >= os.path.getmtime(nbest), "the students' targets are made again from it")
+
+
+def stale_generation(r, run):
+    """system_targets(): the training source translated by the system a
+    generation's selection chose, made once, kept while made as now, refused
+    for another system while a student of the next generation learnt from it
+    (its folder named as generation() names it), and made again for that
+    system when none did."""
+    import multi30k_generation
+    best = {"name": "model-1-best", "models": [f"{run}/model-1/best.ckpt"], "beam": 5, "lp": "1.0", "score": 1.0}
+    name = multi30k_generation.system_targets(r, best, None, 2)
+    out = f"{run}/data/{name}"
+    check(name == f"train.system{r.base_tag}-g1.de" and open(out + ".made").read().startswith("system model-1-best: "),
+          f"the system's translation is made and says how: {name}")
+    before = os.stat(out).st_mtime_ns
+    multi30k_generation.system_targets(r, best, None, 2)
+    check(os.stat(out).st_mtime_ns == before, "it is kept while made as now")
+    learner = f"{run}/{multi30k_generation.generation_name(r, 2)}-1"
+    os.makedirs(learner)
+    open(f"{learner}/last.ckpt", "w").close()
+    other = {**best, "lp": "1.4"}
+    try:
+        multi30k_generation.system_targets(r, other, None, 2)
+    except SystemExit as e:
+        check(f"{os.path.basename(learner)} learnt from" in str(e), f"the refusal names the student: {e}")
+    else:
+        check(False, "another system's translation is refused while a student learnt from the old one")
+    check(os.stat(out).st_mtime_ns == before, "the refused translation is left as it was")
+    shutil.rmtree(learner)
+    multi30k_generation.system_targets(r, other, None, 2)
+    check(os.stat(out).st_mtime_ns > before and "length penalty 1.4" in open(out + ".made").read(),
+          "with no student of it, the other system's translation replaces it")
 
 
 def signal_at_the_end(r, tmp):

@@ -7,7 +7,8 @@ translation; then the reranked distillation pick in the same run folder,
 which must reuse the teachers and keep the first pick's files apart; named
 students of other flags, likewise; a channel model's reranking beside
 the right-to-left one, with its own outputs, and channel models alone; the
-student of both sides' data diversification (bidiverse); every student of the folder in
+student of both sides' data diversification (bidiverse), and a second
+generation of it; every student of the folder in
 one selection; the teachers' ensemble selected when
 it is the best on val; a second generation of students, taught by the
 first generation's selected system; the
@@ -33,7 +34,7 @@ import sys
 import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
-                              stale_teachers, thread_shares)
+                              stale_generation, stale_teachers, thread_shares)
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
 
 
@@ -225,6 +226,38 @@ def both_sides(source, env, run, results, kept):
     check(not changed, f"the other runs' files are left as they were; changed: {changed}")
 
 
+def diverse_generation(source, env, run, kept):
+    """NMT_GENERATIONS=2 with the bidiverse pick (on val only) in the folder of
+    the finished bidiverse run: only the second generation's student trains
+    (named with the run's tag, seeded after the channel model), on the pairs
+    4 times over: their own targets, the first system's translation in place
+    of the teachers' first choice, the first student's own translation in
+    place of the teachers' own, and the channel model's backward pairs."""
+    rc, out = recipe(source, env, NMT_DISTILL_PICK="bidiverse", NMT_CHANNEL="1", NMT_GENERATIONS="2",
+                     NMT_VAL_ONLY="1")
+    check(rc == 0, f"the bidiverse two-generation run exits 0 (got {rc}):\n{out[-3000:]}")
+    trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
+    check(trained == ["student-bidiverse-ch1-g2-1"], f"only the second generation's student trains: {trained}")
+    seed = [line for line in open(f"{run}/student-bidiverse-ch1-g2-1/config.toml") if line.startswith("seed =")]
+    check(seed == ["seed = 6\n"], f"its seed comes after the channel model's: {seed}")
+
+    def lines(name):
+        with open(f"{run}/data/{name}") as f:
+            return f.read().splitlines()
+    en, de = lines("train.g2-bidiverse-ch1.en"), lines("train.g2-bidiverse-ch1.de")
+    parts = [("train.en", "train.de"), ("train.en", "train.system-bidiverse-ch1-g1.de"),
+             ("train.en", "train.student-bidiverse-1.de"), ("train.ch-1.en", "train.de")]
+    check(len(en) == len(de) == len(parts) * 200, f"the pairs come 4 times over: {len(en)} sources, {len(de)} targets")
+    for i, (s, t) in enumerate(parts):
+        check(en[200 * i:200 * (i + 1)] == lines(s) and de[200 * i:200 * (i + 1)] == lines(t),
+              f"part {i + 1} of the pairs is {s} with {t}")
+    rows = [line.split("\t")[0] for line in open(f"{run}/select/selection-bidiverse-ch1-g2.tsv")][1:]
+    check("student-bidiverse-ch1-g2-1-best" in rows and "student-bidiverse-1-best" in rows,
+          f"both generations' students are candidates: {rows}")
+    changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
+    check(not changed, f"the earlier runs' files are left as they were; changed: {changed}")
+
+
 def every_student(source, env, run, kept):
     """NMT_ENSEMBLE=all (on val only): nothing trains, and every finished
     student of the folder, of any pick or name, is a candidate alone and in
@@ -257,7 +290,7 @@ def teachers_win(source, env, run):
     check(selected[:3] == ["teachers-2", "5", "1.0"], f"the teachers' ensemble is selected: {selected}")
 
 
-def next_generation(source, env, run, results, kept):
+def next_generation(source, env, run, results):
     """NMT_GENERATIONS=2 in the folder of a finished top-pick run: only the
     second generation's student trains (seed 5, after the teachers, the
     student and the right-to-left model), on the training source as the
@@ -265,6 +298,10 @@ def next_generation(source, env, run, results, kept):
     (nmt-translate's own output, reranked as that system was); it joins the
     selection alone and in the two ensembles, in a log, test outputs and
     result file of their own; the earlier runs' files stay as they were."""
+    rc, out = recipe(source, env, NMT_VAL_ONLY="1")  # the first generation's choice, all reused
+    check(rc == 0 and ": training" not in out, f"the one-generation run on val exits 0 (got {rc}):\n{out[-3000:]}")
+    first = open(f"{run}/select/selected.tsv").read().split("\t")
+    kept = snapshot(run)
     rc, out = recipe(source, env, NMT_GENERATIONS="2")
     check(rc == 0, f"the two-generation run exits 0 (got {rc}):\n{out[-3000:]}")
     trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
@@ -277,22 +314,25 @@ def next_generation(source, env, run, results, kept):
           and generations[0]["targets"] == "train.system-g1.de", f"the result names the generation: {generations}")
     teacher = generations[0]["teacher"]
     made = open(f"{run}/data/train.system-g1.de.made").read().strip()
-    name, rest = made[len("system "):].split(": ", 1)
-    check(name == teacher["name"], f"the teacher is the system the first selection chose: {made}, {teacher}")
-    models, rest = rest.split(", beam ", 1)
+    check([teacher["name"], str(teacher["beam"]), str(teacher["length_penalty"]), str(teacher["val_bleu"])]
+          == [first[0], first[1], str(float(first[2])), str(float(first[3]))],
+          f"the teacher is the system the first generation's selection chose ({first}): {teacher}")
+    models, rest = made.split(": ", 1)[1].split(", beam ", 1)
     args = [a for m in models.split() for a in ("-m", m)] + ["-b", str(teacher["beam"]),
                                                            "--length-penalty", rest.split("length penalty ")[1].split(",")[0]]
-    if teacher["rerank"]:
+    if teacher["rerank"]:  # each rescoring model by its folder: r2l-K or ch-K
         rescorers = rest.split(", by ")[1].split()
-        args += [a for m in rescorers for a in ("--r2l-model", m)] + [
-            "--r2l-weight", str(teacher["rerank"]["weight"]),
-            "--r2l-length-exponent", str(teacher["rerank"]["length_exponent"])]
+        kinds = {"--r2l-model" if "/r2l-" in m else "--channel-model" for m in rescorers}
+        args += [a for m in rescorers for a in ("--r2l-model" if "/r2l-" in m else "--channel-model", m)] + \
+            (["--r2l-weight", str(teacher["rerank"]["weight"])] if "--r2l-model" in kinds else []) + \
+            (["--channel-weight", str(teacher["rerank"]["channel_weight"])] if "--channel-model" in kinds else []) + \
+            ["--r2l-length-exponent", str(teacher["rerank"]["length_exponent"])]
     p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", *args, "-i", f"{run}/data/train.en",
                         "--threads", "1"], capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout == open(f"{run}/data/train.system-g1.de").read(),
           f"the student's targets are the first system's translation ({made}): {p.stderr[-500:]}")
     rows = [line.split("\t")[0] for line in open(f"{run}/select/selection-g2.tsv")][1:]
-    for row in ("student-1-best", "student-g2-1-best", "ensemble-4", "students-2"):
+    for row in ("student-1-best", "student-g2-1-best", "ensemble-4-g2", "students-2-g2"):
         check(row in rows, f"{row} is a candidate of the two generations' selection: {rows}")
     changed = sorted(p for p, stat in kept.items() if snapshot(run).get(p) != stat)
     check(not changed, f"the earlier runs' files are left as they were; changed: {changed}")
@@ -309,6 +349,7 @@ def bad_settings(source, env, tmp):
                          ({"NMT_ENSEMBLE": "every"}, "NMT_ENSEMBLE must be pick or all"),
                          ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL"),
                          ({"NMT_GENERATIONS": "0"}, "NMT_GENERATIONS must be at least 1"),
+                         ({"NMT_STUDENT_NAME": "g2"}, "is the tag of an NMT_ENSEMBLE"),
                          ({"NMT_GENERATIONS": "2", "NMT_DISTILL": "0"}, "needs students to teach")):
         run = f"{tmp}/bad"
         rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)
@@ -334,12 +375,14 @@ def main():
         named_students(source, env, run, results, snapshot(run))
         channel_run(source, env, run, results, snapshot(run))
         both_sides(source, env, run, results, snapshot(run))
+        diverse_generation(source, env, run, snapshot(run))
         every_student(source, env, run, snapshot(run))
         teachers_win(source, env, run)
-        next_generation(source, env, run, results, snapshot(run))
+        next_generation(source, env, run, results)
         r = remade_targets(source, env, run)
         channel_alone(r, run)
         held_out(r, run)
+        stale_generation(r, run)
         result_names(tmp)
         stale_teachers(r, run, tmp)
         signal_at_the_end(r, tmp)
