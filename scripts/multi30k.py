@@ -156,7 +156,9 @@ class Recipe(Training, Selection):
         self.ensemble_all = ensemble == "all"
         # The outputs' tag: the models' own, -all with every student, -chK with channel
         # reranking (the models they choose from are the same).
-        self.base_tag = self.tag + ("-all" if self.ensemble_all else "") + (f"-ch{self.channel}" if self.channel else "")
+        # The ensembles' tag: the models' own, -all with every student.
+        self.ensemble_tag = self.tag + ("-all" if self.ensemble_all else "")
+        self.base_tag = self.ensemble_tag + (f"-ch{self.channel}" if self.channel else "")
         # Generations of students (multi30k_generation.py): -gG on the outputs of G > 1.
         self.generations = env_int("NMT_GENERATIONS", 1)
         if self.generations < 1:
@@ -256,7 +258,7 @@ def main():
     r.single.update(best_single)
     best = dict(r.single)
     if len(models) > 1:  # the ensemble of every model's better checkpoint
-        ensemble = r.tuned_ensemble(f"ensemble-{len(models)}{r.tag}{'-all' if r.ensemble_all else ''}", models)
+        ensemble = r.tuned_ensemble(f"ensemble-{len(models)}{r.ensemble_tag}", models)
         if ensemble["score"] > best["score"]:
             best = ensemble
     if distill and seeds > 1:  # the teachers' own ensemble, tuned when they distilled, is a candidate too

@@ -202,10 +202,9 @@ def diverse_data(r, teachers, lp, top, channels=(), data_name=None, own=None):
     model folders): each translates the training targets (beam 5, length
     penalty 1.0, its best checkpoint) into one more source for them, so the
     pairs come 2 + T + C times. Returns the data folder's (source, target)
-    names: train.DATA_NAME.*
-    (default: train.diverse.* or, with CHANNELS, train.bidiverse.*). Each file
-    is made again when older than what it is made from. Dies as the
-    translations do."""
+    names: train.DATA_NAME.* (default: train.diverse.* or, with CHANNELS,
+    train.bidiverse.*). Each file is made again when older than what it is
+    made from. Dies as the translations do."""
     src, tgt = f"train.{r.src}", f"train.{r.tgt}"
     own = own or [f"train.teacher-{i}.{r.tgt}" for i in range(1, len(teachers) + 1)]
     back = [f"train.{os.path.basename(d)}.{r.src}" for d in channels]

@@ -95,7 +95,7 @@ def generation(r, g, best, models, previous, info, first_seed, r2l_models, chann
     # With NMT_ENSEMBLE=all, a student of an earlier run of this command is in MODELS already.
     models = models + [d for d in students if d not in models]
     every_student = [d for d in models if os.path.basename(d).startswith("student")]
-    tag = f"{r.tag}{'-all' if r.ensemble_all else ''}-g{g}"
+    tag = f"{r.ensemble_tag}-g{g}"
     candidates += [r.tuned_ensemble(f"ensemble-{len(models)}{tag}", models),
                    r.tuned_ensemble(f"students-{len(every_student)}{tag}", every_student)]
     candidate = max(candidates, key=lambda c: c["score"])
