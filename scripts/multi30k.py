@@ -107,9 +107,10 @@ import subprocess
 import sys
 
 import multi30k_result
-from multi30k_cache import nonempty
+from multi30k_cache import nonempty, translator
 from multi30k_distill import PREFIX, learners, student_settings, student_specs
 from multi30k_generation import generation
+from multi30k_pieces import PIECE_LINES, in_pieces
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
 from multi30k_train import STOP, Training, env_int
@@ -154,9 +155,8 @@ class Recipe(Training, Selection):
         if ensemble == "all" and not distill:
             die("NMT_ENSEMBLE=all adds the run folder's students: it needs NMT_DISTILL=K")
         self.ensemble_all = ensemble == "all"
-        # The outputs' tag: the models' own, -all with every student, -chK with channel
-        # reranking (the models they choose from are the same).
-        # The ensembles' tag: the models' own, -all with every student.
+        # The ensembles' tag: the models' own, -all with every student; the outputs' tag adds
+        # -chK with channel reranking (the models they choose from are the same).
         self.ensemble_tag = self.tag + ("-all" if self.ensemble_all else "")
         self.base_tag = self.ensemble_tag + (f"-ch{self.channel}" if self.channel else "")
         # Generations of students (multi30k_generation.py): -gG on the outputs of G > 1.
@@ -203,12 +203,37 @@ class Recipe(Training, Selection):
 
     # --- translation (the selection on val: multi30k_select.Selection) --------
     def nmt_translate(self, models, args, log, alone=False):
+        """nmt-translate with MODELS (an ensemble when several) and ARGS, which
+        name the input and output (-i SOURCE -o OUT), its stderr in LOG; on
+        all the cores when ALONE (nothing runs beside it), else on this run's
+        share. A SOURCE longer than a piece goes in pieces that a stopped run
+        keeps (multi30k_pieces.py): their key is the command without the
+        thread count (which changes nothing in the output), the nmt-translate
+        code, and each file argument's size and time. Dies when a run fails or
+        the stop signal came."""
         if STOP.is_set():  # a queued translation does not start after the signal
             die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
         threads = self.threads_for(1) if alone else self.threads  # ALONE: nothing runs beside it
+        source, out = args[args.index("-i") + 1], args[args.index("-o") + 1]
+        rest = [a for i, a in enumerate(args) if a not in ("-i", "-o") and args[i - 1:i] not in (["-i"], ["-o"])]
+
+        def key():
+            files = [a for a in [source] + cmd[1:] + rest if os.path.isfile(a)]
+            return "\n".join([" ".join(cmd + rest), f"nmt-translate {translator(self.bin)}"] +
+                              [f"{a} {os.stat(a).st_size} {os.stat(a).st_mtime_ns}" for a in files]) + "\n"
+        # A translation that is scored (val, test) goes whole: its scores are the whole file's.
+        scored = "--reference" in rest or "--scores-json" in rest
         with open(log, "w") as f:
-            if subprocess.run(cmd + ["--threads", threads] + args, stderr=f).returncode != 0:
+            def translate(piece, piece_out):
+                if STOP.is_set():
+                    return False
+                if piece != source:
+                    print(f"{piece}:", file=f, flush=True)
+                return subprocess.run(cmd + ["--threads", threads] + rest + ["-i", piece, "-o", piece_out],
+                                      stderr=f).returncode == 0
+            if not in_pieces(source, out, key, translate, nbest="--n-best" in rest,
+                             lines=float("inf") if scored else PIECE_LINES):
                 die("stopped by a signal" if STOP.is_set() else f"nmt-translate failed (see {log})")
 
 

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
+from recipe_functions import (channel_alone, held_out, pieces, remade_targets, result_names, signal_at_the_end,
                               stale_generation, stale_teachers, thread_shares)
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
 
@@ -385,6 +385,7 @@ def main():
         stale_generation(r, run)
         result_names(tmp)
         stale_teachers(r, run, tmp)
+        pieces(r, run, tmp)
         signal_at_the_end(r, tmp)
         thread_shares(r, tmp)
     print("recipe_test.py: every check holds")
