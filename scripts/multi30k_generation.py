@@ -8,7 +8,9 @@ translation where the first learnt from each teacher's). Each generation's
 students join the selection, and the best system on val, of any
 generation, is the recipe's."""
 import os
+import shutil
 
+from multi30k_cache import fresh, nonempty
 from multi30k_distill import diverse_data, made_once
 from multi30k_rerank import rerank, rerank_system
 
@@ -26,7 +28,9 @@ def system_targets(r, best, rerank_run, g):
     penalty; its beam rescored as RERANK_RUN's chosen Rerank says, where one
     was kept), on all the cores. Made once, and again when made otherwise (another
     system or reranking) or older than a model or the source, unless a
-    student of generation G learnt from it (multi30k_distill.made_once()).
+    student of generation G learnt from it (multi30k_distill.made_once()); a
+    copy of an earlier generation's file made as now (the selection kept
+    that system as the teacher) where there is one.
     Returns the file's name in the data folder. Dies as the translation does."""
     chosen = rerank_run.chosen if rerank_run else None
     name = f"train.system{r.base_tag}-g{g - 1}.{r.tgt}"
@@ -34,8 +38,17 @@ def system_targets(r, best, rerank_run, g):
     made = (f"system {best['name']}: {' '.join(best['models'])}, beam {best['beam']}, length penalty {best['lp']}"
             + (f", reranked: w {chosen.w}, c {chosen.c}, a {chosen.a}, by {' '.join(rescorers)}" if chosen else ""))
     source = r.path(f"train.{r.src}")
+    inputs = [source] + list(best["models"]) + rescorers
+    # An earlier generation's teacher that was this system (the selection kept it): its translation, copied.
+    earlier = [r.path(f"train.system{r.base_tag}-g{p}.{r.tgt}") for p in range(1, g - 1)]
+    same = [e for e in earlier if nonempty(e) and fresh(e, e + ".made", made, inputs)]
 
     def make(part):
+        if same:
+            print(f"generation {g}: {best['name']}'s translation, made for an earlier generation, is copied from "
+                  f"{os.path.basename(same[-1])}", flush=True)
+            shutil.copyfile(same[-1], part)
+            return
         print(f"generation {g}: {best['name']} (val {best['score']}) translates train.{r.src} with beam "
               f"{best['beam']}, length penalty {best['lp']}" + (", reranked" if chosen else ""), flush=True)
         log = f"{r.run}/distill{r.base_tag}-g{g}.log"
@@ -44,7 +57,7 @@ def system_targets(r, best, rerank_run, g):
         else:
             r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", str(best["lp"]),
                                              "-i", source, "-o", part], log, alone=True)
-    made_once(r, name, made, [source] + list(best["models"]) + rescorers, generation_name(r, g), make)
+    made_once(r, name, made, inputs, generation_name(r, g), make)
     return name
 
 

@@ -157,7 +157,8 @@ def stale_teachers(r, run, tmp):
 
 def stale_generation(r, run):
     """system_targets(): the training source translated by the system a
-    generation's selection chose, made once, kept while made as now, refused
+    generation's selection chose, made once, kept while made as now, copied
+    when the same system teaches the generation after, refused
     for another system while a student of the next generation learnt from it
     (its folder named as generation() names it), and made again for that
     system when none did."""
@@ -170,6 +171,14 @@ def stale_generation(r, run):
     before = os.stat(out).st_mtime_ns
     multi30k_generation.system_targets(r, best, None, 2)
     check(os.stat(out).st_mtime_ns == before, "it is kept while made as now")
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        again = multi30k_generation.system_targets(r, best, None, 3)
+    check(again == f"train.system{r.base_tag}-g2.de" and "is copied from" in said.getvalue() and
+          open(f"{run}/data/{again}").read() == open(out).read(),
+          f"the same system teaching the next generation is not run again: {said.getvalue()!r}")
+    for made in (again, again + ".made"):
+        os.remove(f"{run}/data/{made}")
     learner = f"{run}/{multi30k_generation.generation_name(r, 2)}-1"
     os.makedirs(learner)
     open(f"{learner}/last.ckpt", "w").close()
