@@ -107,10 +107,10 @@ import subprocess
 import sys
 
 import multi30k_result
-from multi30k_cache import nonempty, translator
+from multi30k_cache import kernels, nonempty, translator
 from multi30k_distill import PREFIX, learners, student_settings, student_specs
 from multi30k_generation import generation
-from multi30k_pieces import PIECE_LINES, in_pieces
+from multi30k_pieces import PIECE_LINES, WINDOW, in_pieces
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
 from multi30k_train import STOP, Training, env_int
@@ -206,34 +206,43 @@ class Recipe(Training, Selection):
         """nmt-translate with MODELS (an ensemble when several) and ARGS, which
         name the input and output (-i SOURCE -o OUT), its stderr in LOG; on
         all the cores when ALONE (nothing runs beside it), else on this run's
-        share. A SOURCE longer than a piece goes in pieces that a stopped run
-        keeps (multi30k_pieces.py): their key is the command without the
-        thread count (which changes nothing in the output), the nmt-translate
-        code, and each file argument's size and time. Dies when a run fails or
-        the stop signal came."""
+        share. A SOURCE longer than a piece (the training source or targets)
+        goes in pieces that a stopped run keeps (multi30k_pieces.py), unless
+        the translation is scored (--reference, --scores-json: the scores are
+        the whole file's) or its --window does not divide a piece. The pieces'
+        key: the command, the nmt-translate code, the kernels and SentencePiece
+        module it runs with here, and each file argument's size and time. Dies
+        when a run fails, a piece is wrong, or the stop signal came."""
         if STOP.is_set():  # a queued translation does not start after the signal
             die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
         threads = self.threads_for(1) if alone else self.threads  # ALONE: nothing runs beside it
-        source, out = args[args.index("-i") + 1], args[args.index("-o") + 1]
+        value = dict(zip(args, args[1:]))  # an option's value (the flags without one are not asked for)
+        if "-i" not in value or "-o" not in value:
+            die(f"nmt_translate() needs -i and -o: {' '.join(args)}")
+        source, out = value["-i"], value["-o"]
         rest = [a for i, a in enumerate(args) if a not in ("-i", "-o") and args[i - 1:i] not in (["-i"], ["-o"])]
+        cmd += ["--threads", threads] + rest
+        whole = ("--reference" in rest or "--scores-json" in rest or
+                 PIECE_LINES % int(value.get("--window", WINDOW)) != 0)
 
         def key():
-            files = [a for a in [source] + cmd[1:] + rest if os.path.isfile(a)]
-            return "\n".join([" ".join(cmd + rest), f"nmt-translate {translator(self.bin)}"] +
+            files = [a for a in [source] + cmd[1:] if os.path.isfile(a)]
+            return "\n".join([" ".join(cmd), f"nmt-translate {translator(self.bin)}", *kernels(self.bin)] +
                               [f"{a} {os.stat(a).st_size} {os.stat(a).st_mtime_ns}" for a in files]) + "\n"
-        # A translation that is scored (val, test) goes whole: its scores are the whole file's.
-        scored = "--reference" in rest or "--scores-json" in rest
         with open(log, "w") as f:
             def translate(piece, piece_out):
                 if STOP.is_set():
                     return False
                 if piece != source:
-                    print(f"{piece}:", file=f, flush=True)
-                return subprocess.run(cmd + ["--threads", threads] + rest + ["-i", piece, "-o", piece_out],
-                                      stderr=f).returncode == 0
-            if not in_pieces(source, out, key, translate, nbest="--n-best" in rest,
-                             lines=float("inf") if scored else PIECE_LINES):
+                    print(f"{piece} (of {source}):", file=f, flush=True)
+                return subprocess.run(cmd + ["-i", piece, "-o", piece_out], stderr=f).returncode == 0
+            try:
+                made = in_pieces(source, out, key, translate, nbest=int(value.get("--n-best", 1)) > 1,
+                                 lines=float("inf") if whole else PIECE_LINES)
+            except (OSError, ValueError) as e:
+                die(f"{out}: {e}")
+            if not made:
                 die("stopped by a signal" if STOP.is_set() else f"nmt-translate failed (see {log})")
 
 

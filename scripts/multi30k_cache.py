@@ -31,6 +31,17 @@ def translator(bin_dir):
         return seen[1]
 
 
+def kernels(bin_dir):
+    """What BIN_DIR/nmt-translate --version says it runs with here, after its
+    first line: the LibTorch and BLAS kernels (which the CPU,
+    OPENBLAS_CORETYPE and ATEN_CPU_CAPABILITY choose) and the SentencePiece
+    module. Raises OSError when it cannot run."""
+    version = subprocess.run([f"{bin_dir}/nmt-translate", "--version"], capture_output=True, text=True)
+    if version.returncode != 0:
+        raise OSError(f"{bin_dir}/nmt-translate --version: exit {version.returncode}")
+    return version.stdout.splitlines()[1:]
+
+
 def build_commit(executable):
     """The commit one of nmt's EXECUTABLEs was built from, as its --version
     names it ("-dirty" when the build had changes, cmake/commit.cmake).

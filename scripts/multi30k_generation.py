@@ -47,6 +47,7 @@ def system_targets(r, best, rerank_run, g):
         if same:
             print(f"generation {g}: {best['name']}'s translation, made for an earlier generation, is copied from "
                   f"{os.path.basename(same[-1])}", flush=True)
+            shutil.rmtree(part + ".pieces", ignore_errors=True)  # a translation stopped part way
             shutil.copyfile(same[-1], part)
             return
         print(f"generation {g}: {best['name']} (val {best['score']}) translates train.{r.src} with beam "

@@ -4,16 +4,14 @@ reranked targets made again when the choice on val changes, the channel
 models' reranking alone, the held-out gain of a choice on val, result files
 of other commands kept, the teachers' translation made again when a teacher
 is newer, a generation's teacher's translation made again for another
-system, a long translation made in pieces, and a model that finishes as
-the recipe's stop signal comes. Each function exits through check() when a
-check fails."""
+system, and a model that finishes as the recipe's stop signal comes. Each
+function exits through check() when a check fails."""
 import contextlib
 import glob
 import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 from recipe_util import check, stand_in
@@ -158,7 +156,8 @@ def stale_teachers(r, run, tmp):
 def stale_generation(r, run):
     """system_targets(): the training source translated by the system a
     generation's selection chose, made once, kept while made as now, copied
-    when the same system teaches the generation after, refused
+    when the same system teaches the generation after (and not when
+    another does), refused
     for another system while a student of the next generation learnt from it
     (its folder named as generation() names it), and made again for that
     system when none did."""
@@ -179,6 +178,14 @@ def stale_generation(r, run):
           f"the same system teaching the next generation is not run again: {said.getvalue()!r}")
     for made in (again, again + ".made"):
         os.remove(f"{run}/data/{made}")
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        multi30k_generation.system_targets(r, {**best, "lp": "1.4"}, None, 3)
+    check("translates" in said.getvalue() and "copied" not in said.getvalue() and
+          "length penalty 1.4" in open(f"{run}/data/{again}.made").read(),
+          f"another system teaching the next generation translates: {said.getvalue()!r}")
+    for made in (again, again + ".made"):
+        os.remove(f"{run}/data/{made}")
     learner = f"{run}/{multi30k_generation.generation_name(r, 2)}-1"
     os.makedirs(learner)
     open(f"{learner}/last.ckpt", "w").close()
@@ -194,61 +201,6 @@ def stale_generation(r, run):
     multi30k_generation.system_targets(r, other, None, 2)
     check(os.stat(out).st_mtime_ns > before and "length penalty 1.4" in open(out + ".made").read(),
           "with no student of it, the other system's translation replaces it")
-
-
-def pieces(r, run, tmp):
-    """A long translation in pieces (multi30k_pieces.py), with pieces of 60
-    lines and nmt-translate's --window at 20 (a piece holds whole windows,
-    as the recipe's 2,000 lines hold its 1,000): the output and the n-best
-    list, their numbers offset, are those of one nmt-translate run on the
-    whole file; a run stopped part way keeps its pieces and the next makes
-    only the rest; pieces made under another key are made again; a file of
-    at most one piece, or one that is scored, goes whole."""
-    import multi30k
-    import multi30k_pieces
-    source, model = f"{run}/data/train.en", f"{run}/model-1/best.ckpt"
-    saved, multi30k.PIECE_LINES = multi30k.PIECE_LINES, 60
-    try:
-        for extra, name in (([], "pieces.out"), (["--n-best", "2"], "pieces.nbest")):
-            args = ["-b", "2", "--window", "20", *extra]
-            whole = subprocess.run([f"{r.bin}/nmt-translate", "-m", model, "--threads", "1", *args, "-i", source],
-                                   capture_output=True, check=True).stdout
-            r.nmt_translate([model], [*args, "-i", source, "-o", f"{tmp}/{name}"], f"{tmp}/{name}.log")
-            check(open(f"{tmp}/{name}", "rb").read() == whole and len(whole.split(b"\n")) > 200,
-                  f"{name}: the pieces' output is one run's")
-            check("pieces/1.in:" in open(f"{tmp}/{name}.log").read() and not os.path.exists(f"{tmp}/{name}.pieces"),
-                  f"{name}: made in pieces, the pieces removed")
-        r.nmt_translate([model], ["-b", "2", "-i", source, "-o", f"{tmp}/scored", "--reference",
-                                  f"{run}/data/train.de", "--scores-json", f"{tmp}/scored.json"], f"{tmp}/scored.log")
-        check("pieces/1.in:" not in open(f"{tmp}/scored.log").read(), "a scored translation goes whole")
-    finally:
-        multi30k.PIECE_LINES = saved
-    out, made = f"{tmp}/upper", []
-
-    def upper(piece, piece_out, fail_at=None):
-        made.append(os.path.basename(piece))
-        if fail_at and piece.endswith(fail_at):
-            return False
-        with open(piece, "rb") as f, open(piece_out, "wb") as g:
-            g.write(f.read().upper())
-        return True
-    lines = open(source, "rb").read()
-    check(not multi30k_pieces.in_pieces(source, out, lambda: "a", lambda p, o: upper(p, o, "3.in"), lines=60),
-          "a failed piece fails the whole")
-    check(made == ["1.in", "2.in", "3.in"] and not os.path.exists(out) and
-          sorted(os.listdir(out + ".pieces")) == ["1.out", "2.out", "3.in", "key"],
-          f"the pieces made before the failure are kept: {made}, {os.listdir(out + '.pieces')}")
-    made.clear()
-    check(multi30k_pieces.in_pieces(source, out, lambda: "a", upper, lines=60), "the run started again succeeds")
-    check(made == ["3.in", "4.in"] and open(out, "rb").read() == lines.upper(),
-          f"it makes only the pieces not made, and the whole from them: {made}")
-    multi30k_pieces.in_pieces(source, out, lambda: "a", lambda p, o: upper(p, o, "2.in"), lines=60)
-    made.clear()
-    multi30k_pieces.in_pieces(source, out, lambda: "b", upper, lines=60)
-    check(made == ["1.in", "2.in", "3.in", "4.in"], f"pieces made under another key are made again: {made}")
-    made.clear()
-    check(multi30k_pieces.in_pieces(source, out, lambda: "a", upper, lines=200) and made == ["train.en"],
-          f"a source of one piece goes whole: {made}")
 
 
 def signal_at_the_end(r, tmp):

@@ -33,8 +33,9 @@ import subprocess
 import sys
 import tempfile
 
-from recipe_functions import (channel_alone, held_out, pieces, remade_targets, result_names, signal_at_the_end,
+from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
                               stale_generation, stale_teachers, thread_shares)
+from recipe_pieces import pieces
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
 
 
