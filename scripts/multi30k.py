@@ -217,11 +217,12 @@ class Recipe(Training, Selection):
             die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]
         threads = self.threads_for(1) if alone else self.threads  # ALONE: nothing runs beside it
-        value = dict(zip(args, args[1:]))  # an option's value (the flags without one are not asked for)
-        if "-i" not in value or "-o" not in value:
+        if "-i" not in args[:-1] or "-o" not in args[:-1]:
             die(f"nmt_translate() needs -i and -o: {' '.join(args)}")
-        source, out = value["-i"], value["-o"]
-        rest = [a for i, a in enumerate(args) if a not in ("-i", "-o") and args[i - 1:i] not in (["-i"], ["-o"])]
+        at = {args.index("-i"), args.index("-o")}
+        source, out = args[args.index("-i") + 1], args[args.index("-o") + 1]
+        rest = [a for k, a in enumerate(args) if k not in at and k - 1 not in at]  # without -i, -o
+        value = dict(zip(rest, rest[1:]))  # an option's value (the flags without one are not asked for)
         cmd += ["--threads", threads] + rest
         whole = ("--reference" in rest or "--scores-json" in rest or
                  PIECE_LINES % int(value.get("--window", WINDOW)) != 0)

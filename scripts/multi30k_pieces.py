@@ -34,7 +34,7 @@ def in_pieces(source, out, key, translate, nbest=False, lines=PIECE_LINES):
     removing the piece, when a piece's output is not one line (NBEST: one
     list) per line of its input, and OSError when a file cannot be read or
     written."""
-    if not os.path.isfile(source) or os.path.getsize(source) <= lines:  # no more lines than bytes
+    if not os.path.isfile(source):
         return translate(source, out)
     with open(source, "rb") as f:
         source_lines = f.readlines()
