@@ -219,9 +219,9 @@ class Recipe(Training, Selection):
         threads = self.threads_for(1) if alone else self.threads  # ALONE: nothing runs beside it
         if "-i" not in args[:-1] or "-o" not in args[:-1]:
             die(f"nmt_translate() needs -i and -o: {' '.join(args)}")
-        at = {args.index("-i"), args.index("-o")}
-        source, out = args[args.index("-i") + 1], args[args.index("-o") + 1]
-        rest = [a for k, a in enumerate(args) if k not in at and k - 1 not in at]  # without -i, -o
+        i, o = args.index("-i"), args.index("-o")
+        source, out = args[i + 1], args[o + 1]
+        rest = [a for k, a in enumerate(args) if k not in (i, i + 1, o, o + 1)]  # without -i, -o
         value = dict(zip(rest, rest[1:]))  # an option's value (the flags without one are not asked for)
         cmd += ["--threads", threads] + rest
         whole = ("--reference" in rest or "--scores-json" in rest or
