@@ -290,6 +290,31 @@ TEST(CliTest, TranslateWithAnEnsembleOfCheckpoints) {
   EXPECT_NE(two.err.find("an ensemble of 2"), std::string::npos) << two.err;
 }
 
+// --ensemble-weights: equal weights are the plain ensemble; unequal ones are
+// logged; a count that is not one per -m, or a weight of 0, is a usage error
+// naming the option.
+TEST(CliTest, TranslateWithEnsembleWeights) {
+  const auto dir = temp_dir("cli_ensemble_weights");
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/in.txt", {"red cat sees big dog", "old fish", "blue bird"});
+  const std::string two = "-m " + quote(ckpt) + " -m " + quote(ckpt) + " -b 3 --with-scores";
+  auto plain = run("nmt-translate", two, dir, dir + "/in.txt");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto equal = run("nmt-translate", two + " --ensemble-weights 2 --ensemble-weights 2", dir, dir + "/in.txt");
+  ASSERT_EQ(equal.exit_code, 0) << equal.err;
+  EXPECT_EQ(equal.out, plain.out);
+  auto weighted = run("nmt-translate", two + " --ensemble-weights 3 1", dir, dir + "/in.txt");
+  ASSERT_EQ(weighted.exit_code, 0) << weighted.err;
+  EXPECT_EQ(lines_of(weighted.out).size(), 3u);
+  EXPECT_NE(weighted.err.find("an ensemble of 2 weighted 3 1"), std::string::npos) << weighted.err;
+  for (const std::string bad : {" --ensemble-weights 1", " --ensemble-weights 1 0", " --ensemble-weights 1 -2"}) {
+    auto r = run("nmt-translate", two + bad, dir, dir + "/in.txt");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--ensemble-weights"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << bad;
+  }
+}
+
 // nmt-translate's summary counts in the singular too, and --score-pairs
 // counts the target pieces it scored.
 TEST(CliTest, TranslateSummaryCountsRight) {

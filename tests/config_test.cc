@@ -124,7 +124,7 @@ TEST(ConfigTest, KeyPartsAreCountedOutsideStringsAndComments) {
     SCOPED_TRACE(text);
     try {
       nmt::ConfigFile::parse(text + "\n", "ok.toml");
-    } catch (const nmt::Error& e) {  // an array of numbers or a date is no option's type: toml++ read it
+    } catch (const nmt::Error& e) {  // a date is no option's type: toml++ read it
       EXPECT_TRUE(contains(e.what(), "ok.toml:1:")) << e.what();
       EXPECT_FALSE(contains(e.what(), "dotted parts")) << e.what();
     }
@@ -181,6 +181,30 @@ TEST(ConfigTest, DumpReadsBackToTheSameOptions) {
   EXPECT_EQ(train2.adam_beta2, train.adam_beta2);
   EXPECT_EQ(train2.valid_src, train.valid_src);
   EXPECT_TRUE(contains(dump, "[model]")) << dump;
+}
+
+// A list of numbers (nmt-translate's ensemble-weights): an array of numbers,
+// whole or not, or one number; written back as an array of floats.
+TEST(ConfigTest, ArraysOfNumbersReadAndWriteBack) {
+  nmt::StreamOptions opt;
+  auto cfg = nmt::ConfigFile::read(write_config("weights.toml", {"ensemble-weights = [2, 0.5, 1e-3]"}));
+  cfg.apply(opt);
+  EXPECT_EQ(opt.ensemble_weights, (std::vector<double>{2, 0.5, 1e-3}));
+  const std::string dump = nmt::ConfigWriter().add(opt).str();
+  EXPECT_TRUE(contains(dump, "ensemble-weights = [2.0, 0.5, 0.001]\n")) << dump;
+  nmt::StreamOptions back;
+  nmt::ConfigFile::read(write_config("weights-back.toml", {dump})).apply(back);
+  EXPECT_EQ(back.ensemble_weights, opt.ensemble_weights);
+  nmt::StreamOptions one;
+  nmt::ConfigFile::read(write_config("weight.toml", {"ensemble-weights = 3"})).apply(one);
+  EXPECT_EQ(one.ensemble_weights, (std::vector<double>{3}));
+  auto strings = nmt::ConfigFile::read(write_config("strings.toml", {"ensemble-weights = [\"2\"]"}));
+  EXPECT_TRUE(contains(error_of([&] { strings.apply(opt); }),
+                       "strings.toml:1:1: ensemble-weights: expected a number or an array of numbers"));
+  const auto mixed = write_config("mixed.toml", {"ensemble-weights = [2, \"x\"]"});
+  EXPECT_TRUE(contains(error_of([&] { nmt::ConfigFile::read(mixed); }), "ensemble-weights: expected an array of numbers"));
+  auto numbers = nmt::ConfigFile::read(write_config("numbers.toml", {"model = [1, 2]"}));
+  EXPECT_TRUE(contains(error_of([&] { numbers.apply(opt); }), "model: expected a string or an array of strings"));
 }
 
 // "did you mean": a near spelling, or the first words of a longer name.

@@ -1,9 +1,12 @@
 // Ensembles and checkpoint averaging: an ensemble of one model is that
-// model, an ensemble's scores are the mean of its members' per-step
-// log-probabilities, and averaging copies of one checkpoint gives it back.
+// model, an ensemble's scores are the (weighted) mean of its members'
+// per-step log-probabilities, and averaging copies of one checkpoint gives
+// it back.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -109,6 +112,74 @@ TEST(EnsembleTest, ScoresAreTheMeanOfTheMembersPerStepLogProbabilities) {
     ++compared;
   }
   EXPECT_GT(compared, 0);
+}
+
+TEST(EnsembleTest, WeightedScoresAreTheWeightedMeanOfTheMembers) {
+  Models m;
+  const std::vector<nmt::LoadedModel> both{m.a, m.b};
+  nmt::Translator ta(m.a), tb(m.b), plain(both), weighted(both, {}, {3, 1});
+  const auto sa = ta.score(kSrc, kTgt, 2), sb = tb.score(kSrc, kTgt, 2), sp = plain.score(kSrc, kTgt, 2),
+             sw = weighted.score(kSrc, kTgt, 2);
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    // Per token 0.75 a + 0.25 b: one rounding more than the plain mean's
+    // (0.75 a; 0.25 b is exact), in terms no larger than |a| + |b|.
+    const auto T = static_cast<int64_t>(weighted.tgt_tokenizer().encode(kTgt[i]).size()) + 1;
+    const double bound = nmt::test::gamma(T + 3, 0x1p-24) * (std::abs(sa[i]) + std::abs(sb[i]));
+    EXPECT_TRUE(nmt::test::within(sw[i], 0.75 * sa[i] + 0.25 * sb[i], bound)) << kSrc[i];
+    // The weights move the score away from the plain mean, by (a - b) / 4.
+    EXPECT_GT(std::abs(sw[i] - sp[i]), std::abs(sa[i] - sb[i]) / 4 - 2 * bound) << kSrc[i];
+  }
+  // Beam search under the weights scores its best hypothesis as forced decoding does.
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.search.length_penalty = 0;
+  const auto hyps = weighted.translate(kSrc, opt);
+  int compared = 0;
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    const std::string text = weighted.tgt_tokenizer().decode(hyps[i][0].ids);
+    if (weighted.tgt_tokenizer().encode(text) != hyps[i][0].ids) continue;  // decode/encode does not round-trip
+    const auto S = static_cast<int64_t>(weighted.encode_source(kSrc[i]).size());
+    const auto T = static_cast<int64_t>(hyps[i][0].ids.size()) + 1;
+    const double bound = std::max(nmt::test::score_rounding_bound(*m.a.model, S, T, hyps[i][0].score),
+                                  nmt::test::score_rounding_bound(*m.b.model, S, T, hyps[i][0].score));
+    EXPECT_TRUE(nmt::test::within(weighted.score({kSrc[i]}, {text}, 1)[0], hyps[i][0].score, bound)) << kSrc[i];
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST(EnsembleTest, EqualWeightsAreThePlainMeanBitForBit) {
+  Models m;
+  const std::vector<nmt::LoadedModel> both{m.a, m.b};
+  nmt::Translator plain(both), equal(both, {}, {2.5, 2.5});
+  EXPECT_EQ(plain.score(kSrc, kTgt, 2), equal.score(kSrc, kTgt, 2));
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.search.n_best = 3;
+  const auto h1 = plain.translate(kSrc, opt), h2 = equal.translate(kSrc, opt);
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    ASSERT_EQ(h1[i].size(), h2[i].size());
+    for (size_t r = 0; r < h1[i].size(); ++r) {
+      EXPECT_EQ(h1[i][r].ids, h2[i][r].ids);
+      EXPECT_EQ(h1[i][r].score, h2[i][r].score);
+    }
+  }
+}
+
+TEST(EnsembleTest, WeightsMustBeOnePositiveNumberPerMember) {
+  Models m;
+  const std::vector<nmt::LoadedModel> both{m.a, m.b};
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const auto count = error_of([&] { nmt::Translator(both, {}, {1}); });
+  EXPECT_TRUE(contains(count, "1 ensemble weights for 2 models")) << count;
+  for (double bad : {0.0, -1.0, nan, inf}) {
+    const auto msg = error_of([&] { nmt::Translator(both, {}, {1, bad}); });
+    EXPECT_TRUE(contains(msg, "weight of model 2") && contains(msg, "positive")) << msg;
+  }
+  const auto big = error_of([&] { nmt::Translator(both, {}, {1e308, 1e308}); });
+  EXPECT_TRUE(contains(big, "too large")) << big;
+  EXPECT_EQ(nmt::normalized_weights({1, 3}, 2), (std::vector<double>{0.25, 0.75}));
+  EXPECT_TRUE(nmt::normalized_weights({4, 4, 4}, 3).empty());
 }
 
 TEST(EnsembleTest, MembersMustShareTokenizers) {

@@ -46,7 +46,20 @@ ConfigValue to_value(const toml::node& n, const std::string& path, const std::st
   if (auto v = n.as_floating_point()) return v->get();
   if (auto v = n.as_boolean()) return v->get();
   if (auto v = n.as_string()) return v->get();
-  if (auto a = n.as_array()) {
+  if (auto a = n.as_array()) {  // of strings, or of numbers (the first element says which)
+    if (!a->empty() && (a->front().is_integer() || a->front().is_floating_point())) {
+      std::vector<double> out;
+      for (const auto& el : *a) {
+        if (auto i = el.as_integer()) {
+          out.push_back(static_cast<double>(i->get()));
+        } else if (auto f = el.as_floating_point()) {
+          out.push_back(f->get());
+        } else {
+          throw Error(where(path, el.source()) + ": " + key + ": expected an array of numbers");
+        }
+      }
+      return out;
+    }
     std::vector<std::string> out;
     for (const auto& el : *a) {
       auto s = el.as_string();
@@ -104,6 +117,10 @@ std::string toml_value(const ConfigValue& value) {
           return toml_float(v);
         } else if constexpr (std::is_same_v<V, std::string>) {
           return toml_string(v);
+        } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+          std::string out = "[";
+          for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + toml_float(v[i]);
+          return out + "]";
         } else {
           std::string out = "[";
           for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + toml_string(v[i]);

@@ -19,7 +19,7 @@
 namespace nmt {
 
 // A value as a config file gives it.
-using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<std::string>>;
+using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<std::string>, std::vector<double>>;
 
 // What a config file may be, checked before toml++ reads it (toml++ bounds
 // the nesting of inline values, not that of table headers and dotted keys;
@@ -118,7 +118,7 @@ class ConfigWriter {
     } else if constexpr (std::is_floating_point_v<T>) {
       return static_cast<double>(v);
     } else {
-      return v;  // std::string or std::vector<std::string>
+      return v;  // std::string, std::vector<std::string> or std::vector<double>
     }
   }
   void add_value(const Field& f, ConfigValue v);
@@ -182,6 +182,18 @@ void ConfigFile::apply_field(const Field& f, T& value) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!std::holds_alternative<std::string>(v)) fail(*e, f.name, "expected a string in quotes");
     value = std::get<std::string>(v);
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {  // an array of numbers, or one number
+    if (std::holds_alternative<std::vector<double>>(v)) {
+      value = std::get<std::vector<double>>(v);
+    } else if (std::holds_alternative<int64_t>(v)) {
+      value = {static_cast<double>(std::get<int64_t>(v))};
+    } else if (std::holds_alternative<double>(v)) {
+      value = {std::get<double>(v)};
+    } else if (std::holds_alternative<std::vector<std::string>>(v) && std::get<std::vector<std::string>>(v).empty()) {
+      value.clear();  // [] reads as an empty array of strings
+    } else {
+      fail(*e, f.name, "expected a number or an array of numbers");
+    }
   } else {  // std::vector<std::string>: an array of strings, or one string
     if (std::holds_alternative<std::string>(v)) {
       value = {std::get<std::string>(v)};

@@ -6,6 +6,7 @@
 
 #include "base/check_ranges.h"
 #include "base/error.h"
+#include "base/format.h"
 
 namespace nmt {
 
@@ -66,6 +67,18 @@ void StreamOptions::validate() const {
       throw UsageError("--evaluate scores given translations: drop -m, --score-pairs and --info");
   } else if (model_paths.empty()) {
     throw UsageError("option --model (-m) is required: the checkpoint to translate with (repeat it for an ensemble)");
+  }
+  if (!ensemble_weights.empty()) {
+    if (evaluate || info) throw UsageError("--ensemble-weights weighs the models of an ensemble: drop --evaluate and --info");
+    if (ensemble_weights.size() != model_paths.size())
+      throw UsageError("--ensemble-weights gives " + counted(static_cast<int64_t>(ensemble_weights.size()), "weight") +
+                       " for " + counted(static_cast<int64_t>(model_paths.size()), "model") +
+                       " (-m): give one per model, in their order");
+    for (size_t i = 0; i < ensemble_weights.size(); ++i)
+      if (!(ensemble_weights[i] > 0 && ensemble_weights[i] <= 1e6))
+        throw UsageError("--ensemble-weights: the weight of model " + std::to_string(i + 1) + " (" + model_paths[i] +
+                         ") must be above 0 and at most 1e6, got " + shortest_decimal(ensemble_weights[i]) +
+                         " (leave a model out rather than weigh it 0)");
   }
   if (score_mode) {  // options that would do nothing there
     if (translate.search.beam_size != 1)

@@ -139,6 +139,7 @@ struct RescoreOptions {
 // What nmt-translate does: streaming translation, or scoring given pairs.
 struct StreamOptions {
   std::vector<std::string> model_paths;  // several: an ensemble (log-probabilities averaged per step)
+  std::vector<double> ensemble_weights;  // one per model_paths entry: a weighted mean (empty: all equal)
   std::string input;          // "" or "-": stdin. In score mode: TSV source<TAB>target
   std::string output;         // "" or "-": stdout; a file is replaced whole at the end (io.h: OutputFile)
   TranslateOptions translate;
@@ -177,6 +178,10 @@ void StreamOptions::fields(S& s, V&& v) {
   const char* io = "Input and output";
   v(Field{"model", "Checkpoint (.ckpt) written by nmt-train; repeat for an ensemble", io, "-m", kMultiple},
     s.model_paths);
+  v(Field{"ensemble-weights", "With several -m: each model's weight, in -m's order, in the ensemble's mean of "
+                              "log-probabilities (sum w_i log p_i / sum w_i; Marian's --weights); default all equal",
+          io, nullptr, kMultiple},
+    s.ensemble_weights);
   v(Field{"info", "Print what each -m checkpoint holds (format, parameters, vocabularies, step, best validation "
                   "figure, model options) and exit", io},
     s.info);

@@ -1,19 +1,50 @@
 // One model or an ensemble behind the interface the search uses.
 #include "search/scorer.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/error.h"
+#include "base/format.h"
 #include "search/row_max.h"
 #include "text/tokenizer.h"
 
 namespace nmt {
 
-Scorer::Scorer(std::vector<std::shared_ptr<Engine>> engines) : engines_(std::move(engines)) {
+std::vector<double> normalized_weights(const std::vector<double>& weights, size_t members) {
+  if (weights.empty()) return {};
+  if (weights.size() != members)
+    throw Error(std::to_string(weights.size()) + " ensemble weights for " + counted(static_cast<int64_t>(members), "model") +
+                ": give one weight per model, in their order");
+  double sum = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i]) || !(weights[i] > 0))
+      throw Error("the ensemble weight of model " + std::to_string(i + 1) + " is " + shortest_decimal(weights[i]) +
+                  ": weights are positive numbers (leave a model out rather than weigh it 0)");
+    sum += weights[i];
+  }
+  if (!std::isfinite(sum)) throw Error("the ensemble weights are too large to add up");
+  if (std::all_of(weights.begin(), weights.end(), [&](double w) { return w == weights.front(); }))
+    return {};  // all equal: the plain mean, bit for bit
+  std::vector<double> out;
+  for (double w : weights) out.push_back(w / sum);
+  return out;
+}
+
+Scorer::Scorer(std::vector<std::shared_ptr<Engine>> engines, std::vector<double> weights)
+    : engines_(std::move(engines)) {
   if (engines_.empty()) throw Error("a scorer needs at least one model");
   vocab_ = engines_.front()->vocab_size();
   for (const auto& e : engines_)
     if (e->vocab_size() != vocab_)
       throw Error("ensemble members have different target vocabularies (" + std::to_string(vocab_) + " and " +
                   std::to_string(e->vocab_size()) + " pieces)");
+  weights_ = normalized_weights(weights, engines_.size());
+}
+
+torch::Tensor Scorer::mean_of(const torch::Tensor& sum) const {
+  if (engines_.size() == 1 || !weights_.empty()) return sum;  // the weights sum to 1
+  return sum / static_cast<double>(engines_.size());
 }
 
 ScorerState Scorer::start(const Batch& batch, int64_t copies) {
@@ -32,13 +63,12 @@ torch::Tensor Scorer::step(const torch::Tensor& y_prev, ScorerState& state, torc
   torch::Tensor logp_sum, alpha_sum;
   for (size_t i = 0; i < engines_.size(); ++i) {
     auto out = engines_[i]->step(y_prev, state.members[i]);
-    auto logp = torch::log_softmax(out.logits.to(torch::kFloat), -1);  // [R, V]
+    auto logp = weighted(i, torch::log_softmax(out.logits.to(torch::kFloat), -1));  // [R, V]
     logp_sum = i == 0 ? logp : logp_sum + logp;
-    if (alpha) alpha_sum = i == 0 ? out.alpha : alpha_sum + out.alpha;
+    if (alpha) alpha_sum = i == 0 ? weighted(i, out.alpha) : alpha_sum + weighted(i, out.alpha);
   }
-  const double n = static_cast<double>(engines_.size());
-  if (alpha) *alpha = engines_.size() == 1 ? alpha_sum : alpha_sum / n;
-  return engines_.size() == 1 ? logp_sum : logp_sum / n;
+  if (alpha) *alpha = mean_of(alpha_sum);
+  return mean_of(logp_sum);
 }
 
 Scorer::Best Scorer::step_best(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha) {
@@ -83,10 +113,10 @@ void Scorer::copy_all(ScorerState& to, const ScorerState& from) {
 torch::Tensor Scorer::forced_log_probs(const Batch& batch) {
   torch::Tensor sum;
   for (size_t i = 0; i < engines_.size(); ++i) {
-    auto logp = torch::log_softmax(engines_[i]->forced_logits(batch).to(torch::kFloat), -1);
+    auto logp = weighted(i, torch::log_softmax(engines_[i]->forced_logits(batch).to(torch::kFloat), -1));
     sum = i == 0 ? logp : sum + logp;  // [B, T, V]
   }
-  return engines_.size() == 1 ? sum : sum / static_cast<double>(engines_.size());
+  return mean_of(sum);
 }
 
 }  // namespace nmt

@@ -23,21 +23,31 @@ struct ScorerState {
   torch::Tensor vocab;
 };
 
+// `weights` (one per member of an ensemble of `members`) divided by their
+// sum; empty when `weights` is empty or all its weights are equal (the plain
+// mean). Throws nmt::Error when they are not one finite number > 0 per
+// member, or their sum is not finite.
+std::vector<double> normalized_weights(const std::vector<double>& weights, size_t members);
+
 class Scorer {
  public:
   // Scores with `engines` (one, or an ensemble), which must share the target
-  // vocabulary. Throws nmt::Error when there are none or their target
-  // vocabularies differ. Call under InferenceMode or NoGradGuard.
-  explicit Scorer(std::vector<std::shared_ptr<Engine>> engines);
+  // vocabulary, weighted by `weights` (one per engine; empty: all equal).
+  // The mean is sum_i w_i log p_i / sum_i w_i; weights that are all equal
+  // give the plain mean, bit for bit. Throws nmt::Error when there are no
+  // engines, their target vocabularies differ, or normalized_weights()
+  // throws. Call under InferenceMode or NoGradGuard.
+  explicit Scorer(std::vector<std::shared_ptr<Engine>> engines, std::vector<double> weights = {});
 
   // Encodes `batch` with every member; each sentence takes `copies` rows
   // (row b * copies + k), all starting from the same state.
   ScorerState start(const Batch& batch, int64_t copies = 1);
 
   // Log-probabilities of the next token after y_prev [R] (float, [R, V'],
-  // V' = columns(state)): the mean over members of their log-softmax (over
-  // the shortlist's ids when there is one). Advances `state` by one step.
-  // With `alpha`, also the attention weights [R, S] (mean over members).
+  // V' = columns(state)): the (weighted) mean over members of their
+  // log-softmax (over the shortlist's ids when there is one). Advances
+  // `state` by one step. With `alpha`, also the attention weights [R, S]
+  // (the same mean over members).
   torch::Tensor step(const torch::Tensor& y_prev, ScorerState& state, torch::Tensor* alpha = nullptr);
 
   // One step of greedy search: what step() followed by a max over each row
@@ -85,7 +95,7 @@ class Scorer {
   void copy_all(ScorerState& to, const ScorerState& from);
 
   // Teacher-forced log-probabilities [B, T, V] (float) of batch.tgt_in's
-  // continuations: the mean over members of their log-softmax.
+  // continuations: the (weighted) mean over members of their log-softmax.
   torch::Tensor forced_log_probs(const Batch& batch);
 
   int64_t vocab_size() const { return vocab_; }
@@ -96,7 +106,14 @@ class Scorer {
   torch::Device device() const { return engines_.front()->device(); }
 
  private:
+  // Member i's term of a mean: `t` times its weight (`t` itself without weights).
+  torch::Tensor weighted(size_t i, const torch::Tensor& t) const { return weights_.empty() ? t : t * weights_[i]; }
+  // The mean of the terms' sum: divided by the members without weights.
+  torch::Tensor mean_of(const torch::Tensor& sum) const;
+
   std::vector<std::shared_ptr<Engine>> engines_;
+  // Each member's weight divided by their sum; empty: the plain mean.
+  std::vector<double> weights_;
   int64_t vocab_ = 0;
   std::shared_ptr<const Shortlist> shortlist_;
 };

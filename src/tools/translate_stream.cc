@@ -354,15 +354,16 @@ StreamSummary translate_stream(const StreamOptions& options) {
   if (opt.info) return describe_models(opt);
   std::vector<LoadedModel> members;
   for (const auto& path : opt.model_paths) members.push_back(load_checkpoint(path, device));
-  Translator tr(members, opt.model_paths);
+  Translator tr(members, opt.model_paths, opt.ensemble_weights);
   const auto& first = members.front().options;
   // Loading is logged on its own; the rate counts the time spent translating
   // (or scoring) and writing, not the waits for input of a pipe.
   const auto t0 = std::chrono::steady_clock::now();
-  spdlog::info("loaded {} ({} attention, {} decoder{}) on {} in {:.2f}s", fmt::join(opt.model_paths, ", "),
+  spdlog::info("loaded {} ({} attention, {} decoder{}{}{}) on {} in {:.2f}s", fmt::join(opt.model_paths, ", "),
                to_string(first.attention), to_string(first.decoder),
                members.size() > 1 ? ", an ensemble of " + std::to_string(members.size()) : std::string(),
-               describe_device(device), std::chrono::duration<double>(t0 - load_start).count());
+               opt.ensemble_weights.empty() ? "" : " weighted ", fmt::join(opt.ensemble_weights, " "), describe_device(device),
+               std::chrono::duration<double>(t0 - load_start).count());
   OutputFile out(opt.output);
   StreamSummary sum;
   if (opt.score_mode) {

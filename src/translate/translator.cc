@@ -20,8 +20,11 @@ namespace nmt {
 Translator::Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok)
     : models_{std::move(model)}, src_tok_(std::move(src_tok)), tgt_tok_(std::move(tgt_tok)) {}
 
-Translator::Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names) {
+Translator::Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names,
+                       std::vector<double> weights)
+    : weights_(std::move(weights)) {
   if (members.empty()) throw Error("no model to translate with");
+  normalized_weights(weights_, members.size());  // throws here rather than at the first call
   src_tok_ = members.front().src_tok;
   tgt_tok_ = members.front().tgt_tok;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -113,7 +116,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     c10::InferenceMode mode;  // thread-local: the workers do not inherit the caller's
     for (int64_t w = begin; w < end; ++w) {
       auto own_search = make_search(opt.search, device);
-      Scorer own_scorer(members);
+      Scorer own_scorer(members, weights_);
       own_scorer.set_shortlist(shortlist);
       for (size_t i; (i = next.fetch_add(1)) < batches.size();) run_batch(*own_search, own_scorer, i);
     }
@@ -161,7 +164,7 @@ Translator::KeptSearch& Translator::kept_search(const SearchOptions& opt,
     return kept_;
   kept_ = {};  // the old search (and its step graphs) goes before the new one is made
   kept_.search = make_search(opt, members.front()->device());
-  kept_.scorer = std::make_unique<Scorer>(members);
+  kept_.scorer = std::make_unique<Scorer>(members, weights_);
   kept_.scorer->set_shortlist(shortlist);
   kept_.options = opt;
   kept_.inference_mode = inference_mode;
@@ -193,7 +196,7 @@ std::vector<double> Translator::score(const std::vector<std::string>& src, const
   check::in_range("--batch-sentences", batch_sentences, 1, 1 << 20);
   InferenceScope scope(models_);
   const auto members = engines(Precision::kFloat32);
-  Scorer scorer(members);
+  Scorer scorer(members, weights_);
   const auto device = members.front()->device();
   std::vector<Example> ex(src.size());
   for (size_t i = 0; i < src.size(); ++i) {

@@ -29,9 +29,12 @@ class Translator {
   Translator(Seq2Seq model, Tokenizer src_tok, Tokenizer tgt_tok);
   explicit Translator(const LoadedModel& m) : Translator(m.model, m.src_tok, m.tgt_tok) {}
   // An ensemble: search and scores average the members' log-probabilities
-  // per step (scorer.h). Every member must use the first one's tokenizers;
-  // throws nmt::Error naming (by `names`, when given) the first that does not.
-  explicit Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names = {});
+  // per step (scorer.h), weighted by `weights` (one per member; empty: all
+  // equal). Every member must use the first one's tokenizers; throws
+  // nmt::Error naming (by `names`, when given) the first that does not, and
+  // as normalized_weights() does.
+  explicit Translator(const std::vector<LoadedModel>& members, const std::vector<std::string>& names = {},
+                      std::vector<double> weights = {});
 
   // Translates `lines` and returns each line's hypotheses (best first), in
   // input order. Batches are cut longest first within opt's limits, and
@@ -95,6 +98,7 @@ class Translator {
                           const std::shared_ptr<const Shortlist>& shortlist);
   KeptSearch kept_;
   std::vector<Seq2Seq> models_;
+  std::vector<double> weights_;  // the members' weights as given (empty: equal)
   std::vector<std::shared_ptr<RnnEngine>> engines_;
   Tokenizer src_tok_;
   Tokenizer tgt_tok_;
