@@ -84,6 +84,13 @@ Environment:
                     each teacher's). They join the selection alone, in the ensemble of every
                     model and in that of every student; the selection log, test outputs
                     and result file are -gG.
+  NMT_ENSEMBLE_WEIGHTS=1  when the selection picks an ensemble of 3 or more models,
+                    each member is tried left out (-dropI) and at twice the others'
+                    weight (-upI, nmt-translate --ensemble-weights) at its beam and
+                    length penalty on val, before the reranking; the best replaces
+                    it where it scores higher and the choice holds on held-out lines
+                    as the reranking's must (multi30k_weights.py). The selection log,
+                    test outputs and result file are named -weighted.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
                     training, of any pick or name, joins the selection (alone and in the
                     ensemble of all) beside this run's; the selection log, ensemble,
@@ -113,6 +120,7 @@ from multi30k_generation import generation
 from multi30k_pieces import PIECE_LINES, WINDOW, in_pieces
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
+from multi30k_weights import weigh_stage
 from multi30k_train import STOP, Training, env_int
 
 
@@ -165,7 +173,12 @@ class Recipe(Training, Selection):
             die("NMT_GENERATIONS must be at least 1")
         if self.generations > 1 and not distill:
             die("NMT_GENERATIONS needs students to teach the next generation (NMT_DISTILL=K)")
-        self.out_tag = self.base_tag + (f"-g{self.generations}" if self.generations > 1 else "")
+        weigh = os.environ.get("NMT_ENSEMBLE_WEIGHTS", "")
+        if weigh not in ("", "0", "1"):
+            die(f"NMT_ENSEMBLE_WEIGHTS must be 0 or 1, got '{weigh}'")
+        self.weigh = weigh == "1"  # multi30k_weights.py
+        self.out_tag = (self.base_tag + (f"-g{self.generations}" if self.generations > 1 else "")
+                        + ("-weighted" if self.weigh else ""))
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -277,7 +290,7 @@ def main():
     os.makedirs(r.sel, exist_ok=True)
     r.single = {"name": "", "models": [], "score": -1.0}
     r.score_models(models)
-    info = {"distill": None, "rerank": None, "generations": []}
+    info = {"distill": None, "rerank": None, "generations": [], "weights": None}
     if distill:
         students, specs = student_specs(r, models, seeds, distill, r2l, info)
         if r.jobs > 1:  # the right-to-left and channel models train beside the students
@@ -300,6 +313,8 @@ def main():
         name, beam, lp, score = max((row for row in r.log_rows if row[0] == f"teachers-{seeds}"), key=lambda x: x[3])
         if score > best["score"]:
             best = {"name": name, "models": r.members(models[:seeds]), "beam": beam, "lp": lp, "score": score}
+    if r.weigh:  # the selected ensemble's members weighed (multi30k_weights.py)
+        info["weights"] = weigh_stage(r, best)
     r2l_models, channel_models = rerank_stage(r, best, seeds + distill, r2l, channel, distill > 0, info)
     for g in range(2, r.generations + 1):  # the selected system teaches the next generation's students
         first_seed = seeds + distill + r2l + channel + (g - 2) * distill

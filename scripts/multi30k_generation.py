@@ -13,6 +13,7 @@ import shutil
 from multi30k_cache import fresh, nonempty
 from multi30k_distill import diverse_data, made_once
 from multi30k_rerank import rerank, rerank_system
+from multi30k_select import weight_args, weights_key
 
 
 def generation_name(r, g):
@@ -35,7 +36,8 @@ def system_targets(r, best, rerank_run, g):
     chosen = rerank_run.chosen if rerank_run else None
     name = f"train.system{r.base_tag}-g{g - 1}.{r.tgt}"
     rescorers = [f"{d}/best.ckpt" for d in (chosen.r2l + chosen.channel if chosen else [])]
-    made = (f"system {best['name']}: {' '.join(best['models'])}, beam {best['beam']}, length penalty {best['lp']}"
+    made = (f"system {best['name']}: {' '.join(best['models'])}{weights_key(best.get('weights'))}, "
+            f"beam {best['beam']}, length penalty {best['lp']}"
             + (f", reranked: w {chosen.w}, c {chosen.c}, a {chosen.a}, by {' '.join(rescorers)}" if chosen else ""))
     source = r.path(f"train.{r.src}")
     inputs = [source] + list(best["models"]) + rescorers
@@ -56,7 +58,8 @@ def system_targets(r, best, rerank_run, g):
         if chosen:
             rerank(r, best, chosen, source, part, log, alone=True)
         else:
-            r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", str(best["lp"]),
+            r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", str(best["beam"]),
+                                             "--length-penalty", str(best["lp"]),
                                              "-i", source, "-o", part], log, alone=True)
     made_once(r, name, made, inputs, generation_name(r, g), make)
     return name

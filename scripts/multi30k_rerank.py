@@ -11,6 +11,7 @@ import os
 import subprocess
 
 from multi30k_cache import cached, fresh, newer, record, translator
+from multi30k_select import weight_args, weights_key
 
 
 def die(message):
@@ -136,8 +137,8 @@ def rerank(r, best, chosen, source, out, log, alone=False):
     translation fails."""
     weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
         (["--channel-weight", str(chosen.c)] if chosen.channel else [])
-    r.nmt_translate(best["models"], ["-b", str(best["beam"]), "--length-penalty", best["lp"],
-                                     *rescoring_args(chosen.r2l, chosen.channel), *weights,
+    r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", str(best["beam"]),
+                                     "--length-penalty", best["lp"], *rescoring_args(chosen.r2l, chosen.channel), *weights,
                                      "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log,
                     alone)
 
@@ -174,14 +175,16 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
                                       (0.0, 0.1, 0.25, 0.5, 1.0) if channel_models else (0.0,), (0.6, 1.0, 1.4)))
     checkpoints = [f"{d}/best.ckpt" for d in list(r2l_models) + channel_models]
     inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + checkpoints
-    made = (f"{' '.join(best['models'])} beam {best['beam']} length penalty {best['lp']} | r2l "
+    made = (f"{' '.join(best['models'])}{weights_key(best.get('weights'))} beam {best['beam']} "
+            f"length penalty {best['lp']} | r2l "
             f"{' '.join(f'{d}/best.ckpt' for d in r2l_models)}"
             + (f" | channel {' '.join(f'{d}/best.ckpt' for d in channel_models)}" if channel_models else "")
             + f" | nmt-translate {translator(r.bin)}")
     nbest = prefix + ".nbest"
     if not fresh(nbest, nbest + ".models", made, inputs):
         beam = str(best["beam"])
-        r.nmt_translate(best["models"], ["-b", beam, "--n-best", beam, "--length-penalty", best["lp"],
+        r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", beam, "--n-best", beam,
+                                         "--length-penalty", best["lp"],
                                          *rescoring_args(r2l_models, channel_models), "-i", inputs[0],
                                          "-o", nbest], prefix + ".nbest.log")
         with open(nbest + ".models", "w") as f:

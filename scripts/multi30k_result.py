@@ -13,6 +13,8 @@ import subprocess
 import time
 
 from multi30k_rerank import evaluate, rerank
+from multi30k_select import weight_args
+from multi30k_weights import result_info
 
 
 def figures(scores, tok):
@@ -65,7 +67,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
     selected system BEST, the test translation's seconds (the selected system's
     and the single model's) and INFO (distillation and reranking, None when off)."""
     run, form, pair, config, threads = r.run, r.form, r.pair, r.config, r.threads
-    name, beam, lp, val_score = best["name"], best["beam"], best["lp"], best["score"]
+    name, beam, lp, val_score, weights = best["name"], best["beam"], best["lp"], best["score"], best.get("weights")
     s_name, s_beam, s_lp, s_val, s_seconds = (r.single["name"], r.single["beam"], r.single["lp"],
                                               r.single["score"], single_seconds)
     extra = os.environ.get("NMT_TRAIN_FLAGS", "")
@@ -80,11 +82,11 @@ def write(r, models, best, test_seconds, single_seconds, info):
     for d in models:
         m = metrics(d)
         valid = [x for x in m if x["type"] == "valid"]
-        best = max(valid, key=lambda x: x["bleu"]) if valid else {}
+        top = max(valid, key=lambda x: x["bleu"]) if valid else {}
         train.append({
             "folder": d,
             "steps": max((x.get("step", 0) for x in m), default=0),
-            "best_val_bleu_greedy": best.get("bleu"), "best_step": best.get("step"),
+            "best_val_bleu_greedy": top.get("bleu"), "best_step": top.get("step"),
             # the trainer's own clock: wall time of training and validation, over resumes
             "train_seconds": max((x.get("elapsed", 0) for x in m), default=0),
             "commit": open(f"{d}.commit").read().strip() if os.path.exists(f"{d}.commit") else None,
@@ -150,7 +152,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "extra_train_flags": extra,
         "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
                              for l in list(open(f"{r.sel}/selection{r.out_tag}.tsv"))[1:]],
-        "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp),
+        "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp), "weights": weights,
                      "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
         **figures(scores, tok),
         # The best single checkpoint on val, with its own beam and length penalty
@@ -164,6 +166,9 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "training": train,
         "distillation": distillation,
         "rerank": rerank,
+        # NMT_ENSEMBLE_WEIGHTS=1: the member left out or weighed twice that the selection kept
+        # (multi30k_weights.result_info(); None: off, or the system was no ensemble of 3 or more)
+        "ensemble_weights": result_info(info.get("weights")),
         # NMT_GENERATIONS: each later generation's teacher (the system selected before it, its
         # search and reranking, its val score), the students' targets and folders ([]: one generation)
         "generations": info.get("generations", []),
@@ -198,7 +203,8 @@ def run_test(r, best, rerank_info):
 
     def translate(out, system):
         t0 = time.time()
-        r.nmt_translate(system["models"], ["-b", str(system["beam"]), "--length-penalty", system["lp"],
+        r.nmt_translate(system["models"], [*weight_args(system.get("weights")), "-b", str(system["beam"]),
+                                           "--length-penalty", system["lp"],
                                            "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
                                            "--scores-json", f"{out}.scores.json"], f"{out}.log")
         return round(time.time() - t0, 1)

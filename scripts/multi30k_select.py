@@ -10,6 +10,18 @@ import os
 from multi30k_cache import cached, record, translator
 
 
+def weight_args(weights):
+    """nmt-translate's arguments for an ensemble's WEIGHTS (a list, one per
+    model; None or empty: all equal, no arguments)."""
+    return ["--ensemble-weights", *(str(w) for w in weights)] if weights else []
+
+
+def weights_key(weights):
+    """What WEIGHTS add to a translation's cache key: nothing when equal (the
+    key made before weights existed), else " weights W1 W2 ..."."""
+    return f" weights {' '.join(str(w) for w in weights)}" if weights else ""
+
+
 def translation_name(name, beam, lp):
     """The selection's name for candidate NAME's val translation at BEAM and
     length penalty LP: NAME-bBEAM, with -lpLP unless at beam 5, lp 1.0."""
@@ -21,34 +33,37 @@ class Selection:
     sel folders, bin, key, jobs, tags, log_rows and single, path() and
     nmt_translate()."""
 
-    def translate(self, name, beam, lp, models, split="val"):
-        """The val score of MODELS at BEAM and length penalty LP (reused when an
-        earlier run made it with the same models and nmt-translate, and nothing
-        is newer)."""
-        out, made = f"{self.sel}/{name}", " ".join(models) + f" | nmt-translate {translator(self.bin)}"
+    def translate(self, name, beam, lp, models, split="val", weights=None):
+        """The val score of MODELS (weighted by WEIGHTS: weight_args()) at BEAM
+        and length penalty LP (reused when an earlier run made it with the same
+        models, weights and nmt-translate, and nothing is newer)."""
+        out = f"{self.sel}/{name}"
+        made = " ".join(models) + weights_key(weights) + f" | nmt-translate {translator(self.bin)}"
         inputs = [self.path(f"{split}.{self.src}"), self.path(f"{split}.{self.tgt}")] + list(models)
         score = cached(out, made, inputs, self.key)
         if score is not None:
             return score
-        self.nmt_translate(models, ["-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
+        self.nmt_translate(models, [*weight_args(weights), "-b", str(beam), "--length-penalty", str(lp), "-i", inputs[0],
                                     "-o", out + ".out", "--reference", inputs[1],
                                     "--scores-json", out + ".json"], out + ".log")
         return record(out, made, self.key)
 
     def output(self, system):
         """The val translation of SYSTEM (its name, models, beam and length
-        penalty) under the name the selection gives it, made now where it is
-        not there or is stale. Dies as translate() does."""
+        penalty, and weights where it has them) under the name the selection
+        gives it, made now where it is not there or is stale. Dies as
+        translate() does."""
         beam, lp = system["beam"], str(system["lp"])
         name = translation_name(system["name"], beam, lp)
-        self.translate(name, beam, lp, system["models"])
+        self.translate(name, beam, lp, system["models"], weights=system.get("weights"))
         return f"{self.sel}/{name}.out"
 
     def translate_many(self, items):
-        """translate() of every (name, beam, lp, models) of ITEMS, NMT_JOBS at a
-        time; their scores in order. Dies as translate() does."""
+        """translate() of every (name, beam, lp, models) or (name, beam, lp,
+        models, weights) of ITEMS, NMT_JOBS at a time; their scores in order.
+        Dies as translate() does."""
         with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
-            return list(pool.map(lambda item: self.translate(*item), items))
+            return list(pool.map(lambda item: self.translate(*item[:4], weights=(item + (None,))[4]), items))
 
     def logged(self, name, beam, lp, score):
         self.log_rows.append((name, beam, lp, score))

@@ -9,7 +9,7 @@ students of other flags, likewise; a channel model's reranking beside
 the right-to-left one, with its own outputs, and channel models alone; the
 student of both sides' data diversification (bidiverse), and a second
 generation of it; every student of the folder in
-one selection; the teachers' ensemble selected when
+one selection, and its members weighed (recipe_weights.py); the teachers' ensemble selected when
 it is the best on val; a second generation of students, taught by the
 first generation's selected system; the
 reranked targets made again when the choice on val changes; the held-out
@@ -37,6 +37,7 @@ from recipe_functions import (channel_alone, held_out, remade_targets, result_na
                               stale_generation, stale_teachers, thread_shares)
 from recipe_pieces import pieces
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
+from recipe_weights import weighted_ensemble
 
 
 def first_pick(source, env, run, results):
@@ -350,6 +351,7 @@ def bad_settings(source, env, tmp):
                          ({"NMT_ENSEMBLE": "every"}, "NMT_ENSEMBLE must be pick or all"),
                          ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL"),
                          ({"NMT_GENERATIONS": "0"}, "NMT_GENERATIONS must be at least 1"),
+                         ({"NMT_ENSEMBLE_WEIGHTS": "yes"}, "NMT_ENSEMBLE_WEIGHTS must be 0 or 1"),
                          ({"NMT_STUDENT_NAME": "g2"}, "is the tag of an NMT_ENSEMBLE"),
                          ({"NMT_GENERATIONS": "2", "NMT_DISTILL": "0"}, "needs students to teach")):
         run = f"{tmp}/bad"
@@ -367,7 +369,7 @@ def main():
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
-                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS"):
+                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
@@ -378,6 +380,7 @@ def main():
         both_sides(source, env, run, results, snapshot(run))
         diverse_generation(source, env, run, snapshot(run))
         every_student(source, env, run, snapshot(run))
+        weighted_ensemble(source, env, run, results)
         teachers_win(source, env, run)
         next_generation(source, env, run, results)
         r = remade_targets(source, env, run)
