@@ -38,6 +38,29 @@ const std::vector<std::string> kSrc = {"red cat sees big dog", "old fish", "blue
 const std::vector<std::string> kTgt = {"dogo bigo seeso cato redo", "fisho oldo", "runso birdo blueo",
                                        "houseo treeo greeno"};
 
+// Beam search with `ens` (an ensemble of m.a and m.b) scores each line's best
+// hypothesis as forced decoding of its text does, within the members'
+// rounding bounds (search steps against teacher forcing: other products, in
+// each member), on the lines whose text encodes back to its ids (at least one).
+void expect_search_scores_as_forced_decoding(nmt::Translator& ens, Models& m) {
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 3;
+  opt.search.length_penalty = 0;
+  const auto hyps = ens.translate(kSrc, opt);
+  int compared = 0;
+  for (size_t i = 0; i < kSrc.size(); ++i) {
+    const std::string text = ens.tgt_tokenizer().decode(hyps[i][0].ids);
+    if (ens.tgt_tokenizer().encode(text) != hyps[i][0].ids) continue;  // decode/encode does not round-trip
+    const auto S = static_cast<int64_t>(ens.encode_source(kSrc[i]).size());
+    const auto T = static_cast<int64_t>(hyps[i][0].ids.size()) + 1;
+    const double bound = std::max(nmt::test::score_rounding_bound(*m.a.model, S, T, hyps[i][0].score),
+                                  nmt::test::score_rounding_bound(*m.b.model, S, T, hyps[i][0].score));
+    EXPECT_TRUE(nmt::test::within(ens.score({kSrc[i]}, {text}, 1)[0], hyps[i][0].score, bound)) << kSrc[i];
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
 TEST(EnsembleTest, AnEnsembleOfOneIsThatModel) {
   Models m;
   nmt::Translator alone(m.a), ensemble(std::vector<nmt::LoadedModel>{m.a});
@@ -95,23 +118,7 @@ TEST(EnsembleTest, ScoresAreTheMeanOfTheMembersPerStepLogProbabilities) {
     EXPECT_GT(std::abs(sa[i] - sb[i]), 1e-2) << "the members must differ for this test to mean anything";
   }
   // Beam search over the ensemble scores its hypotheses as forced decoding does.
-  nmt::TranslateOptions opt;
-  opt.search.beam_size = 3;
-  opt.search.length_penalty = 0;
-  const auto hyps = ens.translate(kSrc, opt);
-  int compared = 0;
-  for (size_t i = 0; i < kSrc.size(); ++i) {
-    const std::string text = ens.tgt_tokenizer().decode(hyps[i][0].ids);
-    if (ens.tgt_tokenizer().encode(text) != hyps[i][0].ids) continue;  // decode/encode does not round-trip
-    // Search steps against teacher forcing: other products, in each member.
-    const auto S = static_cast<int64_t>(ens.encode_source(kSrc[i]).size());
-    const auto T = static_cast<int64_t>(hyps[i][0].ids.size()) + 1;
-    const double bound = std::max(nmt::test::score_rounding_bound(*m.a.model, S, T, hyps[i][0].score),
-                                  nmt::test::score_rounding_bound(*m.b.model, S, T, hyps[i][0].score));
-    EXPECT_TRUE(nmt::test::within(ens.score({kSrc[i]}, {text}, 1)[0], hyps[i][0].score, bound)) << kSrc[i];
-    ++compared;
-  }
-  EXPECT_GT(compared, 0);
+  expect_search_scores_as_forced_decoding(ens, m);
 }
 
 TEST(EnsembleTest, WeightedScoresAreTheWeightedMeanOfTheMembers) {
@@ -130,22 +137,7 @@ TEST(EnsembleTest, WeightedScoresAreTheWeightedMeanOfTheMembers) {
     EXPECT_GT(std::abs(sw[i] - sp[i]), std::abs(sa[i] - sb[i]) / 4 - 2 * bound) << kSrc[i];
   }
   // Beam search under the weights scores its best hypothesis as forced decoding does.
-  nmt::TranslateOptions opt;
-  opt.search.beam_size = 3;
-  opt.search.length_penalty = 0;
-  const auto hyps = weighted.translate(kSrc, opt);
-  int compared = 0;
-  for (size_t i = 0; i < kSrc.size(); ++i) {
-    const std::string text = weighted.tgt_tokenizer().decode(hyps[i][0].ids);
-    if (weighted.tgt_tokenizer().encode(text) != hyps[i][0].ids) continue;  // decode/encode does not round-trip
-    const auto S = static_cast<int64_t>(weighted.encode_source(kSrc[i]).size());
-    const auto T = static_cast<int64_t>(hyps[i][0].ids.size()) + 1;
-    const double bound = std::max(nmt::test::score_rounding_bound(*m.a.model, S, T, hyps[i][0].score),
-                                  nmt::test::score_rounding_bound(*m.b.model, S, T, hyps[i][0].score));
-    EXPECT_TRUE(nmt::test::within(weighted.score({kSrc[i]}, {text}, 1)[0], hyps[i][0].score, bound)) << kSrc[i];
-    ++compared;
-  }
-  EXPECT_GT(compared, 0);
+  expect_search_scores_as_forced_decoding(weighted, m);
 }
 
 TEST(EnsembleTest, EqualWeightsAreThePlainMeanBitForBit) {
