@@ -16,7 +16,9 @@
 
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "engine/rnn_engine.h"
 #include "model/model.h"
+#include "search/scorer.h"
 #include "search/search.h"
 #include "search/step_graph.h"
 #include "train/losses.h"
@@ -183,6 +185,44 @@ TEST(CudaSearchTest, GraphedSearchEqualsEagerSearch) {
           << ": the three batches of one shape should share one captured graph";
     }
   }
+}
+
+// One graphed search used with two scorers of the same engines under other
+// ensemble weights (as two translators of one ensemble would use it): each
+// decodes as eager search with its own weights, so a graph captured under
+// one weighting is not replayed under the other: two captures.
+TEST(CudaSearchTest, GraphedSearchCapturesAGraphPerEnsembleWeighting) {
+  SKIP_WITHOUT_CUDA();
+  if (!nmt::cuda_graphs_built()) GTEST_SKIP() << "this build has no CUDA graphs (LibTorch 2.x with CUDA)";
+  auto gpu = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCUDA);
+  torch::manual_seed(42);
+  nmt::Seq2Seq other(gpu.options);  // the same shape and vocabulary, other (random) weights
+  other->to(torch::kCUDA);
+  const auto batch = toy_source_batch(gpu.src_tok, 40, 7).to(torch::kCUDA);
+  c10::InferenceMode guard;
+  nmt::InferenceScope scope({gpu.model, other});
+  const auto engines = nmt::make_engines({gpu.model, other});
+  nmt::SearchOptions opt;
+  opt.beam_size = 5;
+  nmt::SearchOptions eager_opt = opt;
+  eager_opt.no_cuda_graphs = true;
+  auto graphed = nmt::make_search(opt, torch::kCUDA);
+  const int64_t captures_before = nmt::StepGraph::captures();
+  std::vector<std::vector<std::vector<nmt::Hypothesis>>> wants;
+  for (const auto& weights : {std::vector<double>{3, 1}, std::vector<double>{1, 3}}) {
+    nmt::Scorer scorer(engines, weights), eager(engines, weights);
+    wants.push_back(nmt::make_search(eager_opt, torch::kCUDA)->run(eager, batch, false));
+    const auto got = graphed->run(scorer, batch, false);
+    ASSERT_EQ(got.size(), wants.back().size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i][0].ids, wants.back()[i][0].ids) << "weights " << weights[0] << ", sentence " << i;
+      EXPECT_NEAR(got[i][0].score, wants.back()[i][0].score, 1e-3) << "weights " << weights[0] << ", sentence " << i;
+    }
+  }
+  int differ = 0;  // the two weightings must decode differently for the test to tell them apart
+  for (size_t i = 0; i < wants[0].size(); ++i) differ += wants[0][i][0].ids != wants[1][i][0].ids;
+  EXPECT_GT(differ, 0);
+  EXPECT_EQ(nmt::StepGraph::captures() - captures_before, 2);
 }
 
 // Two threads at once, each with a model, a graphed search and a scorer of

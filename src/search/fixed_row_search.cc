@@ -53,7 +53,8 @@ struct Padded {
   // Steps the buffers hold: a cap of a sentence that fills every position
   // (length_caps()), +1 for the final EOS, so every batch of the shape fits.
   int64_t steps = 0;
-  std::tuple<int64_t, int64_t, bool, std::vector<const Engine*>> key;  // rows, positions, attention, models
+  // rows, positions, attention, models, their weights (a graph bakes them in)
+  std::tuple<int64_t, int64_t, bool, std::vector<const Engine*>, std::vector<double>> key;
 
   Padded(const Batch& b, const Scorer& scorer, const SearchOptions& opt, bool with_attention)
       : batch(pad_batch(b, round_up(b.size()), round_up(b.src.size(1)), 0)) {
@@ -61,7 +62,7 @@ struct Padded {
     steps = length_cap(S, opt) + 1;
     std::vector<const Engine*> engines;
     for (const auto& e : scorer.engines()) engines.push_back(e.get());
-    key = {batch.size(), S, with_attention, std::move(engines)};
+    key = {batch.size(), S, with_attention, std::move(engines), scorer.weights()};
   }
 };
 

@@ -102,6 +102,8 @@ class Scorer {
   // The members, in order.
   const std::vector<std::shared_ptr<Engine>>& engines() const { return engines_; }
   size_t size() const { return engines_.size(); }
+  // The members' weights divided by their sum (empty: the plain mean).
+  const std::vector<double>& weights() const { return weights_; }
   // Where the engines run.
   torch::Device device() const { return engines_.front()->device(); }
 
