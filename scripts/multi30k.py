@@ -60,6 +60,11 @@ Environment:
                     of NMT_TRAIN_FLAGS (a larger student: "--dec-hidden 1024"); needs
   NMT_STUDENT_NAME  which names them: student[-PICK]-NAME-1..K, with their own selection
                     log, outputs and result file as a pick other than top has
+  NMT_WORD_KD=W     with NMT_DISTILL and NMT_STUDENT_NAME: word-level distillation beside the
+                    sequence-level one; the students also learn, at each target position,
+                    the distribution of the checkpoints that translated for them (nmt-train
+                    --kd-teachers, --kd-weight W), about one forward pass more per teacher
+                    and batch. Later generations learn as before
   NMT_R2L=K         right-to-left reranking: K models (r2l-1..K, the next seeds) train
                     on the targets (with NMT_DISTILL, the teachers' first choice,
                     whichever the students' pick) with each line's words reversed; the selected
@@ -115,7 +120,7 @@ import sys
 
 import multi30k_result
 from multi30k_cache import kernels, nonempty, translator
-from multi30k_distill import PREFIX, learners, student_settings, student_specs
+from multi30k_distill import PREFIX, learners, student_settings, student_specs, word_kd_weight
 from multi30k_generation import generation
 from multi30k_pieces import PIECE_LINES, WINDOW, in_pieces
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
@@ -155,6 +160,7 @@ class Recipe(Training, Selection):
         if distill and self.pick == "bidiverse" and self.channel < 1:
             die("NMT_DISTILL_PICK=bidiverse needs channel models to translate the targets back (NMT_CHANNEL=K)")
         self.student_name, self.student_flags, self.student_extra = student_settings(self.extra, distill)
+        self.word_kd = word_kd_weight(os.environ.get("NMT_WORD_KD", ""), self.student_name)
         self.tag = "".join(f"-{x}" for x in (self.pick if self.pick != "top" else "", self.student_name)
                            if x and distill)
         ensemble = os.environ.get("NMT_ENSEMBLE", "") or "pick"

@@ -56,7 +56,9 @@ def student_specs(r, teachers_dirs, seeds, k, r2l, info):
             prefix = PREFIX["top"]
     students = [f"{r.run}/{prefix}{named}-{i}" for i in range(1, k + 1)]
     info["distill"] = (seeds, 5, lp, k, pick, reranking)
-    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source, r.student_extra)
+    # NMT_WORD_KD: the students learn the teachers' distribution too, from the checkpoints that translated
+    extra = r.student_extra + (["--kd-teachers", *teachers, "--kd-weight", r.word_kd] if r.word_kd else [])
+    return students, [(seeds + i, folder, target, f"val.{r.tgt}", r.shared_spm(), source, extra)
                       for i, folder in enumerate(students, 1)]
 
 
@@ -110,6 +112,24 @@ def student_settings(base, distill):
     if name and not distill:
         die("NMT_STUDENT_NAME needs students to name (NMT_DISTILL=K)")
     return name, flags, merged_flags(base, flags)
+
+
+def word_kd_weight(value, name):
+    """NMT_WORD_KD, checked: the students' --kd-weight as given ("": off).
+    Dies unless it is a number above 0 and at most 1, or when the students
+    have no name of their own (NMT_STUDENT_NAME: they would share the
+    folders of students trained without it)."""
+    if not value:
+        return ""
+    try:
+        ok = 0 < float(value) <= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        die(f"NMT_WORD_KD must be a weight above 0 and at most 1, got '{value}'")
+    if not name:
+        die("NMT_WORD_KD needs NMT_STUDENT_NAME: students trained otherwise need folders of their own")
+    return value
 
 
 def merged_flags(base, over):

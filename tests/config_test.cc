@@ -275,7 +275,9 @@ TEST(ConfigTest, PathsAreMadeAbsoluteForARunFolder) {
   train.train_tsv = "-";
   train.guided_alignment = "/abs/links.txt";
   train.learning_rate = 0.5;
+  train.kd_teachers = {"runs/t1/best.ckpt", "/abs/t2.ckpt"};  // a list of paths, each made absolute
   nmt::make_paths_absolute(train);
+  EXPECT_EQ(train.kd_teachers, (std::vector<std::string>{cwd + "/runs/t1/best.ckpt", "/abs/t2.ckpt"}));
   EXPECT_EQ(train.train_src, cwd + "/data/train.en");
   EXPECT_EQ(train.valid_tgt, cwd + "/data/valid.de");
   EXPECT_EQ(train.output_dir, cwd + "/runs/x");

@@ -1,5 +1,5 @@
 // The training losses (train/losses.h): padding ignored, and the
-// hand-written cross-entropy and its gradient against LibTorch's.
+// hand-written losses (cross-entropy, R-Drop, distillation) and their gradients against LibTorch's.
 #include "train/losses.h"
 
 #include <gtest/gtest.h>
@@ -148,6 +148,53 @@ TEST(LossTest, ConsistencyLossOfEqualRunsIsTheirCrossEntropy) {
   const double bound = 2 * gamma(2 * B * T + V + 3, 0x1p-24) * (one + 2 * B * T * (half.abs().max().item<double>() + std::log(V)));
   EXPECT_TRUE(within(got.cross_entropy.item<double>(), one, bound));
   EXPECT_THROW(nmt::consistency_loss(half, tgt, 0.1, 5.0), c10::Error);  // [B, T, V] is not [2B, T, V]
+}
+
+// Word-level distillation's loss against one written from LibTorch's own
+// functions, (1 - w) cross_entropy + w sum_real -(q log_softmax(x)), on rows
+// with padding targets, in double; at w 0 it is sequence_loss()'s.
+TEST(LossTest, DistillationLossAndItsGradientEqualLibTorchs) {
+  namespace F = torch::nn::functional;
+  torch::manual_seed(6);
+  const int64_t B = 3, T = 5, V = 11;
+  const double eps = 0.1;
+  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
+  tgt.index_put_({2, 4}, nmt::kPadId);
+  const auto real = tgt.reshape({-1}).ne(nmt::kPadId);                             // [B T]
+  const auto teacher_logp = torch::log_softmax(torch::randn({B, T, V}, torch::kDouble) * 2, 2);  // [B, T, V]
+  for (double w : {0.0, 0.5, 1.0}) {
+    auto x = (torch::randn({B, T, V}, torch::kDouble) * 3).requires_grad_();
+    auto got = nmt::distillation_loss(x, tgt, eps, teacher_logp, w);
+    got.loss.backward(torch::full({}, 0.7, torch::kDouble));
+    auto y = x.detach().clone().requires_grad_();
+    const auto ce = F::cross_entropy(y.reshape({-1, V}), tgt.reshape({-1}),
+                                     F::CrossEntropyFuncOptions().ignore_index(nmt::kPadId).label_smoothing(eps).reduction(
+                                         torch::kSum));
+    const auto kd = -(teacher_logp.exp() * torch::log_softmax(y, 2)).reshape({-1, V}).index({real}).sum();
+    const auto want = ce * (1 - w) + kd * w;
+    want.backward(torch::full({}, 0.7, torch::kDouble));
+    // Each side sums at most 2 B T V terms its own way, each a weight of at
+    // most 1 times a log-softmax within gamma_{V+3} (|log-sum-exp| + 2 max
+    // |x|) of exact; every gradient element is p - t, p and t each within
+    // gamma_{V+3} of exact times that magnitude, scaled by 0.7.
+    const double u = 0x1p-53;
+    const auto xd = x.detach();
+    const double magnitude = (xd.logsumexp(2).abs().max() + 2 * xd.abs().max()).item<double>();
+    const double per_term = gamma(V + 3, u) * magnitude;
+    const double loss_bound = 2 * (gamma(2 * B * T * V, u) + 2 * B * T * V * per_term) * (1 + want.abs().item<double>());
+    EXPECT_TRUE(within(got.loss.item<double>(), want.item<double>(), loss_bound)) << "w " << w;
+    EXPECT_TRUE(within(got.cross_entropy.item<double>(), ce.item<double>(), loss_bound)) << "w " << w;
+    EXPECT_FALSE(got.cross_entropy.requires_grad());
+    EXPECT_TRUE(within(x.grad(), y.grad(), 2 * 0.7 * 2 * per_term)) << "w " << w;
+    EXPECT_EQ(x.grad()[0][4].abs().sum().item<double>(), 0.0);  // a padding row gets no gradient
+    if (w == 0) {
+      EXPECT_TRUE(within(got.loss.item<double>(), nmt::sequence_loss(xd, tgt, eps).item<double>(), loss_bound));
+    } else {
+      EXPECT_GT(std::abs(kd.item<double>() - ce.item<double>()) * w, 100 * loss_bound);  // the teachers' term counts
+    }
+  }
+  EXPECT_THROW(nmt::distillation_loss(torch::zeros({B, T, V}), tgt, eps, torch::zeros({B, T, V + 1}), 0.5), c10::Error);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ import tempfile
 from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
                               stale_generation, stale_teachers, thread_shares)
 from recipe_pieces import pieces
+from recipe_settings import bad_settings
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
 from recipe_weights import weighted_ensemble
 
@@ -133,15 +134,20 @@ def second_pick(source, env, run, results, kept):
 def named_students(source, env, run, results, kept):
     """Students of other flags (NMT_STUDENT_FLAGS, named by NMT_STUDENT_NAME) in
     the folder of a finished run: only they train, with their flags in place
-    of NMT_TRAIN_FLAGS's same options, and their selection, outputs and
-    result file are their own."""
-    rc, out = recipe(source, env, NMT_STUDENT_NAME="wide", NMT_STUDENT_FLAGS="--dec-hidden 48 --dropout 0.1")
+    of NMT_TRAIN_FLAGS's same options (and with NMT_WORD_KD, the teachers'
+    checkpoints as --kd-teachers), and their selection, outputs and result
+    file are their own."""
+    rc, out = recipe(source, env, NMT_STUDENT_NAME="wide", NMT_STUDENT_FLAGS="--dec-hidden 48 --dropout 0.1",
+                     NMT_WORD_KD="0.5")
     check(rc == 0, f"the named students' run exits 0 (got {rc}):\n{out[-3000:]}")
     trained = sorted(line.split(":")[0].rsplit("/", 1)[1] for line in out.splitlines() if ": training" in line)
     check(trained == ["student-wide-1"], f"only the named student trains: {trained}")
     config = open(f"{run}/student-wide-1/config.toml").read()
     check("dec-hidden = 48" in config and "dropout = 0.1" in config and "emb-dim = 16" in config,
           "the named student's flags replace NMT_TRAIN_FLAGS's same options and keep the others")
+    kd = [line for line in config.splitlines() if line.startswith("kd-")]
+    check(len(kd) == 2 and "kd-weight = 0.5" in kd and all(f"{run}/model-{i}/" in kd[0] for i in (1, 2)),
+          f"NMT_WORD_KD: the student learns from the two teachers' checkpoints at weight 0.5: {kd}")
     r = result(results, "multi30k-en-de-tok-wide-*.json")
     d = r["distillation"]
     check(d["student_name"] == "wide" and d["student_flags"] == "--dec-hidden 48 --dropout 0.1",
@@ -340,26 +346,6 @@ def next_generation(source, env, run, results):
     check(not changed, f"the earlier runs' files are left as they were; changed: {changed}")
 
 
-def bad_settings(source, env, tmp):
-    for extra, words in (({"NMT_DISTILL_PICK": "best"}, "NMT_DISTILL_PICK must be one of"),
-                         ({"NMT_DISTILL_PICK": "reranked", "NMT_R2L": "0"}, "needs right-to-left models"),
-                         ({"NMT_DISTILL_PICK": "bidiverse"}, "needs channel models"),
-                         ({"NMT_JOBS": "0"}, "NMT_JOBS must be at least 1"),
-                         ({"NMT_STUDENT_FLAGS": "--dec-hidden 64"}, "NMT_STUDENT_FLAGS needs NMT_STUDENT_NAME"),
-                         ({"NMT_STUDENT_NAME": "Wide"}, "NMT_STUDENT_NAME must be lowercase"),
-                         ({"NMT_STUDENT_NAME": "wide", "NMT_DISTILL": "0"}, "needs students to name"),
-                         ({"NMT_ENSEMBLE": "every"}, "NMT_ENSEMBLE must be pick or all"),
-                         ({"NMT_ENSEMBLE": "all", "NMT_DISTILL": "0"}, "it needs NMT_DISTILL"),
-                         ({"NMT_GENERATIONS": "0"}, "NMT_GENERATIONS must be at least 1"),
-                         ({"NMT_ENSEMBLE_WEIGHTS": "yes"}, "NMT_ENSEMBLE_WEIGHTS must be 0 or 1"),
-                         ({"NMT_STUDENT_NAME": "g2"}, "is the tag of an NMT_ENSEMBLE"),
-                         ({"NMT_GENERATIONS": "2", "NMT_DISTILL": "0"}, "needs students to teach")):
-        run = f"{tmp}/bad"
-        rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)
-        check(rc == 1 and words in out, f"{extra} fails with '{words}' (got {rc}: {out[-500:]})")
-        check(not os.path.exists(f"{run}/model-1"), f"{extra} fails before anything trains")
-
-
 def main():
     source, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     with tempfile.TemporaryDirectory(prefix="nmt-recipe-") as tmp:
@@ -369,7 +355,7 @@ def main():
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
-                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS"):
+                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS", "NMT_WORD_KD"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)

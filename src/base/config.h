@@ -141,8 +141,12 @@ std::string absolute_path(const std::string& path);
 template <class Options>
 void make_paths_absolute(Options& options) {
   Options::fields(options, [](const Field& f, auto& value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>)
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
       if (f.has(kPath)) value = absolute_path(value);
+    } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::vector<std::string>>) {
+      if (f.has(kPath))
+        for (auto& v : value) v = absolute_path(v);
+    }
   });
 }
 

@@ -64,6 +64,12 @@ void TrainOptions::validate() const {
   check_ranges(*this);  // runtime's and dist's fields included
   if (spm_alpha > 0 && !guided_alignment.empty())
     throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
+  if (!kd_teachers.empty() && r_drop > 0)
+    throw UsageError("--kd-teachers cannot be combined with --r-drop (choose one of the two losses)");
+  if (!kd_teachers.empty() && cuda_graphs)
+    throw UsageError("--kd-teachers cannot be combined with --cuda-graphs (the captured step has no teachers)");
+  for (const auto& t : kd_teachers)
+    if (t.empty()) throw UsageError("--kd-teachers: an empty path");
   if (average > keep_checkpoints)
     throw UsageError("--average " + std::to_string(average) + " needs --keep-checkpoints of at least " +
                 std::to_string(average) + " (it is " + std::to_string(keep_checkpoints) + ")");

@@ -107,6 +107,14 @@ struct TrainOptions {
   // weighting; train/losses.h's consistency_loss()). About twice the
   // compute per step. 0: off.
   double r_drop = 0.0;
+  // Word-level knowledge distillation (Kim & Rush 2016; train/teachers.h):
+  // these checkpoints (the run's SentencePiece models) score every batch,
+  // and the loss mixes the cross-entropy against the reference, weighted
+  // 1 - kd_weight, with the cross-entropy against the teachers' ensemble's
+  // distribution, weighted kd_weight. Each teacher adds about one forward
+  // pass per batch. Empty: off.
+  std::vector<std::string> kd_teachers;
+  double kd_weight = 0.5;
   // Exponential smoothing (Marian's --exponential-smoothing): a moving
   // average of the weights, a += d (w - a) after every step with
   // d = max(this, 9 / (step + 9)), which validation, checkpoints and so
@@ -177,6 +185,8 @@ struct TrainOptions {
   static void fields(S& s, V&& v);
   template <class S, class V>
   static void logging_fields(S& s, V&& v);
+  template <class S, class V>
+  static void loss_fields(S& s, V&& v);
 };
 
 // nmt-train --release IN OUT: a model to ship, IN's model without its optimizer
@@ -236,11 +246,7 @@ void TrainOptions::fields(S& s, V&& v) {
   v(Field{"adam-beta2", "Adam's beta2", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.adam_beta2);
   v(Field{"weight-decay", "Weight decay (L2, both optimizers)", tr}.at_least(0.0), s.weight_decay);
   v(Field{"clip-norm", "Gradient-norm clipping (0: off)", tr}.at_least(0.0), s.clip_norm);
-  v(Field{"label-smoothing", "Label smoothing", tr}.within(0.0, 1.0, End::kClosed, End::kOpen), s.label_smoothing);
-  v(Field{"r-drop", "R-Drop: run each batch twice (two dropout masks) and add this weight times the symmetric KL "
-                    "divergence between the runs' outputs (about twice the compute; 0: off)", tr}
-        .at_least(0.0),
-    s.r_drop);
+  loss_fields(s, v);
   v(Field{"exponential-smoothing", "Validate, save and translate with a moving average of the weights, updated "
                                    "each step by this factor (about 1/factor steps averaged; 0: off)", tr}
         .within(0.0, 1.0, End::kClosed, End::kOpen),
@@ -276,6 +282,26 @@ void TrainOptions::fields(S& s, V&& v) {
   logging_fields(s, v);
   RuntimeOptions::fields(s.runtime, v);
   DistributedOptions::fields(s.dist, v);
+}
+
+// TrainOptions' fields of the loss (in --help's Training section, after the
+// optimizer's): label smoothing, R-Drop and word-level distillation.
+template <class S, class V>
+void TrainOptions::loss_fields(S& s, V&& v) {
+  const char* g = "Training";
+  v(Field{"label-smoothing", "Label smoothing", g}.within(0.0, 1.0, End::kClosed, End::kOpen), s.label_smoothing);
+  v(Field{"r-drop", "R-Drop: run each batch twice (two dropout masks) and add this weight times the symmetric KL "
+                    "divergence between the runs' outputs (about twice the compute; 0: off)", g}
+        .at_least(0.0),
+    s.r_drop);
+  v(Field{"kd-teachers", "Word-level distillation: checkpoints with this run's SentencePiece models whose ensemble's "
+                         "distribution the student learns at every target position beside the reference (repeat or "
+                         "list; each about one forward pass per batch)", g, nullptr, kMultiple | kPath},
+    s.kd_teachers);
+  v(Field{"kd-weight", "With --kd-teachers: the weight of the teachers' term; the reference's is 1 minus it", g,
+          nullptr}
+        .within(0.0, 1.0),
+    s.kd_weight);
 }
 
 // TrainOptions' logging and checkpoint fields, which fields() lists after the others.

@@ -108,6 +108,50 @@ struct SmoothedConsistency : torch::autograd::Function<SmoothedConsistency> {
   }
 };
 
+// Word-level distillation's loss (distillation_loss()) on rows [N, V] with a
+// hand-written backward, as SmoothedCrossEntropy's. The loss is the
+// cross-entropy -sum_v t_v log p_v against the mixed target
+// t = (1 - weight) ((1 - eps) onehot(target) + eps / V) + weight q, whose
+// rows sum to 1, so its gradient in the logits is softmax - t.
+struct SmoothedDistillation : torch::autograd::Function<SmoothedDistillation> {
+  // logits [N, V], target [N] int64, teacher_logp [N, V] -> {loss, cross-entropy}, scalars; the second is not differentiable.
+  static torch::autograd::tensor_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                                              const torch::Tensor& target, const torch::Tensor& teacher_logp,
+                                              double eps, double weight) {
+    const int64_t V = logits.size(1);
+    auto lp = torch::log_softmax(logits, 1);                        // [N, V]
+    const auto keep = target.ne(kPadId).to(logits.scalar_type());   // [N]
+    auto row = lp.gather(1, target.unsqueeze(1)).squeeze(1) * (1.0 - eps);  // [N]
+    if (eps > 0) row = row + lp.sum(1) * (eps / static_cast<double>(V));
+    const auto q = teacher_logp.to(logits.scalar_type()).exp();     // [N, V] the teachers' probabilities
+    const auto kd_row = (q * lp).sum(1);                            // [N] minus the cross-entropy against q
+    const auto cross_entropy = -(row * keep).sum();                 // [] against the reference alone
+    const auto kd = -(kd_row * keep).sum();                         // [] against the teachers
+    const auto loss = cross_entropy * (1.0 - weight) + kd * weight;
+    ctx->save_for_backward({lp, target, keep, q});
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["weight"] = weight;
+    const auto value = cross_entropy.detach() + kd.detach() * 0.0;  // NaN with a teacher term that is not finite
+    ctx->mark_non_differentiable({value});
+    return {loss, value};
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto grad = saved[0];  // the log-probabilities, turned into the gradient in place
+    const auto& target = saved[1];
+    const double eps = ctx->saved_data["eps"].toDouble(), weight = ctx->saved_data["weight"].toDouble();
+    const int64_t V = grad.size(1);
+    auto w = (saved[2] * grad_out[0]).unsqueeze(1);  // [N, 1]: the upstream gradient, 0 on padding
+    grad.exp_();                                      // softmax
+    if (eps > 0) grad.sub_((1.0 - weight) * eps / static_cast<double>(V));
+    grad.sub_(saved[3] * weight);
+    grad.mul_(w);
+    grad.scatter_add_(1, target.unsqueeze(1), w * -((1.0 - weight) * (1.0 - eps)));
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor sequence_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing) {
@@ -129,6 +173,18 @@ TrainingLoss training_loss(const torch::Tensor& logits, const torch::Tensor& tgt
   if (r_drop > 0) return consistency_loss(logits, tgt_out, label_smoothing, r_drop);
   auto loss = sequence_loss(logits, tgt_out, label_smoothing);  // [] summed over target tokens
   return {loss, loss.detach()};
+}
+
+TrainingLoss distillation_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                               const torch::Tensor& teacher_logp, double weight) {
+  TORCH_CHECK(logits.dim() == 3 && tgt_out.dim() == 2 && logits.size(0) == tgt_out.size(0) &&
+                  logits.size(1) == tgt_out.size(1) && teacher_logp.sizes() == logits.sizes(),
+              "distillation_loss: logits ", logits.sizes(), " and teacher_logp ", teacher_logp.sizes(),
+              " are not both [B, T, V] for tgt_out ", tgt_out.sizes());
+  const int64_t V = logits.size(2);
+  const auto out = SmoothedDistillation::apply(logits.reshape({-1, V}), tgt_out.reshape({-1}),
+                                               teacher_logp.reshape({-1, V}), label_smoothing, weight);
+  return {out[0], out[1]};
 }
 
 }  // namespace nmt

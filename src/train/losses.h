@@ -41,6 +41,18 @@ TrainingLoss consistency_loss(const torch::Tensor& logits, const torch::Tensor& 
 TrainingLoss training_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
                            double r_drop);
 
+// Word-level knowledge distillation (Kim & Rush 2016; train/teachers.h):
+// (1 - weight) times sequence_loss()'s label-smoothed cross-entropy against
+// the reference plus `weight` times the cross-entropy against the teachers'
+// distribution q = exp(teacher_logp) [B, T, V] (rows summing to 1, no
+// gradient), summed over the positions whose target is not padding; its
+// gradient in the logits is softmax - ((1 - weight) smoothed onehot + weight
+// q). cross_entropy is the reference's term alone (what training logs, as
+// without distillation), NaN when the teachers' term is not finite. Throws
+// c10::Error when logits, tgt_out [B, T] and teacher_logp do not fit.
+TrainingLoss distillation_loss(const torch::Tensor& logits, const torch::Tensor& tgt_out, double label_smoothing,
+                               const torch::Tensor& teacher_logp, double weight);
+
 // Guided alignment (Chen et al. 2016): the cross-entropy of the attention
 // `alpha` [B, T, S] against `guide` [B, T, S] (each guided row spreads 1
 // over its linked source pieces, other rows are 0), summed over the batch.

@@ -100,7 +100,8 @@ std::optional<StopReason> Trainer::stop_before_step() {
 // NaN when the term is not finite (0 * Inf and 0 * NaN are NaN), so such a
 // step is skipped. With --r-drop the batch runs twice in one pass (twice())
 // and the loss is consistency_loss()'s, its value the two runs' mean
-// cross-entropy. Nothing here waits for the device.
+// cross-entropy; with --kd-teachers it is distillation_loss()'s, its value
+// the reference's cross-entropy. Nothing here waits for the device.
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) {
   const bool r_drop = opt_.r_drop > 0;
   const Batch doubled = r_drop ? twice(batch) : Batch();
@@ -114,7 +115,14 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch_loss(const Batch& batch) 
       logits = model_->forward(in.src, in.src_len, in.tgt_in);
   }
   logits = logits.to(torch::kFloat);  // the loss in float (a no-op unless --bf16)
-  auto [loss, value] = training_loss(logits, batch.tgt_out, opt_.label_smoothing, opt_.r_drop);  // summed over target tokens
+  torch::Tensor teacher_logp;         // [B, T, V] --kd-teachers' distribution
+  if (!teachers_.empty()) {
+    const Bf16Autocast bf16(opt_.bf16 && device_.is_cpu());
+    teacher_logp = teachers_.log_probs(batch);
+  }
+  auto [loss, value] = teacher_logp.defined()  // summed over target tokens
+                           ? distillation_loss(logits, batch.tgt_out, opt_.label_smoothing, teacher_logp, opt_.kd_weight)
+                           : training_loss(logits, batch.tgt_out, opt_.label_smoothing, opt_.r_drop);
   if (batch.guide.defined()) {  // cross-entropy of the alignment (head or attention) against the guided rows
     alpha = alpha.narrow(0, 0, batch.size()).to(torch::kFloat);  // the first run's, under R-Drop
     auto guided = guided_alignment_loss(alpha, batch.guide);

@@ -25,6 +25,7 @@
 #include "train/run_folder.h"
 #include "train/schedule.h"
 #include "train/smoothing.h"
+#include "train/teachers.h"
 #include "train/trainer.h"
 #include "train/losses.h"
 #include "train/training_data.h"
@@ -72,6 +73,9 @@ class Trainer {
   void make_tokenizers(const ParallelCorpus& train);
   void warn_small_vocabulary(const char* side, const Tokenizer& tok, size_t sentences) const;
   void share_from_main(bool resuming);  // every rank gets rank 0's tokenizers, weights and (on resume) file
+  // --kd-teachers: loads the teachers (after the tokenizers, which they must
+  // share); throws nmt::Error as Teachers' constructor.
+  void init_teachers();
   void init_data(ParallelCorpus train, ParallelCorpus valid);
   void init_optimizer(bool resuming);
   // --exponential-smoothing (rank 0): the averages, from the model's
@@ -145,6 +149,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GraphedTrainStep> graphed_;  // --cuda-graphs: every step through it
   std::unique_ptr<WeightSmoothing> smoothing_;  // --exponential-smoothing; null when off
+  Teachers teachers_;                           // --kd-teachers; empty when off
   std::vector<Example> train_;
   std::vector<std::pair<std::string, std::string>> train_text_;  // train_'s text, kept for --spm-alpha
   SegmentationSampler sampler_;

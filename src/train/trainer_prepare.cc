@@ -65,6 +65,7 @@ void Trainer::prepare() {
   t0 = Clock::now();
   init_model(resuming, train);
   spdlog::debug("{} the tokenizers and the model in {:.2f}s", resuming ? "loaded" : "made", seconds_since(t0));
+  init_teachers();
   t0 = Clock::now();
   init_data(std::move(train), std::move(valid));
   spdlog::debug("encoded and batched the data in {:.2f}s", seconds_since(t0));
@@ -112,6 +113,14 @@ void Trainer::prepare() {
                counted(static_cast<int64_t>(batches_.size()), "batch", "batches"),
                describe_batch_parts(parts_wanted_, threads_, device_), opt_.bf16 ? ", products in bfloat16" : "");
   if (graphed_) spdlog::info("--cuda-graphs: {}", graphed_->describe());
+}
+
+void Trainer::init_teachers() {
+  if (opt_.kd_teachers.empty()) return;
+  teachers_ = Teachers(opt_.kd_teachers, src_tok_, tgt_tok_, device_);
+  if (is_main())
+    spdlog::info("word-level distillation: {} (their ensemble's distribution), weight {}",
+                 counted(static_cast<int64_t>(teachers_.size()), "teacher"), opt_.kd_weight);
 }
 
 // config.toml's opening comment: what the file is, how to resume from it,
