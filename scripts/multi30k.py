@@ -96,6 +96,11 @@ Environment:
                     it where it scores higher and the choice holds on held-out lines
                     as the reranking's must (multi30k_weights.py). The selection log,
                     test outputs and result file are named -weighted.
+  NMT_RERANK_BEAM=N with NMT_R2L or NMT_CHANNEL: the reranking's settings are tried on the
+                    system's N-best list (beam N) too, beside its own beam's, and the
+                    choice on val (held-out check included) may take either; the
+                    reranked system then translates with beam N. The selection log,
+                    test outputs and result file are named -rbN.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
                     training, of any pick or name, joins the selection (alone and in the
                     ensemble of all) beside this run's; the selection log, ensemble,
@@ -183,8 +188,11 @@ class Recipe(Training, Selection):
         if weigh not in ("", "0", "1"):
             die(f"NMT_ENSEMBLE_WEIGHTS must be 0 or 1, got '{weigh}'")
         self.weigh = weigh == "1"  # multi30k_weights.py
+        self.rerank_beam = env_int("NMT_RERANK_BEAM", 0)  # multi30k_rerank.choose_rerank()
+        if self.rerank_beam and not 2 <= self.rerank_beam <= 64:
+            die(f"NMT_RERANK_BEAM must be a beam of 2 to 64, got {self.rerank_beam}")
         self.out_tag = (self.base_tag + (f"-g{self.generations}" if self.generations > 1 else "")
-                        + ("-weighted" if self.weigh else ""))
+                        + ("-weighted" if self.weigh else "") + (f"-rb{self.rerank_beam}" if self.rerank_beam else ""))
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"

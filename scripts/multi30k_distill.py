@@ -178,7 +178,7 @@ def reranked_targets(r, teachers, seeds, lp, first_r2l_seed, k):
         return f"train.distilled.{r.tgt}", None
     r2l = [f"{d}/best.ckpt" for d in r2l_models]
     name = f"train.distilled-reranked.{r.tgt}"
-    made = (f"reranked: w {chosen.w}, a {chosen.a}, beam 5, length penalty {lp}, "
+    made = (f"reranked: w {chosen.w}, a {chosen.a}, beam {chosen.beam or 5}, length penalty {lp}, "
             f"teachers {' '.join(teachers)}, r2l {' '.join(r2l)}")
     inputs = [r.path(f"train.{r.src}"), r.path(f"train.distilled.{r.tgt}")] + list(teachers) + r2l
 

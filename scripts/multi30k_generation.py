@@ -38,7 +38,8 @@ def system_targets(r, best, rerank_run, g):
     rescorers = [f"{d}/best.ckpt" for d in (chosen.r2l + chosen.channel if chosen else [])]
     made = (f"system {best['name']}: {' '.join(best['models'])}{weights_key(best.get('weights'))}, "
             f"beam {best['beam']}, length penalty {best['lp']}"
-            + (f", reranked: w {chosen.w}, c {chosen.c}, a {chosen.a}, by {' '.join(rescorers)}" if chosen else ""))
+            + (f", reranked: w {chosen.w}, c {chosen.c}, a {chosen.a}, by {' '.join(rescorers)}" if chosen else "")
+            + (f", at beam {chosen.beam}" if chosen and chosen.beam else ""))
     source = r.path(f"train.{r.src}")
     inputs = [source] + list(best["models"]) + rescorers
     # An earlier generation's teacher that was this system (the selection kept it): its translation, copied.
@@ -96,7 +97,8 @@ def generation(r, g, best, models, previous, info, first_seed, r2l_models, chann
     chosen = info["rerank"].chosen if info["rerank"] else None
     teacher = {"name": best["name"], "beam": int(best["beam"]), "length_penalty": float(best["lp"]),
                "val_bleu": float(best["score"]),
-               "rerank": {"weight": chosen.w, "channel_weight": chosen.c, "length_exponent": chosen.a}
+               "rerank": {"weight": chosen.w, "channel_weight": chosen.c, "length_exponent": chosen.a,
+                          "beam": int(chosen.beam or best["beam"])}
                if chosen else None}
     info["generations"].append({"generation": g, "teacher": teacher, "source": source, "targets": target,
                                 "students": [os.path.basename(d) for d in students]})

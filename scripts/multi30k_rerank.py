@@ -19,9 +19,10 @@ def die(message):
 
 
 # A reranking chosen on val: the right-to-left weight w, channel weight c and
-# length exponent a, its val score, and the model folders it rescores with
-# (made by rerank_of()).
-Rerank = collections.namedtuple("Rerank", "w c a score r2l channel")
+# length exponent a, its val score, the model folders it rescores with (made
+# by rerank_of()), and the beam whose n-best it rescores where that is not
+# the system's own (NMT_RERANK_BEAM; None: the system's beam).
+Rerank = collections.namedtuple("Rerank", "w c a score r2l channel beam", defaults=(None,))
 
 # The recipe's reranking for the result file: the numbers of right-to-left and
 # channel models, the Rerank chosen on val (None: none was kept), the plain
@@ -33,14 +34,15 @@ RerankRun = collections.namedtuple("RerankRun", "r2l channel chosen plain_score 
 RerankChoice = collections.namedtuple("RerankChoice", "chosen held_out")
 
 
-def rerank_of(w, c, a, score, r2l_models, channel_models):
+def rerank_of(w, c, a, score, r2l_models, channel_models, beam=None):
     """The Rerank of weights W, C and exponent A with the models it needs: the
     channel models are left out when C is 0 and right-to-left models remain
     (the mix is theirs alone then); with no right-to-left models they stay,
     at weight 0, so that nmt-translate has a model to rescore with (a model
-    of weight 0 is loaded and not run)."""
+    of weight 0 is loaded and not run). BEAM: the n-best's beam when it is
+    not the system's (None)."""
     keep_channel = c > 0 or not r2l_models
-    return Rerank(w, c, a, score, list(r2l_models), list(channel_models) if keep_channel else [])
+    return Rerank(w, c, a, score, list(r2l_models), list(channel_models) if keep_channel else [], beam)
 
 
 def rerank_suffix(chosen):
@@ -132,12 +134,12 @@ def rescoring_args(r2l_models, channel_models):
 
 def rerank(r, best, chosen, source, out, log, alone=False):
     """OUT: the selected system's translation of SOURCE, its beam rescored as
-    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model), on
-    all the cores when ALONE (Recipe.nmt_translate()). Dies when the
-    translation fails."""
+    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model; at
+    CHOSEN's beam where it has its own), on all the cores when ALONE
+    (Recipe.nmt_translate()). Dies when the translation fails."""
     weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
         (["--channel-weight", str(chosen.c)] if chosen.channel else [])
-    r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", str(best["beam"]),
+    r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", str(chosen.beam or best["beam"]),
                                      "--length-penalty", best["lp"], *rescoring_args(chosen.r2l, chosen.channel), *weights,
                                      "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log,
                     alone)
@@ -166,44 +168,58 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
     it is select/rerank-val[-PICK]-NAME[-chK]-wW[-cC]-aA.out, as nmt-translate
     would choose with those weights (the features read back exactly): w over
     0-0.75 with right-to-left models (else 0), c over 0-1 with channel models
-    (else 0), a over 0.6-1.4. Each is reused when made with the same models,
-    settings and nmt-translate, and nothing is newer. Dies as the translation
-    and scoring do."""
+    (else 0), a over 0.6-1.4. With R.rerank_beam (NMT_RERANK_BEAM=N) other
+    than the system's beam, the grid runs over the N-best list too
+    (...-NAME[-chK]-bN.nbest, its choices ...-bN-wW[-cC]-aA.out), and the
+    Rerank chosen there carries beam N. Each is reused when made with the
+    same models, settings and nmt-translate, and nothing is newer. Dies as
+    the translation and scoring do."""
     channel_models = list(channel_models)
-    prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}" + (f"-ch{len(channel_models)}" if channel_models else "")
-    settings = list(itertools.product((0.0, 0.25, 0.5, 0.75) if r2l_models else (0.0,),
-                                      (0.0, 0.1, 0.25, 0.5, 1.0) if channel_models else (0.0,), (0.6, 1.0, 1.4)))
+    system_prefix = f"{r.sel}/rerank-val{r.tag}-{best['name']}" + (f"-ch{len(channel_models)}" if channel_models else "")
+    grid = list(itertools.product((0.0, 0.25, 0.5, 0.75) if r2l_models else (0.0,),
+                                  (0.0, 0.1, 0.25, 0.5, 1.0) if channel_models else (0.0,), (0.6, 1.0, 1.4)))
+    # The system's beam, and NMT_RERANK_BEAM's where it is another (its files named -bN).
+    beams = [None] + ([r.rerank_beam] if r.rerank_beam and r.rerank_beam != int(best["beam"]) else [])
     checkpoints = [f"{d}/best.ckpt" for d in list(r2l_models) + channel_models]
     inputs = [r.path(f"val.{r.src}"), r.path(f"val.{r.tgt}")] + list(best["models"]) + checkpoints
-    made = (f"{' '.join(best['models'])}{weights_key(best.get('weights'))} beam {best['beam']} "
-            f"length penalty {best['lp']} | r2l "
-            f"{' '.join(f'{d}/best.ckpt' for d in r2l_models)}"
-            + (f" | channel {' '.join(f'{d}/best.ckpt' for d in channel_models)}" if channel_models else "")
-            + f" | nmt-translate {translator(r.bin)}")
-    nbest = prefix + ".nbest"
-    if not fresh(nbest, nbest + ".models", made, inputs):
-        beam = str(best["beam"])
-        r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", beam, "--n-best", beam,
-                                         "--length-penalty", best["lp"],
-                                         *rescoring_args(r2l_models, channel_models), "-i", inputs[0],
-                                         "-o", nbest], prefix + ".nbest.log")
-        with open(nbest + ".models", "w") as f:
-            f.write(made + "\n")
-    lists = read_rescored(nbest, bool(r2l_models), bool(channel_models))
+
+    def nbest_of(beam):  # the n-best list of BEAM (None: the system's), rescored; its file prefix and key
+        prefix = system_prefix + (f"-b{beam}" if beam else "")
+        made = (f"{' '.join(best['models'])}{weights_key(best.get('weights'))} beam {beam or best['beam']} "
+                f"length penalty {best['lp']} | r2l "
+                f"{' '.join(f'{d}/best.ckpt' for d in r2l_models)}"
+                + (f" | channel {' '.join(f'{d}/best.ckpt' for d in channel_models)}" if channel_models else "")
+                + f" | nmt-translate {translator(r.bin)}")
+        nbest = prefix + ".nbest"
+        if not fresh(nbest, nbest + ".models", made, inputs):
+            b = str(beam or best["beam"])
+            r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", b, "--n-best", b,
+                                             "--length-penalty", best["lp"],
+                                             *rescoring_args(r2l_models, channel_models), "-i", inputs[0],
+                                             "-o", nbest], prefix + ".nbest.log")
+            with open(nbest + ".models", "w") as f:
+                f.write(made + "\n")
+        return prefix, made, nbest, read_rescored(nbest, bool(r2l_models), bool(channel_models))
+    lists_of = {beam: nbest_of(beam) for beam in beams}
+    settings = [(w, c, a, beam) for beam in beams for (w, c, a) in grid]
 
     def name(setting):  # the setting's part of the file and log names
-        w, c, a = setting
+        w, c, a, _ = setting
         return f"w{w}-c{c}-a{a}" if channel_models else f"w{w}-a{a}"
 
+    def output(setting):
+        return f"{lists_of[setting[3]][0]}-{name(setting)}"
+
     def score(setting):  # reused as Recipe.translate() reuses a translation
-        out, made_so = f"{prefix}-{name(setting)}", f"{made} | {name(setting).replace('-', ' ')}"
+        _, made, nbest, lists = lists_of[setting[3]]
+        out, made_so = output(setting), f"{made} | {name(setting).replace('-', ' ')}"
         if not channel_models:  # the key the right-to-left reranking has always had
             made_so = f"{made} | w {setting[0]} a {setting[2]}"
         reused = cached(out, made_so, inputs + [nbest], r.key)
         if reused is not None:
             return reused
         with open(out + ".out.part", "w", encoding="utf-8") as f:
-            f.writelines(max(hyps, key=lambda h: mix(h, *setting))[0] + "\n" for hyps in lists)
+            f.writelines(max(hyps, key=lambda h: mix(h, *setting[:3]))[0] + "\n" for hyps in lists)
         os.replace(out + ".out.part", out + ".out")
         evaluate(r, out + ".out", inputs[1], out + ".json")
         return record(out, made_so, r.key)
@@ -212,11 +228,11 @@ def choose_rerank(r, best, r2l_models, channel_models=()):
         scores = list(pool.map(score, settings))
     label = best["name"] + ("+r2l" if r2l_models else "") + ("+ch" if channel_models else "")
     chosen, top = None, best["score"]
-    for (w, c, a), s in zip(settings, scores):
-        r.logged(f"{label}-{name((w, c, a))}", best["beam"], best["lp"], s)
+    for (w, c, a, beam), s in zip(settings, scores):
+        r.logged(f"{label}-{name((w, c, a, beam))}", beam or best["beam"], best["lp"], s)
         if s > top:
-            chosen, top = rerank_of(w, c, a, s, r2l_models, channel_models), s
-    held_out = held_out_gain(r, inputs[1], r.output(best), [f"{prefix}-{name(s)}.out" for s in settings])
+            chosen, top = rerank_of(w, c, a, s, r2l_models, channel_models, beam), s
+    held_out = held_out_gain(r, inputs[1], r.output(best), [f"{output(s)}.out" for s in settings])
     verdict = "kept" if chosen and held_out > 0 else "not kept"
     print(f"reranking {label}: best on val {top} against {best['score']}; held out (two halves of val, "
           f"each choosing for the other) {held_out:+.2f}: {verdict}", flush=True)

@@ -133,6 +133,7 @@ def write(r, models, best, test_seconds, single_seconds, info):
     r_info = info["rerank"]  # a multi30k_rerank.RerankRun, or None
     chosen = r_info.chosen if r_info else None
     rerank = ({"r2l_models": r_info.r2l, "weight": chosen.w if chosen else None,
+               "beam": int(chosen.beam or beam) if chosen else None,  # the n-best's: NMT_RERANK_BEAM's or the system's
                "length_exponent": chosen.a if chosen else None,
                "channel_models": r_info.channel, "channel_weight": chosen.c if chosen else None,
                "val_bleu_without": float(r_info.plain_score),

@@ -4,7 +4,8 @@ reranked targets made again when the choice on val changes, the channel
 models' reranking alone, the held-out gain of a choice on val, result files
 of other commands kept, the teachers' translation made again when a teacher
 is newer, a generation's teacher's translation made again for another
-system, and a model that finishes as the recipe's stop signal comes. Each
+system, a reranking over another beam's n-best list (NMT_RERANK_BEAM), and
+a model that finishes as the recipe's stop signal comes. Each
 function exits through check() when a check fails."""
 import contextlib
 import glob
@@ -81,6 +82,36 @@ def channel_alone(r, run):
            f"{run}/channel-alone.log")
     with open(out) as f:
         check(sum(1 for _ in f) == 30, "the channel-alone reranking translates every val line")
+
+
+def rerank_beam(r, run):
+    """NMT_RERANK_BEAM: the reranking's grid also runs over the N-best list of
+    a beam other than the system's, logged at that beam, and a Rerank chosen
+    there translates with beam N (as the choice from the N-best list)."""
+    from multi30k_rerank import Rerank, choose_rerank, rerank
+    from multi30k_select import translation_name
+    models, r2l = [f"{run}/model-1/best.ckpt"], [f"{run}/r2l-1"]
+    best = {"name": "model-1-rb", "models": models, "beam": 2, "lp": "1.0"}
+    best["score"] = r.translate(translation_name("model-1-rb", 2, "1.0"), 2, "1.0", models)
+    saved = r.out_tag, r.log_rows
+    r.rerank_beam, r.out_tag, r.log_rows = 4, "-rb4test", []  # a selection log of its own
+    choose_rerank(r, best, r2l)
+    prefix = f"{r.sel}/rerank-val{r.tag}-model-1-rb"
+    for name, beam in ((prefix, 2), (f"{prefix}-b4", 4)):
+        with open(f"{name}.nbest") as f:
+            ids = [line.split(" ||| ")[0] for line in f]
+        check(max(ids.count(i) for i in set(ids)) == beam, f"{name}.nbest holds the {beam} best of a line")
+    rows = [row for row in r.log_rows if row[1] == 4]
+    check(len(rows) == 12 and len(r.log_rows) == 24, f"the grid runs at both beams: {r.log_rows}")
+    texts = {(w, a, b): open(f"{prefix}{'-b4' if b == 4 else ''}-w{w}-a{a}.out").read()
+             for w in (0.0, 0.25, 0.5, 0.75) for a in (0.6, 1.0, 1.4) for b in (2, 4)}
+    differ = [(w, a) for (w, a, b) in texts if b == 4 and texts[(w, a, 4)] != texts[(w, a, 2)]]
+    check(differ, "some setting chooses otherwise from 4 hypotheses than from 2")
+    w, a = differ[0]
+    out = f"{run}/rerank-beam.out"
+    rerank(r, best, Rerank(w, 0.0, a, 0.0, r2l, [], 4), r.path("val.en"), out, f"{run}/rerank-beam.log")
+    check(open(out).read() == texts[(w, a, 4)], f"a reranking of beam 4 translates with beam 4 (w {w}, a {a})")
+    r.rerank_beam, (r.out_tag, r.log_rows) = 0, saved
 
 
 def held_out(r, run):

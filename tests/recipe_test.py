@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-from recipe_functions import (channel_alone, held_out, remade_targets, result_names, signal_at_the_end,
+from recipe_functions import (channel_alone, held_out, remade_targets, rerank_beam, result_names, signal_at_the_end,
                               stale_generation, stale_teachers, thread_shares)
 from recipe_pieces import pieces
 from recipe_settings import bad_settings
@@ -355,7 +355,8 @@ def main():
                "NMT_RESULTS_DIR": results, "NMT_SEEDS": "2", "NMT_DISTILL": "1", "NMT_R2L": "1",
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
-                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS", "NMT_WORD_KD"):
+                     "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS", "NMT_WORD_KD",
+                     "NMT_RERANK_BEAM"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
@@ -372,6 +373,7 @@ def main():
         r = remade_targets(source, env, run)
         channel_alone(r, run)
         held_out(r, run)
+        rerank_beam(r, run)
         stale_generation(r, run)
         result_names(tmp)
         stale_teachers(r, run, tmp)
