@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -22,23 +21,10 @@ namespace {
 
 using nmt::test::base_options;
 using nmt::test::Quiet;
-using nmt::test::read_all_lines;
+using nmt::test::train_tiny;
+using nmt::test::valid_batch;
 using nmt::test::tiny_arch;
 using nmt::test::toy_tok;
-
-// The first 16 validation pairs of `f` as one batch, in `m`'s vocabularies.
-nmt::Batch valid_batch(const nmt::LoadedModel& m, const nmt::test::ToyFiles& f) {
-  const auto src = read_all_lines(f.valid_src), tgt = read_all_lines(f.valid_tgt);
-  std::vector<nmt::Example> ex(16);
-  for (size_t i = 0; i < ex.size(); ++i) {
-    ex[i].src = m.src_tok.encode(src.at(i));
-    ex[i].src.push_back(nmt::kEosId);
-    ex[i].tgt = m.tgt_tok.encode(tgt.at(i));
-  }
-  std::vector<int64_t> all(ex.size());
-  std::iota(all.begin(), all.end(), 0);
-  return nmt::make_batch(ex, all);
-}
 
 // KL(teacher || student) summed over the target positions of `b` that are
 // not padding, both models in eval mode.
@@ -61,12 +47,8 @@ TEST(DistillationTest, StudentLearnsItsTeachersDistribution) {
   nmt::set_threads(1);
   const auto dir = nmt::test::temp_dir("train_kd");
   const auto files = nmt::test::write_toy_corpus(dir, 400, 40);
-  auto t = base_options(files, dir + "/teacher");
-  t.max_steps = 150;
-  t.valid_every = 1000;
-  t.label_smoothing = 0.7;  // broad distributions, far from the references' (the students smooth by 0.1)
-  ASSERT_EQ(nmt::train(t, toy_tok(), tiny_arch(0.0)).steps, 150);
-  const std::string teacher_path = t.output_dir + "/last.ckpt";
+  // label smoothing 0.7: broad distributions, far from the references' (the students smooth by 0.1)
+  const std::string teacher_path = train_tiny(files, dir + "/teacher", 150, 0.7);
   std::vector<double> kl;
   for (double w : {0.0, 1.0}) {
     auto o = base_options(files, dir + "/student" + std::to_string(static_cast<int>(w)));
@@ -90,11 +72,7 @@ TEST(DistillationTest, TwoCopiesOfATeacherAreThatTeacher) {
   nmt::set_threads(1);
   const auto dir = nmt::test::temp_dir("train_kd_two");
   const auto files = nmt::test::write_toy_corpus(dir, 100, 20);
-  auto t = base_options(files, dir + "/teacher");
-  t.max_steps = 20;
-  t.valid_every = 1000;
-  ASSERT_EQ(nmt::train(t, toy_tok(), tiny_arch(0.0)).steps, 20);
-  const std::string path = t.output_dir + "/last.ckpt";
+  const std::string path = train_tiny(files, dir + "/teacher", 20);
   auto m = nmt::load_checkpoint(path, torch::kCPU);
   const auto b = valid_batch(m, files);
   const auto one = nmt::Teachers({path}, m.src_tok, m.tgt_tok, torch::kCPU).log_probs(b);
@@ -112,15 +90,11 @@ TEST(DistillationTest, TeacherOfOtherVocabulariesIsRefused) {
   nmt::set_threads(1);
   const auto dir = nmt::test::temp_dir("train_kd_vocab");
   const auto files = nmt::test::write_toy_corpus(dir, 100, 20);
-  auto t = base_options(files, dir + "/teacher");
-  t.max_steps = 5;
-  t.valid_every = 1000;
   nmt::TokenizerOptions own;  // SentencePiece trained on the toy corpus: not the toy tokenizer
   own.vocab_size = 40;
-  ASSERT_EQ(nmt::train(t, own, tiny_arch(0.0)).steps, 5);
   auto o = base_options(files, dir + "/student");
   o.max_steps = 5;
-  o.kd_teachers = {t.output_dir + "/last.ckpt"};
+  o.kd_teachers = {train_tiny(files, dir + "/teacher", 5, 0.1, &own)};
   const std::string msg = nmt::test::error_of([&] { nmt::train(o, toy_tok(), tiny_arch(0.0)); });
   EXPECT_NE(msg.find("--kd-teachers: " + o.kd_teachers[0]), std::string::npos) << msg;
   EXPECT_NE(msg.find("SentencePiece model is not this run's"), std::string::npos) << msg;

@@ -22,6 +22,15 @@ using nmt::test::within;
 using nmt::test::padded_indices;
 using nmt::test::seeded_model;
 
+// Random targets [B, T] (B >= 3, T >= 5) below V with padding: row 0 from
+// position 3 on, and row 2 at position 4.
+torch::Tensor padded_targets(int64_t B, int64_t T, int64_t V) {
+  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
+  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
+  tgt.index_put_({2, 4}, nmt::kPadId);
+  return tgt;
+}
+
 TEST(LossTest, SequenceLossIgnoresPadding) {
   auto model = seeded_model(nmt::test::tiny_model());
   const auto ex = nmt::test::padded_examples();
@@ -47,9 +56,7 @@ TEST(LossTest, SequenceLossIgnoresPadding) {
 TEST(LossTest, SequenceLossAndItsGradientEqualLibTorchCrossEntropy) {
   torch::manual_seed(3);
   const int64_t B = 3, T = 5, V = 11;
-  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
-  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
-  tgt.index_put_({2, 4}, nmt::kPadId);
+  const auto tgt = padded_targets(B, T, V);
   for (double eps : {0.0, 0.1, 0.3}) {
     auto x = (torch::randn({B, T, V}) * 3).requires_grad_();
     auto loss = nmt::sequence_loss(x, tgt, eps);
@@ -88,9 +95,7 @@ TEST(LossTest, ConsistencyLossAndItsGradientEqualLibTorchsDivergence) {
   torch::manual_seed(4);
   const int64_t B = 3, T = 5, V = 11;
   const double eps = 0.1;
-  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
-  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
-  tgt.index_put_({2, 4}, nmt::kPadId);
+  const auto tgt = padded_targets(B, T, V);
   const auto real = tgt.reshape({-1}).ne(nmt::kPadId);  // [B T]
   for (double alpha : {0.0, 1.0, 5.0}) {
     auto x = (torch::randn({2 * B, T, V}, torch::kDouble) * 3).requires_grad_();
@@ -158,9 +163,7 @@ TEST(LossTest, DistillationLossAndItsGradientEqualLibTorchs) {
   torch::manual_seed(6);
   const int64_t B = 3, T = 5, V = 11;
   const double eps = 0.1;
-  auto tgt = torch::randint(1, V, {B, T}, torch::kLong);
-  tgt.index_put_({0, torch::indexing::Slice(3, T)}, nmt::kPadId);
-  tgt.index_put_({2, 4}, nmt::kPadId);
+  const auto tgt = padded_targets(B, T, V);
   const auto real = tgt.reshape({-1}).ne(nmt::kPadId);                             // [B T]
   const auto teacher_logp = torch::log_softmax(torch::randn({B, T, V}, torch::kDouble) * 2, 2);  // [B, T, V]
   for (double w : {0.0, 0.5, 1.0}) {

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <regex>
 #include <set>
 #include <thread>
@@ -238,16 +237,7 @@ TEST(TrainerTest, ResumeIsExactWithBatchParts) {
 // runs of `m` on the first 16 validation pairs of `f`, summed over 4 pairs
 // of masks: what --r-drop trains down.
 double dropout_disagreement(nmt::LoadedModel& m, const nmt::test::ToyFiles& f) {
-  const auto src = read_all_lines(f.valid_src), tgt = read_all_lines(f.valid_tgt);
-  std::vector<nmt::Example> ex(16);
-  for (size_t i = 0; i < ex.size(); ++i) {
-    ex[i].src = m.src_tok.encode(src.at(i));
-    ex[i].src.push_back(nmt::kEosId);
-    ex[i].tgt = m.tgt_tok.encode(tgt.at(i));
-  }
-  std::vector<int64_t> all(ex.size());
-  std::iota(all.begin(), all.end(), 0);
-  const auto b = nmt::make_batch(ex, all), two = nmt::twice(b);
+  const auto b = nmt::test::valid_batch(m, f), two = nmt::twice(b);
   m.model->train();
   torch::NoGradGuard no_grad;
   double sum = 0;

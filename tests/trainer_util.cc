@@ -4,8 +4,10 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <numeric>
 
 #include "model/model.h"
+#include "train/trainer.h"
 
 namespace nmt::test {
 
@@ -39,6 +41,29 @@ nmt::TokenizerOptions toy_tok() {
   nmt::TokenizerOptions t;
   t.src_model = t.tgt_model = nmt::test::toy_tokenizer_file();
   return t;
+}
+
+nmt::Batch valid_batch(const nmt::LoadedModel& m, const ToyFiles& f, size_t n) {
+  const auto src = read_all_lines(f.valid_src), tgt = read_all_lines(f.valid_tgt);
+  std::vector<nmt::Example> ex(n);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    ex[i].src = m.src_tok.encode(src.at(i));
+    ex[i].src.push_back(nmt::kEosId);
+    ex[i].tgt = m.tgt_tok.encode(tgt.at(i));
+  }
+  std::vector<int64_t> all(ex.size());
+  std::iota(all.begin(), all.end(), 0);
+  return nmt::make_batch(ex, all);
+}
+
+std::string train_tiny(const ToyFiles& f, const std::string& out, int64_t steps, double eps,
+                       const nmt::TokenizerOptions* tok) {
+  auto o = base_options(f, out);
+  o.max_steps = steps;
+  o.valid_every = 1000;
+  o.label_smoothing = eps;
+  nmt::train(o, tok ? *tok : toy_tok(), tiny_arch(0.0));
+  return out + "/last.ckpt";
 }
 
 std::vector<std::string> read_all_lines(const std::string& path) {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "base/options.h"
+#include "model/batch.h"
+#include "model/checkpoint.h"
 #include "test_util.h"
 
 namespace nmt::test {
@@ -26,6 +28,16 @@ nmt::ModelOptions tiny_arch(double dropout);
 
 // The pre-trained toy tokenizer, so runs need not train SentencePiece.
 nmt::TokenizerOptions toy_tok();
+
+// The first `n` validation pairs of `f` as one batch, in `m`'s vocabularies
+// (sources ending in EOS, as the trainer makes them).
+nmt::Batch valid_batch(const nmt::LoadedModel& m, const ToyFiles& f, size_t n = 16);
+
+// Trains a model of tiny_arch(0) on `f` into `out` for `steps` steps with
+// tokenizer `tok` (default toy_tok()) and label smoothing `eps`, with one
+// validation at the end; returns its last.ckpt.
+std::string train_tiny(const ToyFiles& f, const std::string& out, int64_t steps, double eps = 0.1,
+                       const nmt::TokenizerOptions* tok = nullptr);
 
 // The lines of the file `path` (none when it cannot be read).
 std::vector<std::string> read_all_lines(const std::string& path);
