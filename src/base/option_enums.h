@@ -84,6 +84,17 @@ struct EnumNames<ScoreFormat> {
       {ScoreFormat::kText, "text"}, {ScoreFormat::kJson, "json"}}};
 };
 
+// The utility minimum Bayes-risk selection maximizes in expectation
+// (translate/mbr.h): none (the search's or rescoring's best is the
+// translation), sacreBLEU's sentence BLEU, or sentence chrF2.
+enum class MbrUtility { kNone, kBleu, kChrf };
+template <>
+struct EnumNames<MbrUtility> {
+  static constexpr const char* what = "utility";
+  static constexpr std::array<std::pair<MbrUtility, const char*>, 3> values = {{
+      {MbrUtility::kNone, "none"}, {MbrUtility::kBleu, "bleu"}, {MbrUtility::kChrf, "chrf"}}};
+};
+
 inline const char* to_string(AttentionType t) { return enum_name(t); }
 inline const char* to_string(BleuTokenizer t) { return enum_name(t); }
 inline const char* to_string(DecoderType t) { return enum_name(t); }

@@ -61,6 +61,14 @@ void StreamOptions::validate() const {
                                  : rescore.channel_models.empty() ? "--r2l-model rescores"
                                                                   : "--r2l-model and --channel-model rescore") +
                      " translations: drop --score-pairs, --evaluate and --info");
+  if (!mbr.enabled() && given.count("mbr-temperature") > 0)
+    throw UsageError("--mbr-temperature weighs the hypotheses of --mbr: give --mbr bleu or --mbr chrf");
+  if (mbr.enabled()) {
+    if (score_mode || evaluate || info)
+      throw UsageError("--mbr picks translations from the beam: drop --score-pairs, --evaluate and --info");
+    if (translate.search.beam_size < 2)
+      throw UsageError("--mbr picks each translation from the beam's list: give --beam-size 2 or more");
+  }
   if (evaluate) {  // scores the input as it is: nothing to translate with
     if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
     if (!model_paths.empty() || score_mode || info)

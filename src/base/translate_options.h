@@ -136,6 +136,30 @@ struct RescoreOptions {
   }
 };
 
+// Minimum Bayes-risk selection over the beam's list (translate/mbr.h): each
+// hypothesis h_i is scored by its expected utility against the others,
+// sum_j p_j u(h_i, h_j), with p_j = softmax(score_j / T) over the list (score
+// the search's length-normalized one, or the rescoring's mix), and the list
+// is reordered by it. Off with utility none.
+struct MbrOptions {
+  MbrUtility utility = MbrUtility::kNone;  // u: sentence BLEU, sentence chrF2, or none (off)
+  double temperature = 1.0;                // T: higher spreads the evidence over more of the list
+
+  bool enabled() const { return utility != MbrUtility::kNone; }
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    const char* g = "Minimum Bayes risk";
+    v(Field{"mbr", "Pick each translation from the beam's list by minimum Bayes risk: the hypothesis of the highest "
+                   "expected utility against the others, weighted by their probabilities (bleu: sentence BLEU, chrf: "
+                   "sentence chrF2; none: off)", g},
+      s.utility);
+    v(Field{"mbr-temperature", "With --mbr: the hypotheses' weights are softmax(score / T) over the list, T this "
+                               "temperature (score: the length-normalized score, or the rescoring's mix)",
+            g}.within(1e-3, 1e3),
+      s.temperature);
+  }
+};
+
 // What nmt-translate does: streaming translation, or scoring given pairs.
 struct StreamOptions {
   std::vector<std::string> model_paths;  // several: an ensemble (log-probabilities averaged per step)
@@ -144,6 +168,7 @@ struct StreamOptions {
   std::string output;         // "" or "-": stdout; a file is replaced whole at the end (io.h: OutputFile)
   TranslateOptions translate;
   RescoreOptions rescore;
+  MbrOptions mbr;
   int64_t window = 1000;
   int64_t max_line_bytes = 1 << 16;
   bool scores = false;
@@ -197,6 +222,7 @@ void StreamOptions::fields(S& s, V&& v) {
   v(Field{"replace-unk", "Replace generated <unk> by the most attended source piece", io}, s.replace_unk);
   TranslateOptions::fields(s.translate, v);
   RescoreOptions::fields(s.rescore, v);
+  MbrOptions::fields(s.mbr, v);
   const char* sc = "Scoring";
   v(Field{"score-pairs", "Score given translations: print log P(target | source) per pair (input: TSV, or --src/--tgt)",
           sc, nullptr, 0, "score"},

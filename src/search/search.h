@@ -26,6 +26,9 @@ struct Hypothesis {
   double l2r_logprob = std::numeric_limits<double>::quiet_NaN();
   double r2l_logprob = std::numeric_limits<double>::quiet_NaN();
   double channel_logprob = std::numeric_limits<double>::quiet_NaN();
+  // Set by minimum Bayes-risk selection (translate/mbr.h), NaN otherwise:
+  // the expected utility the list is ordered by.
+  double mbr_utility = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Search {

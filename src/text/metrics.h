@@ -99,6 +99,14 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
                        const std::array<int64_t, 4>& total,
                        int64_t sys_len, int64_t ref_len);
 
+// sacreBLEU's sentence_bleu(segments[i], [segments[j]]) ('exp' smoothing,
+// effective order) for every ordered pair: out[i][j] (0..100) scores segment
+// i with segment j as its reference. Each segment's n-grams are counted once.
+// Minimum Bayes-risk selection weighs these (translate/mbr.h). Throws
+// nmt::Error if opt.tokenize is not one of the names above.
+std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::string>& segments,
+                                                        const BleuOptions& opt = {});
+
 // Settings of chrF that sacreBLEU's CHRF exposes (character order is fixed
 // at 6 and word order at 0: chrF, not chrF++). The defaults are sacreBLEU's.
 struct ChrfOptions {
@@ -141,6 +149,13 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 // differs from hyps.size(), or beta < 1.
 ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt = {});
+
+// sacreBLEU's sentence_chrf(segments[i], [segments[j]]) for every ordered
+// pair: out[i][j] (0..100) scores segment i with segment j as its reference,
+// equal to corpus_chrf({segments[i]}, {segments[j]}, opt). Each segment's
+// character n-grams are counted once. Throws nmt::Error if opt.beta < 1.
+std::vector<std::vector<double>> pairwise_sentence_chrf(const std::vector<std::string>& segments,
+                                                        const ChrfOptions& opt = {});
 
 // What `sacrebleu -f json` prints for the objects of to_json(): one object
 // as it is, several as a JSON list, "[\n" + the objects joined by ",\n" +

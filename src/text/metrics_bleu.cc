@@ -85,14 +85,34 @@ int64_t closest_ref_len(int64_t hyp_len, const std::vector<int64_t>& ref_lens) {
   return closest_len;
 }
 
+// Throws nmt::Error when opt.tokenize is not a tokenizer's name.
+void check_tokenizer(const BleuOptions& opt) {
+  static const char* const kTokenizers[] = {"13a", "intl", "char", "none"};
+  if (std::find(std::begin(kTokenizers), std::end(kTokenizers), opt.tokenize) == std::end(kTokenizers))
+    throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
+}
+
 // utils.my_log
 double my_log(double num) { return num == 0.0 ? -9999999999.0 : std::log(num); }
+
+// BLEU.compute_bleu with 'exp' smoothing; `effective_order` as sacreBLEU's
+// (sentence_bleu's default): the mean of the logs runs over the orders up to
+// the last one the hypothesis has n-grams of, not over all four.
+BleuScore bleu_of_stats(const std::array<int64_t, 4>& correct, const std::array<int64_t, 4>& total, int64_t sys_len,
+                        int64_t ref_len, bool effective_order);
 
 }  // namespace
 
 BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
                        const std::array<int64_t, 4>& total,
                        int64_t sys_len, int64_t ref_len) {
+  return bleu_of_stats(correct, total, sys_len, ref_len, /*effective_order=*/false);
+}
+
+namespace {
+
+BleuScore bleu_of_stats(const std::array<int64_t, 4>& correct, const std::array<int64_t, 4>& total, int64_t sys_len,
+                        int64_t ref_len, bool effective_order) {
   BleuScore r;
   r.counts = correct;
   r.totals = total;
@@ -113,9 +133,11 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
     return r;
   }
   double smooth_mteval = 1.0;
+  int eff_order = kMaxOrder;
   for (int n = 1; n <= kMaxOrder; ++n) {
     const int64_t t = total[n - 1];
     if (t == 0) break;
+    if (effective_order) eff_order = n;
     if (correct[n - 1] == 0) {  // 'exp' smoothing
       smooth_mteval *= 2;
       r.precisions[n - 1] = 100. / (smooth_mteval * static_cast<double>(t));
@@ -124,17 +146,17 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
     }
   }
   double log_sum = 0.0;
-  for (double p : r.precisions) log_sum += my_log(p);
-  r.score = r.bp * std::exp(log_sum / kMaxOrder);
+  for (int n = 0; n < eff_order; ++n) log_sum += my_log(r.precisions[n]);
+  r.score = r.bp * std::exp(log_sum / eff_order);
   return r;
 }
+
+}  // namespace
 
 BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams,
                                const BleuOptions& opt) {
-  static const char* const kTokenizers[] = {"13a", "intl", "char", "none"};
-  if (std::find(std::begin(kTokenizers), std::end(kTokenizers), opt.tokenize) == std::end(kTokenizers))
-    throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
+  check_tokenizer(opt);
   check_streams(hyps, ref_streams, "corpus_bleu");
   std::array<int64_t, 4> correct{}, total{};
   int64_t sys_len = 0, ref_len = 0;
@@ -179,6 +201,28 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
                                 " references; they must be parallel");
   }
   return corpus_bleu_multiref(hyps, std::vector<std::vector<std::string>>{refs}, opt);
+}
+
+std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::string>& segments,
+                                                        const BleuOptions& opt) {
+  check_tokenizer(opt);
+  std::vector<NgramCounts> ngrams(segments.size());
+  std::vector<int64_t> lens(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) lens[i] = extract_word_ngrams(preprocess_bleu(segments[i], opt), ngrams[i]);
+  std::vector<std::vector<double>> out(segments.size(), std::vector<double>(segments.size()));
+  for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t j = 0; j < segments.size(); ++j) {
+      std::array<int64_t, 4> correct{}, total{};
+      for (const auto& kv : ngrams[i]) {  // BLEU._compute_segment_statistics against one reference
+        const int n = ngram_order(kv.first) - 1;
+        total[n] += kv.second;
+        auto it = ngrams[j].find(kv.first);
+        if (it != ngrams[j].end()) correct[n] += std::min(kv.second, it->second);
+      }
+      out[i][j] = bleu_of_stats(correct, total, lens[i], lens[j], /*effective_order=*/true).score;
+    }
+  }
+  return out;
 }
 
 std::string BleuScore::signature() const {

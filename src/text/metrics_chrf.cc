@@ -128,6 +128,36 @@ ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
   return score;
 }
 
+std::vector<std::vector<double>> pairwise_sentence_chrf(const std::vector<std::string>& segments,
+                                                        const ChrfOptions& opt) {
+  if (opt.beta < 1) throw Error("corpus_chrf: beta must be at least 1");
+  std::vector<std::vector<CharNgramCounts>> ngrams;
+  std::vector<std::array<int64_t, kChrfOrder>> sizes(segments.size());  // n-grams of each order, with repeats
+  for (size_t i = 0; i < segments.size(); ++i) {
+    ngrams.push_back(extract_char_ngrams(segments[i], opt.whitespace));
+    for (int n = 0; n < kChrfOrder; ++n)
+      for (const auto& kv : ngrams[i][n]) sizes[i][n] += kv.second;
+  }
+  std::vector<std::vector<double>> out(segments.size(), std::vector<double>(segments.size()));
+  for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t j = 0; j < segments.size(); ++j) {
+      std::array<int64_t, 3 * kChrfOrder> seg{};  // as corpus_chrf_multiref's, against the one reference j
+      for (int n = 0; n < kChrfOrder; ++n) {
+        int64_t match_count = 0;
+        for (const auto& kv : ngrams[i][n]) {
+          auto it = ngrams[j][n].find(kv.first);
+          if (it != ngrams[j][n].end()) match_count += std::min(kv.second, it->second);
+        }
+        seg[3 * n] = ngrams[j][n].empty() ? 0 : sizes[i][n];
+        seg[3 * n + 1] = sizes[j][n];
+        seg[3 * n + 2] = match_count;
+      }
+      out[i][j] = chrf_f_score(seg, opt);
+    }
+  }
+  return out;
+}
+
 std::string ChrfScore::signature() const {
   return "nrefs:" + nrefs_text(nrefs) + "|case:mixed|eff:" + (options.eps_smoothing ? "no" : "yes") +
          "|nc:6|nw:0|space:" + (options.whitespace ? "yes" : "no") + "|version:" + metrics_version();

@@ -21,6 +21,7 @@
 #include "model/device.h"
 #include "text/corpus.h"
 #include "text/metrics.h"
+#include "translate/mbr.h"
 #include "translate/rescorer.h"
 
 namespace nmt {
@@ -189,7 +190,8 @@ StreamSummary evaluate_lines(const StreamOptions& opt) {
 // (score = ((1 - w) L2R + w R2L + c CH) / ((5 + Words + 1) / 6)^a),
 // makes the choice nmt-translate makes with them, to the last bit (the
 // score given is then the mix in the same form); rounded figures would turn
-// near ties either way.
+// near ties either way. After minimum Bayes-risk selection, MBR is the
+// expected utility that orders the list (mbr.h).
 std::string nbest_features(const Hypothesis& h, const std::string& text, double alpha) {
   const double n = static_cast<double>(h.ids.size() + 1);
   const double penalty = alpha == 0 ? 1.0 : std::pow((5.0 + n) / 6.0, alpha);
@@ -201,6 +203,7 @@ std::string nbest_features(const Hypothesis& h, const std::string& text, double 
     if (!std::isnan(h.channel_logprob)) out += fmt::format(" CH= {}", h.channel_logprob);
     out += fmt::format(" Words= {}", count_words(text));
   }
+  if (!std::isnan(h.mbr_utility)) out += fmt::format(" MBR= {}", h.mbr_utility);
   return out;
 }
 
@@ -262,11 +265,15 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
     for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
       const auto& h = hyps[i][r];
       std::string text = tr.detokenize(h, window[i], opt.replace_unk);
-      if (n_best)  // Moses' n-best form, which rerankers read; a rescored score as exact as its features
-        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| "
-                     << (std::isnan(h.l2r_logprob) ? format_score(h.norm_score) : fmt::format("{}", h.norm_score))
+      // The score that ordered the list: the expected utility after MBR, a
+      // rescored one as exact as its features.
+      const std::string score = !std::isnan(h.mbr_utility) ? fmt::format("{}", h.mbr_utility)
+                                : std::isnan(h.l2r_logprob) ? format_score(h.norm_score)
+                                                            : fmt::format("{}", h.norm_score);
+      if (n_best)  // Moses' n-best form, which rerankers read
+        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| " << score
                      << '\n';
-      else if (opt.scores) out.stream() << text << " ||| " << format_score(h.norm_score) << '\n';
+      else if (opt.scores) out.stream() << text << " ||| " << score << '\n';
       else out.stream() << text << '\n';
       if (r == 0) {
         sum->output_tokens += static_cast<int64_t>(h.ids.size());
@@ -294,8 +301,9 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
     refs = read_references(opt);
     if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
   }
-  TranslateOptions search_options = opt.translate;  // a rescorer reorders the beam's whole list
-  if (rescorer != nullptr) search_options.search.n_best = search_options.search.beam_size;
+  // A rescorer and minimum Bayes-risk selection reorder the beam's whole list.
+  TranslateOptions search_options = opt.translate;
+  if (rescorer != nullptr || opt.mbr.enabled()) search_options.search.n_best = search_options.search.beam_size;
   // The search's scores are forced decoding's where it ran in float32 over the whole vocabulary.
   const bool search_scores_exact = !opt.translate.int8 && !opt.translate.bf16 && opt.translate.shortlist.path.empty();
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
@@ -306,9 +314,12 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
     if (window.empty()) continue;
     const auto w0 = std::chrono::steady_clock::now();
     auto hyps = tr.translate(window, search_options, /*with_attention=*/opt.replace_unk);
-    if (rescorer != nullptr)  // the beam's whole list, reordered; --n-best of it kept
+    if (rescorer != nullptr)  // the beam's whole list, reordered; --n-best of it kept (all of it for MBR)
       rescorer->rescore(tr, window, &hyps, opt.replace_unk, opt.translate.batch_sentences,
-                        static_cast<size_t>(opt.translate.search.n_best), search_scores_exact);
+                        static_cast<size_t>((opt.mbr.enabled() ? search_options : opt.translate).search.n_best),
+                        search_scores_exact);
+    if (opt.mbr.enabled())
+      mbr_select(tr, window, opt.replace_unk, opt.mbr, static_cast<size_t>(opt.translate.search.n_best), &hyps);
     write_window(opt, tr, window, hyps, out, &sum, scoring ? &outputs : nullptr);
     out.flush();
     sum.sentences += static_cast<int64_t>(window.size());
@@ -370,27 +381,11 @@ StreamSummary translate_stream(const StreamOptions& options) {
     sum = score_pairs(opt, tr, out);
     out.commit();
   } else {
-    std::unique_ptr<Rescorer> rescorer;
-    if (opt.rescore.enabled()) {
-      // Each set of models as one Translator (an ensemble), or none when not given.
-      const auto load = [&](const std::vector<std::string>& paths) -> std::optional<Translator> {
-        if (paths.empty()) return std::nullopt;
-        std::vector<LoadedModel> models;
-        for (const auto& path : paths) models.push_back(load_checkpoint(path, device));
-        return Translator(models, paths);
-      };
-      rescorer = std::make_unique<Rescorer>(load(opt.rescore.r2l_models), load(opt.rescore.channel_models), opt.rescore);
-      std::vector<std::string> with;
-      if (!opt.rescore.r2l_models.empty())
-        with.push_back(fmt::format("right-to-left {} (weight {}{})", fmt::join(opt.rescore.r2l_models, ", "),
-                                   opt.rescore.r2l_weight, opt.rescore.r2l_weight == 0 ? ": not run" : ""));
-      if (!opt.rescore.channel_models.empty())
-        with.push_back(fmt::format("channel {} (weight {}{})", fmt::join(opt.rescore.channel_models, ", "),
-                                   opt.rescore.channel_weight, opt.rescore.channel_weight == 0 ? ": not run" : ""));
-      spdlog::info("rescoring the beam's {} with {}, length exponent {}",
-                   counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), fmt::join(with, " and "),
-                   opt.rescore.length_exponent);
-    }
+    const auto rescorer = load_rescorer(opt.rescore, device, opt.translate.search.beam_size);
+    if (opt.mbr.enabled())
+      spdlog::info("picking each translation from the beam's {} by minimum Bayes risk ({}, temperature {})",
+                   counted(opt.translate.search.beam_size, "hypothesis", "hypotheses"), enum_name(opt.mbr.utility),
+                   opt.mbr.temperature);
     sum = translate_lines(opt, tr, rescorer.get(), out);
   }
   log_summary(opt, tr, sum, t0);

@@ -27,7 +27,8 @@ struct StreamSummary {
 // LogProb= L Length= N LengthPenalty= P ||| score" per input (i 0-based,
 // best first, score = L / P; after rescoring the features add
 // "L2R= F R2L= B CH= C Words= W", R2L and CH where their models ran, and
-// score is their mix). With opt.evaluate no model runs: the input's
+// score is their mix; after minimum Bayes-risk selection, opt.mbr, they add
+// "MBR= U" and score is U, the expected utility). With opt.evaluate no model runs: the input's
 // lines are scored and the output gets sacreBLEU's BLEU and chrF lines (or
 // its JSON, opt.score_format). Memory stays bounded whatever the input
 // (max_line_bytes, window). Throws nmt::UsageError for bad options (before

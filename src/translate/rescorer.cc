@@ -1,6 +1,6 @@
 // Rescoring (rescorer.h): forced decoding of each hypothesis left to right,
 // right to left, and by the channel models (the source given the
-// hypothesis); the mix; the reordering.
+// hypothesis); the mix; the reordering; loading the models.
 #include "translate/rescorer.h"
 
 #include <algorithm>
@@ -10,7 +10,12 @@
 #include <numeric>
 #include <sstream>
 
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
+#include "base/format.h"
+#include "model/checkpoint.h"
 
 namespace nmt {
 
@@ -149,6 +154,28 @@ void Rescorer::rescore(Translator& l2r, const std::vector<std::string>& sources,
     mix[k] = sum / std::pow((5.0 + static_cast<double>(count_words(text[k])) + 1.0) / 6.0, a);
   }
   reorder(hyps, mix, keep, f, b, ch);
+}
+
+std::unique_ptr<Rescorer> load_rescorer(const RescoreOptions& opt, const torch::Device& device, int64_t beam_size) {
+  if (!opt.enabled()) return nullptr;
+  // Each set of models as one Translator (an ensemble), or none when not given.
+  const auto load = [&](const std::vector<std::string>& paths) -> std::optional<Translator> {
+    if (paths.empty()) return std::nullopt;
+    std::vector<LoadedModel> models;
+    for (const auto& path : paths) models.push_back(load_checkpoint(path, device));
+    return Translator(models, paths);
+  };
+  auto rescorer = std::make_unique<Rescorer>(load(opt.r2l_models), load(opt.channel_models), opt);
+  std::vector<std::string> with;
+  if (!opt.r2l_models.empty())
+    with.push_back(fmt::format("right-to-left {} (weight {}{})", fmt::join(opt.r2l_models, ", "), opt.r2l_weight,
+                               opt.r2l_weight == 0 ? ": not run" : ""));
+  if (!opt.channel_models.empty())
+    with.push_back(fmt::format("channel {} (weight {}{})", fmt::join(opt.channel_models, ", "), opt.channel_weight,
+                               opt.channel_weight == 0 ? ": not run" : ""));
+  spdlog::info("rescoring the beam's {} with {}, length exponent {}", counted(beam_size, "hypothesis", "hypotheses"),
+               fmt::join(with, " and "), opt.length_exponent);
+  return rescorer;
 }
 
 }  // namespace nmt

@@ -15,6 +15,7 @@
 // multiply-adds (CMakeLists.txt), so that a reranker reading the n-best
 // features (exact) computes the same bits.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,5 +68,11 @@ class Rescorer {
   std::optional<Translator> channel_;
   RescoreOptions opt_;
 };
+
+// The rescorer `opt` describes, its models loaded on `device` (the
+// right-to-left ones as one ensemble, the channel ones as another), or null
+// when it names none; logs which models rescore a beam of `beam_size`.
+// Throws nmt::Error as load_checkpoint() and Rescorer's constructor.
+std::unique_ptr<Rescorer> load_rescorer(const RescoreOptions& opt, const torch::Device& device, int64_t beam_size);
 
 }  // namespace nmt
