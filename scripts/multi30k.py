@@ -101,6 +101,12 @@ Environment:
                     choice on val (held-out check included) may take either; the
                     reranked system then translates with beam N. The selection log,
                     test outputs and result file are named -rbN.
+  NMT_MBR=1         after the selection and reranking, the system also picks each
+                    translation from its beam by minimum Bayes risk (nmt-translate
+                    --mbr, sentence chrF or BLEU, temperature 0.25, 0.5 or 1, tried on
+                    val); the best replaces the plain pick where it scores higher and
+                    the choice holds on held-out lines (multi30k_mbr.py). The
+                    selection log, test outputs and result file are named -mbr.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished
                     training, of any pick or name, joins the selection (alone and in the
                     ensemble of all) beside this run's; the selection log, ensemble,
@@ -127,6 +133,7 @@ import multi30k_result
 from multi30k_cache import kernels, nonempty, translator
 from multi30k_distill import PREFIX, learners, student_settings, student_specs, word_kd_weight
 from multi30k_generation import generation
+from multi30k_mbr import mbr_stage
 from multi30k_pieces import PIECE_LINES, WINDOW, in_pieces
 from multi30k_rerank import channel_specs, r2l_specs, rerank_stage
 from multi30k_select import Selection
@@ -191,8 +198,13 @@ class Recipe(Training, Selection):
         self.rerank_beam = env_int("NMT_RERANK_BEAM", 0)  # multi30k_rerank.choose_rerank()
         if self.rerank_beam and not 2 <= self.rerank_beam <= 64:
             die(f"NMT_RERANK_BEAM must be a beam of 2 to 64, got {self.rerank_beam}")
+        mbr = os.environ.get("NMT_MBR", "")
+        if mbr not in ("", "0", "1"):
+            die(f"NMT_MBR must be 0 or 1, got '{mbr}'")
+        self.mbr = mbr == "1"  # multi30k_mbr.py
         self.out_tag = (self.base_tag + (f"-g{self.generations}" if self.generations > 1 else "")
-                        + ("-weighted" if self.weigh else "") + (f"-rb{self.rerank_beam}" if self.rerank_beam else ""))
+                        + ("-weighted" if self.weigh else "") + (f"-rb{self.rerank_beam}" if self.rerank_beam else "")
+                        + ("-mbr" if self.mbr else ""))
         # The selecting metric: BLEU in the form's own terms (--tokenize none on
         # the tokenized form, as multi-bleu; cased 13a on raw text).
         self.key = "bleu_none" if form == "tok" else "bleu"
@@ -304,7 +316,7 @@ def main():
     os.makedirs(r.sel, exist_ok=True)
     r.single = {"name": "", "models": [], "score": -1.0}
     r.score_models(models)
-    info = {"distill": None, "rerank": None, "generations": [], "weights": None}
+    info = {"distill": None, "rerank": None, "generations": [], "weights": None, "mbr": None}
     if distill:
         students, specs = student_specs(r, models, seeds, distill, r2l, info)
         if r.jobs > 1:  # the right-to-left and channel models train beside the students
@@ -334,6 +346,8 @@ def main():
         first_seed = seeds + distill + r2l + channel + (g - 2) * distill
         best, models, generation_students = generation(r, g, best, models, generation_students, info, first_seed,
                                                        r2l_models, channel_models)
+    if r.mbr:  # the system's pick from its beam by minimum Bayes risk (multi30k_mbr.py)
+        info["mbr"] = mbr_stage(r, best, info["rerank"].chosen if info["rerank"] else None)
     print(f"selected on val: {best['name']}, beam {best['beam']}, length penalty {best['lp']} "
           f"({r.key} {best['score']})")
     with open(f"{r.sel}/selected{r.out_tag}.tsv", "w") as f:

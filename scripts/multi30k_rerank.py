@@ -132,17 +132,28 @@ def rescoring_args(r2l_models, channel_models):
             [a for d in channel_models for a in ("--channel-model", f"{d}/best.ckpt")])
 
 
+def system_args(best, chosen):
+    """nmt-translate's arguments (without -m, -i and -o) that translate as
+    system BEST does: its weights, beam and length penalty, its beam
+    rescored as CHOSEN (a Rerank; None: not reranked) says, at CHOSEN's beam
+    where it has its own, and its minimum Bayes-risk setting where it has
+    one (BEST["mbr"]: utility and temperature, multi30k_mbr.py)."""
+    args = [*weight_args(best.get("weights")), "-b", str((chosen.beam if chosen else None) or best["beam"]),
+            "--length-penalty", str(best["lp"])]
+    if chosen:
+        args += [*rescoring_args(chosen.r2l, chosen.channel), *(["--r2l-weight", str(chosen.w)] if chosen.r2l else []),
+                 *(["--channel-weight", str(chosen.c)] if chosen.channel else []),
+                 "--r2l-length-exponent", str(chosen.a)]
+    if best.get("mbr"):
+        args += ["--mbr", best["mbr"][0], "--mbr-temperature", best["mbr"][1]]
+    return args
+
+
 def rerank(r, best, chosen, source, out, log, alone=False):
     """OUT: the selected system's translation of SOURCE, its beam rescored as
-    CHOSEN (a Rerank) says (nmt-translate --r2l-model, --channel-model; at
-    CHOSEN's beam where it has its own), on all the cores when ALONE
+    CHOSEN (a Rerank) says (system_args()), on all the cores when ALONE
     (Recipe.nmt_translate()). Dies when the translation fails."""
-    weights = (["--r2l-weight", str(chosen.w)] if chosen.r2l else []) + \
-        (["--channel-weight", str(chosen.c)] if chosen.channel else [])
-    r.nmt_translate(best["models"], [*weight_args(best.get("weights")), "-b", str(chosen.beam or best["beam"]),
-                                     "--length-penalty", best["lp"], *rescoring_args(chosen.r2l, chosen.channel), *weights,
-                                     "--r2l-length-exponent", str(chosen.a), "-i", source, "-o", out], log,
-                    alone)
+    r.nmt_translate(best["models"], [*system_args(best, chosen), "-i", source, "-o", out], log, alone)
 
 
 def evaluate(r, hyp, ref, scores, log_path=None):

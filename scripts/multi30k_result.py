@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import time
 
-from multi30k_rerank import evaluate, rerank
-from multi30k_select import weight_args
+from multi30k_rerank import evaluate, rerank, system_args
+from multi30k_mbr import result_info as mbr_info
 from multi30k_weights import result_info
 
 
@@ -170,6 +170,9 @@ def write(r, models, best, test_seconds, single_seconds, info):
         # NMT_ENSEMBLE_WEIGHTS=1: the member left out or weighed twice that the selection kept
         # (multi30k_weights.result_info(); None: off, or the system was no ensemble of 3 or more)
         "ensemble_weights": result_info(info.get("weights")),
+        # NMT_MBR=1: the minimum Bayes-risk utility and temperature kept on val (None: the plain pick
+        # stayed), the plain pick's val score and the held-out gain (multi30k_mbr.result_info(); None: off)
+        "mbr": mbr_info(info.get("mbr")),
         # NMT_GENERATIONS: each later generation's teacher (the system selected before it, its
         # search and reranking, its val score), the students' targets and folders ([]: one generation)
         "generations": info.get("generations", []),
@@ -204,10 +207,9 @@ def run_test(r, best, rerank_info):
 
     def translate(out, system):
         t0 = time.time()
-        r.nmt_translate(system["models"], [*weight_args(system.get("weights")), "-b", str(system["beam"]),
-                                           "--length-penalty", system["lp"],
-                                           "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
-                                           "--scores-json", f"{out}.scores.json"], f"{out}.log")
+        r.nmt_translate(system["models"], [*system_args(system, None), "-i", test_src, "-o", f"{out}.hyp",
+                                           "--reference", test_ref, "--scores-json", f"{out}.scores.json"],
+                        f"{out}.log")
         return round(time.time() - t0, 1)
 
     t0 = time.time()

@@ -21,6 +21,7 @@ def bad_settings(source, env, tmp):
                          ({"NMT_WORD_KD": "1.5", "NMT_STUDENT_NAME": "kd"}, "NMT_WORD_KD must be a weight"),
                          ({"NMT_WORD_KD": "0.5"}, "NMT_WORD_KD needs NMT_STUDENT_NAME"),
                          ({"NMT_RERANK_BEAM": "1"}, "NMT_RERANK_BEAM must be a beam of 2 to 64"),
+                         ({"NMT_MBR": "yes"}, "NMT_MBR must be 0 or 1"),
                          ({"NMT_GENERATIONS": "2", "NMT_DISTILL": "0"}, "needs students to teach")):
         run = f"{tmp}/bad"
         rc, out = recipe(source, {**env, "NMT_RUN": run}, **extra)

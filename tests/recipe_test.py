@@ -13,7 +13,7 @@ one selection, and its members weighed (recipe_weights.py); the teachers' ensemb
 it is the best on val; a second generation of students, taught by the
 first generation's selected system; the
 reranked targets made again when the choice on val changes; the held-out
-gain of a choice on val; the teachers' translation made again when a teacher
+gain of a choice on val; the pick by minimum Bayes risk (recipe_mbr.py); the teachers' translation made again when a teacher
 is newer; a model that finishes as the recipe's stop signal comes, marked
 trained; the threads of models and translations that run alone, and of a
 model whose neighbour finishes (these
@@ -35,6 +35,7 @@ import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, rerank_beam, result_names, signal_at_the_end,
                               stale_generation, stale_teachers, thread_shares)
+from recipe_mbr import mbr_choice
 from recipe_pieces import pieces
 from recipe_settings import bad_settings
 from recipe_util import TINY, check, make_data, recipe, restamp, result, snapshot, threads_of
@@ -356,7 +357,7 @@ def main():
                "NMT_JOBS": "2", "NMT_THREADS": "1", "NMT_TRAIN_FLAGS": TINY}
         for name in ("NMT_DISTILL_PICK", "NMT_TRAIN_ONLY", "NMT_VAL_ONLY", "NMT_STUDENT_NAME", "NMT_STUDENT_FLAGS",
                      "NMT_CHANNEL", "NMT_ENSEMBLE", "NMT_GENERATIONS", "NMT_ENSEMBLE_WEIGHTS", "NMT_WORD_KD",
-                     "NMT_RERANK_BEAM"):
+                     "NMT_RERANK_BEAM", "NMT_MBR"):
             env.pop(name, None)
         bad_settings(source, env, tmp)
         first_pick(source, env, run, results)
@@ -374,6 +375,7 @@ def main():
         channel_alone(r, run)
         held_out(r, run)
         rerank_beam(r, run)
+        mbr_choice(r, run)
         stale_generation(r, run)
         result_names(tmp)
         stale_teachers(r, run, tmp)
