@@ -103,8 +103,8 @@ Environment:
                     test outputs and result file are named -rbN.
   NMT_MBR=1         after the selection and reranking, the system also picks each
                     translation from its beam by minimum Bayes risk (nmt-translate
-                    --mbr, sentence chrF or BLEU, temperature 0.25, 0.5 or 1, tried on
-                    val); the best replaces the plain pick where it scores higher and
+                    --mbr chrf at temperature 0.25 or 0.5, length penalty 0.6, 1.0 or 1.4,
+                    tried on val); the best replaces the plain pick where it scores higher and
                     the choice holds on held-out lines (multi30k_mbr.py). The
                     selection log, test outputs and result file are named -mbr.
   NMT_ENSEMBLE=all  with NMT_DISTILL: every student the run folder holds that finished

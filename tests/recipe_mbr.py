@@ -15,7 +15,7 @@ def forced(path, score):
 
 
 def mbr_choice(r, run):
-    """Every utility and temperature is tried on val beside the plain pick,
+    """Every temperature and length penalty is tried on val beside the plain pick,
     which is the system's own translation (reranked where it reranks); none
     is kept that does not beat it. With one setting forced best on val and
     on both halves of it, the system is named +mbr, carries the setting, and
@@ -30,7 +30,7 @@ def mbr_choice(r, run):
     r.out_tag, r.log_rows = "-mbrtest", []  # a selection log of its own
     try:
         mbr_stage(r, dict(best), None)
-        check(len(r.log_rows) == len(SETTINGS) == 6, f"each utility and temperature is logged: {r.log_rows}")
+        check(len(r.log_rows) == len(SETTINGS) == 6, f"each temperature and length penalty is logged: {r.log_rows}")
         prefix = f"{r.sel}/mbr-val-mbrtest-model-1-mbr"
         plain = open(f"{prefix}-plain.out").read()
         check(plain == open(f"{r.sel}/{translation_name('model-1-mbr', 4, '1.0')}.out").read(),
@@ -46,19 +46,20 @@ def mbr_choice(r, run):
         for path, text in restore.items():
             with open(path, "w") as f:
                 f.write(text)
-        outs = {s: open(f"{prefix}-{s[0]}-t{s[1]}.out").read() for s in SETTINGS}
+        outs = {s: open(f"{prefix}-{s[0]}-t{s[1]}-lp{s[2]}.out").read() for s in SETTINGS}
         check(any(text != plain for text in outs.values()), "some setting picks otherwise than the search")
         setting = next(s for s, text in outs.items() if text != plain)
-        out = f"{prefix}-{setting[0]}-t{setting[1]}.out"
-        for path in (f"{prefix}-{setting[0]}-t{setting[1]}.json", f"{out}.0.json", f"{out}.1.json"):
+        out = f"{prefix}-{setting[0]}-t{setting[1]}-lp{setting[2]}"
+        for path in (f"{out}.json", f"{out}.out.0.json", f"{out}.out.1.json"):
             forced(path, 100.0)
         kept = dict(best)
         run_ = mbr_stage(r, kept, None)
-        check(run_.chosen == setting and kept["name"] == "model-1-mbr+mbr" and kept["mbr"] == list(setting)
-              and kept["score"] == 100.0, f"{setting} is kept: {run_}, {kept}")
+        check(run_.chosen == setting and kept["name"] == "model-1-mbr+mbr" and kept["mbr"] == list(setting[:2])
+              and kept["lp"] == setting[2] and kept["score"] == 100.0, f"{setting} is kept: {run_}, {kept}")
         info = result_info(run_)
         check(info["utility"] == setting[0] and info["temperature"] == float(setting[1])
-              and info["val_bleu_without"] == best["score"], f"the result records the setting: {info}")
+              and info["length_penalty"] == float(setting[2]) and info["val_bleu_without"] == best["score"],
+              f"the result records the setting: {info}")
         rerank(r, kept, None, r.path("val.en"), f"{run}/mbr-system.out", f"{run}/mbr-system.log")
         check(open(f"{run}/mbr-system.out").read() == outs[setting], "the kept system translates as its setting did")
         # Over a reranked system the plain pick is the reranked translation.
@@ -68,7 +69,7 @@ def mbr_choice(r, run):
         mbr_stage(r, reranked, chosen)
         check(open(f"{r.sel}/mbr-val-mbrtest-model-1-mbr+r2l-plain.out").read() ==
               open(f"{run}/mbr-reranked.out").read(), "over a reranked system the plain pick is the reranked one")
-        log = open(f"{r.sel}/mbr-val-mbrtest-model-1-mbr+r2l-chrf-t1.log").read()
+        log = open(f"{r.sel}/mbr-val-mbrtest-model-1-mbr+r2l-chrf-t0.5-lp1.0.log").read()
         check("rescoring the beam's 4 hypotheses" in log, f"each setting picks from the reranked beam:\n{log[-1500:]}")
     finally:
         r.out_tag, r.log_rows = saved
