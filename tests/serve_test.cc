@@ -16,6 +16,7 @@
 #include "serve/service.h"
 #include "test_util.h"
 #include "tools/align.h"
+#include "translate/mbr.h"
 #include "translate/translator.h"
 
 namespace {
@@ -72,6 +73,35 @@ TEST(ServeTest, TranslationsEqualTheTranslators) {
   }
 }
 
+// "mbr" picks as the library does (translate/mbr.h) over the same beams:
+// the same order, the same expected utilities, each entry's "mbr".
+TEST(ServeTest, MbrPicksAsTheLibraryDoes) {
+  nmt::Service service(toy_options());
+  nmt::Translator tr(nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU));
+  const auto reply = service.translate(
+      json{{"text", kLines}, {"beam_size", 4}, {"n_best", 3}, {"mbr", "chrf"}, {"mbr_temperature", 0.5}}.dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto got = json::parse(reply.body)["translations"];
+  nmt::TranslateOptions opt;
+  opt.search.beam_size = 4;
+  opt.search.n_best = 4;
+  auto want = tr.translate(kLines, opt);
+  nmt::MbrOptions mbr;
+  mbr.utility = nmt::MbrUtility::kChrf;
+  mbr.temperature = 0.5;
+  nmt::mbr_select(tr, kLines, false, mbr, 3, &want);
+  ASSERT_EQ(got.size(), kLines.size());
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    EXPECT_EQ(got[i]["text"], tr.detokenize(want[i][0], kLines[i], false)) << "line " << i;
+    EXPECT_EQ(got[i]["mbr"].get<double>(), want[i][0].mbr_utility) << "line " << i;
+    ASSERT_EQ(got[i]["n_best"].size(), want[i].size()) << "line " << i;
+    for (size_t k = 0; k < want[i].size(); ++k)
+      EXPECT_EQ(got[i]["n_best"][k]["mbr"].get<double>(), want[i][k].mbr_utility) << "line " << i << " " << k;
+  }
+  const auto plain = json::parse(service.translate(json{{"text", kLines}, {"beam_size", 4}}.dump()).body);
+  EXPECT_FALSE(plain["translations"][0].contains("mbr"));
+}
+
 TEST(ServeTest, AttentionAndLinksAreNmtAligns) {
   nmt::Service service(toy_options());
   nmt::Translator tr(nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU));
@@ -123,6 +153,11 @@ TEST(ServeTest, BadRequestsGetTheirStatusAndTheServiceGoesOn) {
       {"{\"text\": \"red\", \"beam_size\": \"5\"}", 400},
       {"{\"text\": \"red\", \"beam_size\": 2.5}", 400},
       {"{\"text\": \"red\", \"beam_size\": 2, \"n_best\": 3}", 400},
+      {"{\"text\": \"red\", \"mbr\": \"chrf\"}", 400},  // a beam of 1: nothing to pick from
+      {"{\"text\": \"red\", \"beam_size\": 2, \"mbr\": \"rouge\"}", 400},
+      {"{\"text\": \"red\", \"beam_size\": 2, \"mbr_temperature\": 2}", 400},  // without mbr
+      {"{\"text\": \"red\", \"beam_size\": 2, \"mbr\": \"bleu\", \"mbr_temperature\": 0}", 400},
+      {"{\"text\": \"red\", \"beam_size\": 2, \"mbr\": \"bleu\", \"mbr_temperature\": \"2\"}", 400},
       {"{\"text\": \"red\", \"alignment\": \"yes\"}", 400},
       {"{\"text\": \"red\", \"level\": 1}", 400},
       {"{\"text\": \"red\\ncat\"}", 400},               // a line break inside a sentence

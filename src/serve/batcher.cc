@@ -3,6 +3,8 @@
 
 #include <exception>
 
+#include "translate/mbr.h"
+
 namespace nmt {
 
 Batcher::Batcher(Translator& translator, const TranslateOptions& base, int64_t gather_lines, int64_t queue_lines,
@@ -43,11 +45,13 @@ std::vector<Batcher::Job> Batcher::take_batch() {
   const BatchRequest& first = queue_.front().request;
   const int64_t beam = first.beam_size, n_best = first.n_best;
   const bool attention = first.attention;
+  const MbrOptions mbr = first.mbr;
   int64_t lines = 0;
   for (auto it = queue_.begin(); it != queue_.end();) {
     const BatchRequest& r = it->request;
     const auto n = static_cast<int64_t>(r.lines.size());
-    const bool same = r.beam_size == beam && r.n_best == n_best && r.attention == attention;
+    const bool same = r.beam_size == beam && r.n_best == n_best && r.attention == attention &&
+                      r.mbr.utility == mbr.utility && r.mbr.temperature == mbr.temperature;
     if (!same || (!jobs.empty() && lines + n > gather_lines_)) {
       ++it;
       continue;
@@ -91,13 +95,16 @@ void Batcher::translate(std::vector<Job>& jobs) {
     lines.insert(lines.end(), job.request.lines.begin(), job.request.lines.end());
   }
   if (live.empty()) return;
+  const BatchRequest& first = live.front()->request;
   TranslateOptions opt = base_;
-  opt.search.beam_size = live.front()->request.beam_size;
-  opt.search.n_best = live.front()->request.n_best;
+  opt.search.beam_size = first.beam_size;
+  opt.search.n_best = first.mbr.enabled() ? first.beam_size : first.n_best;  // MBR reorders the whole list
   std::vector<std::vector<Hypothesis>> hyps;
   std::string error;
   try {
-    hyps = translator_.translate(lines, opt, live.front()->request.attention);
+    hyps = translator_.translate(lines, opt, first.attention);
+    if (first.mbr.enabled())
+      mbr_select(translator_, lines, /*replace_unk=*/false, first.mbr, static_cast<size_t>(first.n_best), &hyps);
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -29,6 +29,7 @@ struct BatchRequest {
   std::vector<std::string> lines;  // sentences to translate ("" gives an empty translation)
   int64_t beam_size = 1;
   int64_t n_best = 1;               // <= beam_size
+  MbrOptions mbr;                   // pick from the beam by minimum Bayes risk (translate/mbr.h); off by default
   bool attention = false;           // the hypotheses carry their attention rows
   ServeClock::time_point deadline;  // not started by then: answered with `expired`
 };

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "base/error.h"
@@ -49,6 +50,24 @@ std::string choice_field(const json& j, const char* key, const std::vector<std::
   for (const auto& a : allowed)
     if (v == a) return v;
   throw HttpError{400, std::string("'") + key + "' must be one of " + names + ", got '" + v + "'"};
+}
+
+// The request's minimum Bayes-risk pick: "mbr" ("none", "bleu" or "chrf")
+// and "mbr_temperature" (a number in [0.001, 1000], only with "mbr"), as
+// nmt-translate's --mbr and --mbr-temperature; 400 for anything else, or
+// for "mbr" with a beam of 1.
+MbrOptions mbr_fields(const json& j, int64_t beam_size) {
+  MbrOptions mbr;
+  mbr.utility = parse_enum<MbrUtility>(choice_field(j, "mbr", {"none", "bleu", "chrf"}));
+  if (auto t = j.find("mbr_temperature"); t != j.end()) {
+    if (!mbr.enabled()) throw HttpError{400, "'mbr_temperature' weighs the hypotheses of 'mbr': give 'mbr'"};
+    if (!t->is_number() || !(t->get<double>() >= 1e-3 && t->get<double>() <= 1e3))
+      throw HttpError{400, "'mbr_temperature' must be a number between 0.001 and 1000"};
+    mbr.temperature = t->get<double>();
+  }
+  if (mbr.enabled() && beam_size < 2)
+    throw HttpError{400, "'mbr' picks each translation from the beam: give 'beam_size' 2 or more"};
+  return mbr;
 }
 
 json matrix_json(const AttentionMatrix& m) {
@@ -126,8 +145,9 @@ Service::Call Service::parse(const std::string& body) const {
   if (!j.is_object()) throw HttpError{400, "the request must be a JSON object with a \"text\" field"};
   for (const auto& [key, value] : j.items())
     if (key != "text" && key != "model" && key != "beam_size" && key != "n_best" && key != "alignment" &&
-        key != "level")
-      throw HttpError{400, "unknown field '" + key + "' (fields: text, model, beam_size, n_best, alignment, level)"};
+        key != "level" && key != "mbr" && key != "mbr_temperature")
+      throw HttpError{400, "unknown field '" + key +
+                               "' (fields: text, model, beam_size, n_best, mbr, mbr_temperature, alignment, level)"};
   Call call;
   call.model = models_.front().get();
   if (auto name = j.find("model"); name != j.end()) {
@@ -172,6 +192,7 @@ Service::Call Service::parse(const std::string& body) const {
     throw HttpError{400, "'n_best' " + std::to_string(n_best) + " is above 'beam_size' " +
                              std::to_string(call.request.beam_size)};
   call.request.n_best = n_best;
+  call.request.mbr = mbr_fields(j, call.request.beam_size);
   call.alignment = choice_field(j, "alignment", {"none", "hard", "soft"});
   call.words = choice_field(j, "level", {"piece", "word"}) == "word";
   call.request.attention = call.alignment != "none";
@@ -185,13 +206,16 @@ HttpReply Service::answer(const Call& call, const BatchReply& reply) const {
   for (size_t i = 0; i < reply.hyps.size(); ++i) {
     const auto& line = call.request.lines[i];
     const auto& list = reply.hyps[i];
-    json t{{"text", translator.detokenize(list.front(), line, false)},
-           {"score", list.front().norm_score},
-           {"log_prob", list.front().score}};
+    // One hypothesis' JSON: its text and scores, and its expected utility where MBR picked.
+    const auto entry = [&](const Hypothesis& h) {
+      json e{{"text", translator.detokenize(h, line, false)}, {"score", h.norm_score}, {"log_prob", h.score}};
+      if (!std::isnan(h.mbr_utility)) e["mbr"] = h.mbr_utility;
+      return e;
+    };
+    json t = entry(list.front());
     if (call.request.n_best > 1) {
       json nb = json::array();
-      for (const auto& h : list)
-        nb.push_back(json{{"text", translator.detokenize(h, line, false)}, {"score", h.norm_score}, {"log_prob", h.score}});
+      for (const auto& h : list) nb.push_back(entry(h));
       t["n_best"] = nb;
     }
     if (call.alignment != "none") {
