@@ -55,7 +55,8 @@ def mbr_stage(r, best, chosen):
     plain = scores[0]
     top, kept = plain, None
     for (_, setting), s in zip(items[1:], scores[1:]):
-        r.logged(f"{best['name']}+mbr-{setting[0]}-t{setting[1]}", best["beam"], setting[2], s)
+        r.logged(f"{best['name']}+mbr-{setting[0]}-t{setting[1]}", (chosen.beam if chosen else None) or best["beam"],
+                 setting[2], s)
         if s > top:
             top, kept = s, setting
     held_out = held_out_gain(r, ref, f"{items[0][0]}.out", [f"{out}.out" for out, _ in items[1:]])

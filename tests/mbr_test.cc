@@ -108,23 +108,44 @@ TEST(MbrTest, TemperatureMovesThePickFromTheModelsBestToTheConsensus) {
   }
 }
 
-// Equal texts get equal utilities and keep the list's order; a single
-// hypothesis stays.
+// Equal texts get equal utilities and keep the list's order (40 of them in
+// pairs: a list long enough that an unstable sort would reorder some); a
+// single hypothesis stays.
 TEST(MbrTest, TiesKeepTheListsOrder) {
-  std::vector<nmt::Hypothesis> hyps(3);
-  for (size_t i = 0; i < 3; ++i) {
+  std::vector<nmt::Hypothesis> hyps(40);
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < hyps.size(); ++i) {
     hyps[i].ids = {static_cast<int64_t>(i)};
-    hyps[i].norm_score = -1.0 - static_cast<double>(i);
+    hyps[i].norm_score = -1.0;
+    texts.push_back("word " + std::to_string(i / 2) + " and more words");
   }
-  nmt::mbr_reorder({"same words here", "same words here", "other words"}, &hyps,
-                   options(nmt::MbrUtility::kChrf, 1.0), 3);
-  EXPECT_EQ(hyps[0].ids, std::vector<int64_t>{0});
-  EXPECT_EQ(hyps[1].ids, std::vector<int64_t>{1});
-  EXPECT_EQ(hyps[0].mbr_utility, hyps[1].mbr_utility);
+  nmt::mbr_reorder(texts, &hyps, options(nmt::MbrUtility::kChrf, 1.0), 40);
+  ASSERT_EQ(hyps.size(), 40u);
+  for (size_t k = 0; k + 1 < hyps.size(); ++k) {
+    EXPECT_GE(hyps[k].mbr_utility, hyps[k + 1].mbr_utility);
+    if (hyps[k].ids[0] / 2 == hyps[k + 1].ids[0] / 2) {  // one pair: equal utilities, the list's order
+      EXPECT_EQ(hyps[k].mbr_utility, hyps[k + 1].mbr_utility);
+      EXPECT_LT(hyps[k].ids[0], hyps[k + 1].ids[0]);
+    }
+  }
   std::vector<nmt::Hypothesis> one(1);
   nmt::mbr_reorder({""}, &one, options(nmt::MbrUtility::kBleu, 1.0), 1);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].mbr_utility, 0.0);  // an empty line's one empty hypothesis
+}
+
+// A score of -inf (a beam wider than the columns it chose from) weighs
+// nothing; where all are -inf, all weigh the same.
+TEST(MbrTest, HypothesesOfMinusInfinityWeighNothing) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::string> texts = {"a dog runs in the park .", "a cat sleeps on the sofa ."};
+  const auto u = nmt::pairwise_sentence_chrf(texts);
+  const auto got = nmt::expected_utilities(texts, {-2.0, -inf}, options(nmt::MbrUtility::kChrf, 1.0));
+  EXPECT_EQ(got[0], u[0][0]);
+  EXPECT_EQ(got[1], u[1][0]);
+  const auto even = nmt::expected_utilities(texts, {-inf, -inf}, options(nmt::MbrUtility::kChrf, 1.0));
+  EXPECT_NEAR(even[0], (u[0][0] + u[0][1]) / 2, 1e-12 * 100);
+  EXPECT_NEAR(even[1], (u[1][0] + u[1][1]) / 2, 1e-12 * 100);
 }
 
 TEST(MbrTest, RefusesWhatItCannotWeigh) {
@@ -132,7 +153,7 @@ TEST(MbrTest, RefusesWhatItCannotWeigh) {
   EXPECT_THROW(nmt::expected_utilities({"a", "b"}, {0.0}, bleu), nmt::Error);
   EXPECT_THROW(nmt::expected_utilities({}, {}, bleu), nmt::Error);
   EXPECT_THROW(nmt::expected_utilities({"a", "b"}, {0.0, std::numeric_limits<double>::quiet_NaN()}, bleu), nmt::Error);
-  EXPECT_THROW(nmt::expected_utilities({"a", "b"}, {0.0, -std::numeric_limits<double>::infinity()}, bleu), nmt::Error);
+  EXPECT_THROW(nmt::expected_utilities({"a", "b"}, {0.0, std::numeric_limits<double>::infinity()}, bleu), nmt::Error);
   EXPECT_THROW(nmt::expected_utilities({"a"}, {0.0}, options(nmt::MbrUtility::kNone, 1.0)), nmt::Error);
 }
 

@@ -85,11 +85,11 @@ int64_t closest_ref_len(int64_t hyp_len, const std::vector<int64_t>& ref_lens) {
   return closest_len;
 }
 
-// Throws nmt::Error when opt.tokenize is not a tokenizer's name.
-void check_tokenizer(const BleuOptions& opt) {
+// Throws nmt::Error, naming the function `who`, when opt.tokenize is not a tokenizer's name.
+void check_tokenizer(const BleuOptions& opt, const char* who) {
   static const char* const kTokenizers[] = {"13a", "intl", "char", "none"};
   if (std::find(std::begin(kTokenizers), std::end(kTokenizers), opt.tokenize) == std::end(kTokenizers))
-    throw Error("corpus_bleu: unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
+    throw Error(std::string(who) + ": unknown tokenizer '" + opt.tokenize + "' (supported: 13a, intl, char, none)");
 }
 
 // utils.my_log
@@ -156,7 +156,7 @@ BleuScore bleu_of_stats(const std::array<int64_t, 4>& correct, const std::array<
 BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams,
                                const BleuOptions& opt) {
-  check_tokenizer(opt);
+  check_tokenizer(opt, "corpus_bleu");
   check_streams(hyps, ref_streams, "corpus_bleu");
   std::array<int64_t, 4> correct{}, total{};
   int64_t sys_len = 0, ref_len = 0;
@@ -205,7 +205,7 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
 
 std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::string>& segments,
                                                         const BleuOptions& opt) {
-  check_tokenizer(opt);
+  check_tokenizer(opt, "pairwise_sentence_bleu");
   std::vector<NgramCounts> ngrams(segments.size());
   std::vector<int64_t> lens(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) lens[i] = extract_word_ngrams(preprocess_bleu(segments[i], opt), ngrams[i]);

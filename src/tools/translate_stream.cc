@@ -265,15 +265,15 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
     for (size_t r = 0; r < (n_best ? hyps[i].size() : 1); ++r) {
       const auto& h = hyps[i][r];
       std::string text = tr.detokenize(h, window[i], opt.replace_unk);
-      // The score that ordered the list: the expected utility after MBR, a
-      // rescored one as exact as its features.
-      const std::string score = !std::isnan(h.mbr_utility) ? fmt::format("{}", h.mbr_utility)
-                                : std::isnan(h.l2r_logprob) ? format_score(h.norm_score)
-                                                            : fmt::format("{}", h.norm_score);
+      // The score that ordered the list: the expected utility after MBR, else
+      // the search's or the rescoring's; in the n-best form a rescored one or
+      // a utility as exact as the features, with --with-scores to 4 decimals.
+      const double score = std::isnan(h.mbr_utility) ? h.norm_score : h.mbr_utility;
+      const bool exact = !std::isnan(h.mbr_utility) || !std::isnan(h.l2r_logprob);
       if (n_best)  // Moses' n-best form, which rerankers read
-        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| " << score
-                     << '\n';
-      else if (opt.scores) out.stream() << text << " ||| " << score << '\n';
+        out.stream() << index << " ||| " << text << " ||| " << nbest_features(h, text, alpha) << " ||| "
+                     << (exact ? fmt::format("{}", score) : format_score(score)) << '\n';
+      else if (opt.scores) out.stream() << text << " ||| " << format_score(score) << '\n';
       else out.stream() << text << '\n';
       if (r == 0) {
         sum->output_tokens += static_cast<int64_t>(h.ids.size());

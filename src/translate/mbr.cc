@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "base/error.h"
@@ -18,11 +19,15 @@ std::vector<double> expected_utilities(const std::vector<std::string>& texts, co
                 std::to_string(scores.size()) + " scores");
   if (texts.empty()) throw Error("expected_utilities: no hypotheses");
   for (double s : scores)
-    if (!std::isfinite(s)) throw Error("expected_utilities: a hypothesis' score is not finite");
-  // p = softmax(scores / T), shifted by the highest score so that exp cannot overflow.
+    if (std::isnan(s) || s == std::numeric_limits<double>::infinity())
+      throw Error("expected_utilities: a hypothesis' score is NaN or +inf");
+  // p = softmax(scores / T), shifted by the highest score so that exp cannot
+  // overflow; a score of -inf (a beam wider than the columns it could choose
+  // from) weighs 0, and where every score is -inf all weigh the same.
   const double top = *std::max_element(scores.begin(), scores.end());
-  std::vector<double> p(scores.size());
-  for (size_t j = 0; j < scores.size(); ++j) p[j] = std::exp((scores[j] - top) / opt.temperature);
+  std::vector<double> p(scores.size(), 1.0);
+  if (std::isfinite(top))
+    for (size_t j = 0; j < scores.size(); ++j) p[j] = std::exp((scores[j] - top) / opt.temperature);
   const double z = std::accumulate(p.begin(), p.end(), 0.0);  // >= 1: the top score's term is exp(0)
   for (double& x : p) x /= z;
   const auto u = opt.utility == MbrUtility::kBleu ? pairwise_sentence_bleu(texts) : pairwise_sentence_chrf(texts);

@@ -21,8 +21,9 @@ namespace nmt {
 
 // The expected utilities U_i of `texts` (one line's hypotheses as written)
 // under the evidence of `scores` (their scores, the same order), as above.
-// Needs opt.enabled(). Throws nmt::Error when the sizes differ, a score is
-// not finite, or the list is empty.
+// A score of -inf weighs 0 (all of them: the same weights). Needs
+// opt.enabled(). Throws nmt::Error when the sizes differ, a score is NaN or
+// +inf, or the list is empty.
 std::vector<double> expected_utilities(const std::vector<std::string>& texts, const std::vector<double>& scores,
                                        const MbrOptions& opt);
 
