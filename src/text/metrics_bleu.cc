@@ -70,6 +70,19 @@ int ngram_order(const std::string& key) {
   return 1 + static_cast<int>(std::count(key.begin(), key.end(), ' '));
 }
 
+// BLEU._compute_segment_statistics' counts: adds each order's hypothesis
+// n-grams to *total and those the references hold (clipped to their count)
+// to *correct.
+void add_matches(const NgramCounts& hyp, const NgramCounts& ref, std::array<int64_t, 4>* correct,
+                 std::array<int64_t, 4>* total) {
+  for (const auto& kv : hyp) {
+    const int n = ngram_order(kv.first) - 1;
+    (*total)[n] += kv.second;
+    auto it = ref.find(kv.first);
+    if (it != ref.end()) (*correct)[n] += std::min(kv.second, it->second);
+  }
+}
+
 // BLEU._get_closest_ref_len: closest reference length, ties to the shorter.
 int64_t closest_ref_len(int64_t hyp_len, const std::vector<int64_t>& ref_lens) {
   int64_t closest_diff = -1, closest_len = -1;
@@ -178,12 +191,7 @@ BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
     const int64_t hyp_len = extract_word_ngrams(preprocess_bleu(hyps[i], opt), hyp_ngrams);
     sys_len += hyp_len;
     ref_len += closest_ref_len(hyp_len, ref_lens);
-    for (const auto& kv : hyp_ngrams) {
-      const int n = ngram_order(kv.first) - 1;
-      total[n] += kv.second;
-      auto it = ref_ngrams.find(kv.first);
-      if (it != ref_ngrams.end()) correct[n] += std::min(kv.second, it->second);
-    }
+    add_matches(hyp_ngrams, ref_ngrams, &correct, &total);
   }
   BleuScore r = compute_bleu(correct, total, sys_len, ref_len);
   r.nrefs = common_count(counts, ref_streams.size());
@@ -213,12 +221,7 @@ std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::s
   for (size_t i = 0; i < segments.size(); ++i) {
     for (size_t j = 0; j < segments.size(); ++j) {
       std::array<int64_t, 4> correct{}, total{};
-      for (const auto& kv : ngrams[i]) {  // BLEU._compute_segment_statistics against one reference
-        const int n = ngram_order(kv.first) - 1;
-        total[n] += kv.second;
-        auto it = ngrams[j].find(kv.first);
-        if (it != ngrams[j].end()) correct[n] += std::min(kv.second, it->second);
-      }
+      add_matches(ngrams[i], ngrams[j], &correct, &total);
       out[i][j] = bleu_of_stats(correct, total, lens[i], lens[j], /*effective_order=*/true).score;
     }
   }

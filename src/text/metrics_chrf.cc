@@ -73,6 +73,28 @@ double chrf_f_score(const std::array<int64_t, 3 * kChrfOrder>& stats, const Chrf
   return 0.0;
 }
 
+using Stats = std::array<int64_t, 3 * kChrfOrder>;
+
+// CHRF._get_match_statistics of one hypothesis' n-grams against one
+// reference's: per order, the hypothesis' n-grams (0 where the reference has
+// none of that order), the reference's, and the matches.
+Stats match_statistics(const std::vector<CharNgramCounts>& hyp, const std::vector<CharNgramCounts>& ref) {
+  Stats seg{};
+  for (int n = 0; n < kChrfOrder; ++n) {
+    int64_t hyp_count = 0, match_count = 0, ref_count = 0;
+    for (const auto& kv : hyp[n]) {
+      hyp_count += kv.second;
+      auto it = ref[n].find(kv.first);
+      if (it != ref[n].end()) match_count += std::min(kv.second, it->second);
+    }
+    for (const auto& kv : ref[n]) ref_count += kv.second;
+    seg[3 * n] = ref[n].empty() ? 0 : hyp_count;
+    seg[3 * n + 1] = ref_count;
+    seg[3 * n + 2] = match_count;
+  }
+  return seg;
+}
+
 }  // namespace
 
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
@@ -90,7 +112,6 @@ ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt) {
   if (opt.beta < 1) throw Error("corpus_chrf: beta must be at least 1");
   check_streams(hyps, ref_streams, "corpus_chrf");
-  using Stats = std::array<int64_t, 3 * kChrfOrder>;
   Stats stats{};
   std::vector<size_t> counts;
   for (size_t i = 0; i < hyps.size(); ++i) {
@@ -101,21 +122,7 @@ ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
     double best_f = -1.0;
     for (const std::string* ref : segment_refs(ref_streams, i, &counts)) {
       const auto ref_ngrams = extract_char_ngrams(*ref, opt.whitespace);
-      Stats seg{};
-      for (int n = 0; n < kChrfOrder; ++n) {
-        // CHRF._get_match_statistics
-        int64_t hyp_count = 0, match_count = 0, ref_count = 0;
-        for (const auto& kv : hyp_ngrams[n]) {
-          hyp_count += kv.second;
-          auto it = ref_ngrams[n].find(kv.first);
-          if (it != ref_ngrams[n].end()) match_count += std::min(kv.second, it->second);
-        }
-        for (const auto& kv : ref_ngrams[n]) ref_count += kv.second;
-        // Don't count hypothesis n-grams if the reference has none of this order.
-        seg[3 * n] = ref_ngrams[n].empty() ? 0 : hyp_count;
-        seg[3 * n + 1] = ref_count;
-        seg[3 * n + 2] = match_count;
-      }
+      const Stats seg = match_statistics(hyp_ngrams, ref_ngrams);
       const double f = chrf_f_score(seg, opt);
       if (f > best_f) best_f = f, best = seg;
     }
@@ -130,31 +137,12 @@ ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
 
 std::vector<std::vector<double>> pairwise_sentence_chrf(const std::vector<std::string>& segments,
                                                         const ChrfOptions& opt) {
-  if (opt.beta < 1) throw Error("corpus_chrf: beta must be at least 1");
+  if (opt.beta < 1) throw Error("pairwise_sentence_chrf: beta must be at least 1");
   std::vector<std::vector<CharNgramCounts>> ngrams;
-  std::vector<std::array<int64_t, kChrfOrder>> sizes(segments.size());  // n-grams of each order, with repeats
-  for (size_t i = 0; i < segments.size(); ++i) {
-    ngrams.push_back(extract_char_ngrams(segments[i], opt.whitespace));
-    for (int n = 0; n < kChrfOrder; ++n)
-      for (const auto& kv : ngrams[i][n]) sizes[i][n] += kv.second;
-  }
+  for (const auto& segment : segments) ngrams.push_back(extract_char_ngrams(segment, opt.whitespace));
   std::vector<std::vector<double>> out(segments.size(), std::vector<double>(segments.size()));
-  for (size_t i = 0; i < segments.size(); ++i) {
-    for (size_t j = 0; j < segments.size(); ++j) {
-      std::array<int64_t, 3 * kChrfOrder> seg{};  // as corpus_chrf_multiref's, against the one reference j
-      for (int n = 0; n < kChrfOrder; ++n) {
-        int64_t match_count = 0;
-        for (const auto& kv : ngrams[i][n]) {
-          auto it = ngrams[j][n].find(kv.first);
-          if (it != ngrams[j][n].end()) match_count += std::min(kv.second, it->second);
-        }
-        seg[3 * n] = ngrams[j][n].empty() ? 0 : sizes[i][n];
-        seg[3 * n + 1] = sizes[j][n];
-        seg[3 * n + 2] = match_count;
-      }
-      out[i][j] = chrf_f_score(seg, opt);
-    }
-  }
+  for (size_t i = 0; i < segments.size(); ++i)
+    for (size_t j = 0; j < segments.size(); ++j) out[i][j] = chrf_f_score(match_statistics(ngrams[i], ngrams[j]), opt);
   return out;
 }
 
