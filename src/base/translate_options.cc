@@ -28,6 +28,34 @@ void TranslateOptions::validate() const {
 
 void RescoreOptions::validate() const { check_ranges(*this); }
 
+void RescoreOptions::validate_given(const GivenOptions& given) const {
+  if (r2l_models.empty() && given.count("r2l-weight") > 0)
+    throw UsageError("--r2l-weight weighs the scores of --r2l-model: give --r2l-model");
+  if (channel_models.empty() && given.count("channel-weight") > 0)
+    throw UsageError("--channel-weight weighs the scores of --channel-model: give --channel-model");
+  if (!enabled() && given.count("r2l-length-exponent") > 0)
+    throw UsageError("--r2l-length-exponent normalizes the mix of --r2l-model and --channel-model: give one of them");
+}
+
+void MbrOptions::validate(int64_t beam_size, const GivenOptions& given) const {
+  if (!enabled() && given.count("mbr-temperature") > 0)
+    throw UsageError("--mbr-temperature weighs the hypotheses of --mbr: give --mbr bleu or --mbr chrf");
+  if (enabled() && beam_size < 2)
+    throw UsageError("--mbr picks each translation from the beam's list: give --beam-size 2 or more");
+}
+
+void validate_ensemble_weights(const std::vector<double>& weights, const std::vector<std::string>& paths) {
+  if (weights.empty()) return;
+  if (weights.size() != paths.size())
+    throw UsageError("--ensemble-weights gives " + counted(static_cast<int64_t>(weights.size()), "weight") + " for " +
+                     counted(static_cast<int64_t>(paths.size()), "model") + " (-m): give one per model, in their order");
+  for (size_t i = 0; i < weights.size(); ++i)
+    if (!(weights[i] > 0 && weights[i] <= 1e6))
+      throw UsageError("--ensemble-weights: the weight of model " + std::to_string(i + 1) + " (" + paths[i] +
+                       ") must be above 0 and at most 1e6, got " + shortest_decimal(weights[i]) +
+                       " (leave a model out rather than weigh it 0)");
+}
+
 StreamOptions StreamOptions::resolved() const {
   StreamOptions r = *this;
   auto& search = r.translate.search;
@@ -50,25 +78,15 @@ void StreamOptions::validate() const {
                      "the translations and the scores go to stderr (and --scores-json)");
   if (info && (score_mode || reference || !input.empty()))
     throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
-  if (rescore.r2l_models.empty() && given.count("r2l-weight") > 0)
-    throw UsageError("--r2l-weight weighs the scores of --r2l-model: give --r2l-model");
-  if (rescore.channel_models.empty() && given.count("channel-weight") > 0)
-    throw UsageError("--channel-weight weighs the scores of --channel-model: give --channel-model");
-  if (!rescore.enabled() && given.count("r2l-length-exponent") > 0)
-    throw UsageError("--r2l-length-exponent normalizes the mix of --r2l-model and --channel-model: give one of them");
+  rescore.validate_given(given);
   if (rescore.enabled() && (score_mode || evaluate || info))
     throw UsageError(std::string(rescore.r2l_models.empty()       ? "--channel-model rescores"
                                  : rescore.channel_models.empty() ? "--r2l-model rescores"
                                                                   : "--r2l-model and --channel-model rescore") +
                      " translations: drop --score-pairs, --evaluate and --info");
-  if (!mbr.enabled() && given.count("mbr-temperature") > 0)
-    throw UsageError("--mbr-temperature weighs the hypotheses of --mbr: give --mbr bleu or --mbr chrf");
-  if (mbr.enabled()) {
-    if (score_mode || evaluate || info)
-      throw UsageError("--mbr picks translations from the beam: drop --score-pairs, --evaluate and --info");
-    if (translate.search.beam_size < 2)
-      throw UsageError("--mbr picks each translation from the beam's list: give --beam-size 2 or more");
-  }
+  if (mbr.enabled() && (score_mode || evaluate || info))
+    throw UsageError("--mbr picks translations from the beam: drop --score-pairs, --evaluate and --info");
+  mbr.validate(translate.search.beam_size, given);
   if (evaluate) {  // scores the input as it is: nothing to translate with
     if (!reference) throw UsageError("--evaluate scores the input against --reference: give --reference");
     if (!model_paths.empty() || score_mode || info)
@@ -76,18 +94,9 @@ void StreamOptions::validate() const {
   } else if (model_paths.empty()) {
     throw UsageError("option --model (-m) is required: the checkpoint to translate with (repeat it for an ensemble)");
   }
-  if (!ensemble_weights.empty()) {
-    if (evaluate || info) throw UsageError("--ensemble-weights weighs the models of an ensemble: drop --evaluate and --info");
-    if (ensemble_weights.size() != model_paths.size())
-      throw UsageError("--ensemble-weights gives " + counted(static_cast<int64_t>(ensemble_weights.size()), "weight") +
-                       " for " + counted(static_cast<int64_t>(model_paths.size()), "model") +
-                       " (-m): give one per model, in their order");
-    for (size_t i = 0; i < ensemble_weights.size(); ++i)
-      if (!(ensemble_weights[i] > 0 && ensemble_weights[i] <= 1e6))
-        throw UsageError("--ensemble-weights: the weight of model " + std::to_string(i + 1) + " (" + model_paths[i] +
-                         ") must be above 0 and at most 1e6, got " + shortest_decimal(ensemble_weights[i]) +
-                         " (leave a model out rather than weigh it 0)");
-  }
+  if (!ensemble_weights.empty() && (evaluate || info))
+    throw UsageError("--ensemble-weights weighs the models of an ensemble: drop --evaluate and --info");
+  validate_ensemble_weights(ensemble_weights, model_paths);
   if (score_mode) {  // options that would do nothing there
     if (translate.search.beam_size != 1)
       throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");

@@ -113,6 +113,9 @@ struct RescoreOptions {
   bool enabled() const { return !r2l_models.empty() || !channel_models.empty(); }
   // Throws nmt::UsageError naming the first option out of its range.
   void validate() const;
+  // Throws nmt::UsageError for a weight or the exponent set by the user
+  // (named in `given`) without the models it applies to.
+  void validate_given(const GivenOptions& given) const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "Rescoring";
@@ -146,6 +149,9 @@ struct MbrOptions {
   double temperature = 1.0;                // T: higher spreads the evidence over more of the list
 
   bool enabled() const { return utility != MbrUtility::kNone; }
+  // Throws nmt::UsageError for --mbr-temperature set by the user (named in
+  // `given`) without --mbr, or --mbr with a default beam (`beam_size`) of 1.
+  void validate(int64_t beam_size, const GivenOptions& given) const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "Minimum Bayes risk";
@@ -159,6 +165,11 @@ struct MbrOptions {
       s.temperature);
   }
 };
+
+// Throws nmt::UsageError unless `weights` is empty (all equal) or holds one
+// weight per checkpoint of `paths`, each above 0 and at most 1e6, naming the
+// first that is not.
+void validate_ensemble_weights(const std::vector<double>& weights, const std::vector<std::string>& paths);
 
 // What nmt-translate does: streaming translation, or scoring given pairs.
 struct StreamOptions {

@@ -21,8 +21,7 @@
 #include "model/device.h"
 #include "text/corpus.h"
 #include "text/metrics.h"
-#include "translate/mbr.h"
-#include "translate/rescorer.h"
+#include "translate/pick.h"
 
 namespace nmt {
 namespace {
@@ -302,10 +301,7 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
     if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
   }
   // A rescorer and minimum Bayes-risk selection reorder the beam's whole list.
-  TranslateOptions search_options = opt.translate;
-  if (rescorer != nullptr || opt.mbr.enabled()) search_options.search.n_best = search_options.search.beam_size;
-  // The search's scores are forced decoding's where it ran in float32 over the whole vocabulary.
-  const bool search_scores_exact = !opt.translate.int8 && !opt.translate.bf16 && opt.translate.shortlist.path.empty();
+  const TranslateOptions search_options = pick_search_options(opt.translate, rescorer, opt.mbr);
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   InputNotes notes;
   std::vector<std::string> window;
@@ -314,12 +310,7 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
     if (window.empty()) continue;
     const auto w0 = std::chrono::steady_clock::now();
     auto hyps = tr.translate(window, search_options, /*with_attention=*/opt.replace_unk);
-    if (rescorer != nullptr)  // the beam's whole list, reordered; --n-best of it kept (all of it for MBR)
-      rescorer->rescore(tr, window, &hyps, opt.replace_unk, opt.translate.batch_sentences,
-                        static_cast<size_t>((opt.mbr.enabled() ? search_options : opt.translate).search.n_best),
-                        search_scores_exact);
-    if (opt.mbr.enabled())
-      mbr_select(tr, window, opt.replace_unk, opt.mbr, static_cast<size_t>(opt.translate.search.n_best), &hyps);
+    pick_from_beam(tr, rescorer, opt.mbr, window, opt.replace_unk, opt.translate, &hyps);
     write_window(opt, tr, window, hyps, out, &sum, scoring ? &outputs : nullptr);
     out.flush();
     sum.sentences += static_cast<int64_t>(window.size());
