@@ -23,8 +23,10 @@ int nmt::apps::serve_main(int argc, char** argv) {
       "Examples:\n"
       "  nmt-serve -m run/best.ckpt\n"
       "  nmt-serve -m a.ckpt -m b.ckpt --port 9000 -b 5\n"
+      "  nmt-serve -c runs/multi30k-en-de-tok/system.toml   (a system: weights, rescoring, MBR)\n"
       "  curl -s localhost:8080/translate -d '{\"text\": [\"a sentence .\"], \"alignment\": \"soft\"}'");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
+  opt.given = tool.given();
   nmt::install_signal_handlers("nmt-serve", &g_stop);  // a second signal leaves at once; before the first log line
   nmt::setup_logging(tool.verbose);
   return nmt::run_guarded([&] {

@@ -8,7 +8,6 @@
 // host); elsewhere a missing browser fails it.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <torch/torch.h>
 
 #include <cmath>
 #include <csignal>
@@ -19,7 +18,6 @@
 #include <regex>
 #include <string>
 
-#include "model/checkpoint.h"
 #include "test_util.h"
 
 namespace {
@@ -48,12 +46,9 @@ TEST(BrowserTest, ThePageShowsTheTranslationAndItsAttention) {
   if (std::getenv("NMT_NO_BROWSER") != nullptr) GTEST_SKIP() << "NMT_NO_BROWSER is set";
   const auto dir = nmt::test::temp_dir("browser");
   // A second model of the same shape with random weights, served as "other".
-  auto toy = nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU);
-  torch::manual_seed(7);
-  nmt::Seq2Seq random(toy.options);
-  nmt::save_checkpoint(dir + "/other.ckpt", random, toy.src_tok, toy.tgt_tok);
+  const std::string other_path = nmt::test::random_toy_twin(dir, 7);
   auto server = nmt::test::spawn({nmt::test::bin("nmt-serve"), "-m", "toy=" + nmt::test::trained_toy_checkpoint(), "-m",
-                                  "other=" + dir + "/other.ckpt", "--port", "0", "--threads", "1"},
+                                  "other=" + other_path, "--port", "0", "--threads", "1"},
                                  dir + "/serve.err");
   ASSERT_TRUE(nmt::test::wait_for_log(server, "listening on", 120)) << read_bytes(dir + "/serve.err");
   std::smatch m;

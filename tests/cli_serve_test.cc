@@ -30,9 +30,10 @@ using nmt::test::temp_dir;
 struct Server {
   nmt::test::Child child;
   int port = 0;
-  explicit Server(const std::string& dir, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {nmt::test::bin("nmt-serve"), "-m", nmt::test::trained_toy_checkpoint(),
-                                     "--port", "0", "--threads", "1"};
+  // Serves the toy model, or only what `extra` says (a config file) without `toy`.
+  explicit Server(const std::string& dir, std::vector<std::string> extra = {}, bool toy = true) {
+    std::vector<std::string> args = {nmt::test::bin("nmt-serve"), "--port", "0", "--threads", "1"};
+    if (toy) args.insert(args.end(), {"-m", nmt::test::trained_toy_checkpoint()});
     args.insert(args.end(), extra.begin(), extra.end());
     child = nmt::test::spawn(args, dir + "/serve.err");
     if (!nmt::test::wait_for_log(child, "listening on", 120)) return;
@@ -89,6 +90,40 @@ TEST(CliServeTest, EndpointsAnswerAndTranslateAsNmtTranslate) {
   const auto want = nmt::test::lines_of(cli.out);
   ASSERT_EQ(t.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t[i]["text"], want[i]) << "line " << i;
+}
+
+// One file describes a whole system, the keys both tools read (as the
+// Multi30k recipe writes its selected system's): a weighted ensemble, its beam
+// rescored by a right-to-left and a channel model, and a minimum Bayes-risk
+// pick. nmt-serve -c FILE answers what nmt-translate -c FILE prints.
+TEST(CliServeTest, ASystemFileServesAsItTranslates) {
+  const auto dir = temp_dir("cli_serve_system");
+  const std::string system = dir + "/system.toml";
+  nmt::test::write_lines(system, {"model = [\"" + nmt::test::trained_toy_checkpoint() + "\", \"" +
+                                      nmt::test::random_toy_twin(dir, 7) + "\"]",
+                                  "ensemble-weights = [3, 1]", "beam-size = 4", "length-penalty = 1.0",
+                                  "r2l-model = [\"" + nmt::test::random_toy_twin(dir, 8) + "\"]", "r2l-weight = 0.5",
+                                  "channel-model = [\"" + nmt::test::random_toy_twin(dir, 9) + "\"]",
+                                  "channel-weight = 0.25", "r2l-length-exponent = 1.0", "mbr = \"chrf\"",
+                                  "mbr-temperature = 0.5"});
+  const std::vector<std::string> lines = {"red cat sees big dog", "old fish", "blue bird runs", "big red fish"};
+  nmt::test::write_lines(dir + "/in.txt", lines);
+  const auto cli = nmt::test::run("nmt-translate", "-c " + nmt::test::quote(system) + " --threads 1", dir, dir + "/in.txt");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_TRUE(nmt::test::contains(cli.err, "minimum Bayes risk")) << cli.err;
+  Server s(dir, {"-c", system}, /*toy=*/false);
+  ASSERT_GT(s.port, 0) << read_bytes(dir + "/serve.err");
+  auto c = s.client();
+  auto res = c.Post("/translate", json{{"text", lines}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const auto t = json::parse(res->body)["translations"];
+  const auto want = nmt::test::lines_of(cli.out);
+  ASSERT_EQ(t.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(t[i]["text"], want[i]) << "line " << i;
+    EXPECT_TRUE(t[i].contains("mbr") && t[i].contains("r2l_log_prob") && t[i].contains("channel_log_prob")) << t[i];
+  }
 }
 
 TEST(CliServeTest, RefusalsAreJsonAndTheServerKeepsServing) {

@@ -187,11 +187,9 @@ TEST(ServeTest, BadRequestsGetTheirStatusAndTheServiceGoesOn) {
 // and an unknown name is refused with the names there are.
 TEST(ServeTest, NamedModelsAnswerEachForItself) {
   const auto dir = nmt::test::temp_dir("serve_named");
-  const auto toy_path = nmt::test::trained_toy_checkpoint(), other_path = dir + "/other.ckpt";
+  const auto toy_path = nmt::test::trained_toy_checkpoint();
+  const auto other_path = nmt::test::random_toy_twin(dir, 7);  // another model of the same shape: random weights
   auto toy = nmt::load_checkpoint(toy_path, torch::kCPU);
-  torch::manual_seed(7);
-  nmt::Seq2Seq random(toy.options);  // another model of the same shape: random weights
-  nmt::save_checkpoint(other_path, random, toy.src_tok, toy.tgt_tok);
   auto opt = toy_options();
   opt.model_paths = {"toy=" + toy_path, "other=" + other_path, "pair=" + toy_path, "pair=" + other_path};
   nmt::Service service(opt);
@@ -229,7 +227,7 @@ TEST(ServeTest, NamedModelsAnswerEachForItself) {
 
 TEST(ServeTest, BatcherBoundsItsQueueAndAnswersEveryRequest) {
   nmt::Translator tr(nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU));
-  nmt::Batcher batcher(tr, {}, /*gather_lines=*/8, /*queue_lines=*/2, std::chrono::milliseconds(0));
+  nmt::Batcher batcher(tr, /*rescorer=*/nullptr, {}, /*gather_lines=*/8, /*queue_lines=*/2, std::chrono::milliseconds(0));
   nmt::BatchRequest three;
   three.lines = {"red cat", "old fish", "blue bird"};
   three.deadline = nmt::ServeClock::now() + std::chrono::seconds(60);

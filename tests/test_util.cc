@@ -202,6 +202,15 @@ std::string train_toy_checkpoint(const std::string& dir) {
 
 }  // namespace
 
+std::string random_toy_twin(const std::string& dir, uint64_t seed) {
+  const auto toy = load_checkpoint(trained_toy_checkpoint(), torch::kCPU);
+  torch::manual_seed(seed);
+  Seq2Seq random(toy.options);
+  const std::string path = dir + "/twin-" + std::to_string(seed) + ".ckpt";
+  save_checkpoint(path, random, toy.src_tok, toy.tgt_tok);
+  return path;
+}
+
 const std::string& trained_toy_checkpoint() {
   // Training is deterministic, so every test process of one build would
   // train the same model: the first one keeps it in the build folder, keyed

@@ -103,6 +103,12 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 // the other test processes. Read it; do not write it.
 const std::string& trained_toy_checkpoint();
 
+// Writes `dir`/twin-SEED.ckpt, a model of the trained toy's shape and
+// tokenizers (the same on both sides, so it can also stand in for a
+// right-to-left or a channel model) with random weights drawn under `seed`,
+// and returns its path. Throws nmt::Error as save_checkpoint() does.
+std::string random_toy_twin(const std::string& dir, uint64_t seed);
+
 // Writes a checkpoint of format 1 or 2 (`version`) as nmt wrote them before
 // format 3: a LibTorch archive ("config", "src_spm", "tgt_spm", "model/...",
 // "meta" and, with `optimizer` and `state`, "optimizer/..." and "state/...")

@@ -24,7 +24,15 @@ void ServeOptions::validate() const {
   check_ranges(*this);  // translate's and runtime's fields included
   runtime.validate();
   translate.validate();
-  served_models();  // -m given, each value well formed
+  const auto models = served_models();  // -m given, each value well formed
+  rescore.validate_given(given);
+  mbr.validate(translate.search.beam_size, given);
+  if (models.size() > 1 && (!ensemble_weights.empty() || rescore.enabled()))
+    throw UsageError(std::string(ensemble_weights.empty() ? "--r2l-model and --channel-model rescore the beams"
+                                                          : "--ensemble-weights weighs the checkpoints") +
+                     " of one served model, and -m names " + std::to_string(models.size()) +
+                     " models (NAME=PATH): serve that system alone");
+  validate_ensemble_weights(ensemble_weights, models.front().paths);
   if (host.empty()) throw UsageError("--host must name an address, e.g. 127.0.0.1");
   if (max_sentences > queue_sentences)
     throw UsageError("--max-sentences " + std::to_string(max_sentences) + " is above --queue-sentences " +

@@ -1,7 +1,9 @@
 // nmt-serve's options: the model, where it listens, the bounds that keep it
 // answering under any load (request size, sentences and pieces per request,
-// the queue, a deadline), the dynamic batcher's wait, and the translation
-// defaults a request may override (beam size, n-best).
+// the queue, a deadline), the dynamic batcher's wait, the translation
+// defaults a request may override (beam size, n-best, minimum Bayes risk),
+// and what makes one served model a whole system, as nmt-translate reads it
+// (ensemble weights, rescoring models).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +24,7 @@ struct ServedModel {
 
 struct ServeOptions {
   std::vector<std::string> model_paths;  // -m as given: PATH, or NAME=PATH (see served_models())
+  std::vector<double> ensemble_weights;  // one per -m, in order (one served model only); empty: all equal
   std::string host = "127.0.0.1";        // the address to listen on (a non-local one only when asked)
   int64_t port = 8080;                   // 0: any free port (logged)
   int64_t max_body_bytes = 1 << 20;      // a larger request body: 413
@@ -33,10 +36,15 @@ struct ServeOptions {
   int64_t timeout_seconds = 30;          // a request still waiting after this long is answered 503
   int64_t http_threads = 64;             // connections served at once (each waits on its translation)
   TranslateOptions translate;            // the defaults of every request; --int8/--bf16 fixed at start
+  RescoreOptions rescore;                // rescores every beam (one served model only)
+  MbrOptions mbr;                        // the default pick of a request whose beam is 2 or more
   RuntimeOptions runtime;
+  GivenOptions given;                    // the options the user set (the app fills it): validate() reads it
 
   // Throws nmt::UsageError naming the first option out of its range, in
-  // conflict with another, or required and missing (-m).
+  // conflict with another, or required and missing (-m); ensemble weights
+  // and rescoring models with several served models (NAME=PATH) are refused:
+  // they belong to one system.
   void validate() const;
   // -m's values grouped into models, in the order each name first appears:
   // "NAME=PATH" adds PATH to the model NAME (NAME: letters, digits, '-', '_'
@@ -58,6 +66,10 @@ void ServeOptions::fields(S& s, V&& v) {
           "a request picks one by its \"model\" (the first when it names none), and a NAME repeated makes an ensemble",
           io, "-m", kMultiple},
     s.model_paths);
+  v(Field{"ensemble-weights", "With several -m of one model: each checkpoint's weight, in -m's order, in the "
+                              "ensemble's mean of log-probabilities (as nmt-translate's); default all equal",
+          io, nullptr, kMultiple},
+    s.ensemble_weights);
   v(Field{"host", "Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)", io}, s.host);
   v(Field{"port", "TCP port (0: any free one, logged)", io}.within(0, 65535), s.port);
   v(Field{"http-threads", "Connections served at once", io}.within(1, 4096), s.http_threads);
@@ -75,6 +87,8 @@ void ServeOptions::fields(S& s, V&& v) {
   v(Field{"batch-wait-ms", "Milliseconds the batcher waits for more requests to fill a batch", lim}.within(0, 10000),
     s.batch_wait_ms);
   TranslateOptions::fields(s.translate, v);
+  RescoreOptions::fields(s.rescore, v);
+  MbrOptions::fields(s.mbr, v);
   RuntimeOptions::fields(s.runtime, v);
 }
 

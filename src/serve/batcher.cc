@@ -3,13 +3,18 @@
 
 #include <exception>
 
-#include "translate/mbr.h"
+#include "translate/pick.h"
 
 namespace nmt {
 
-Batcher::Batcher(Translator& translator, const TranslateOptions& base, int64_t gather_lines, int64_t queue_lines,
-                 std::chrono::milliseconds wait)
-    : translator_(translator), base_(base), gather_lines_(gather_lines), queue_lines_(queue_lines), wait_(wait) {
+Batcher::Batcher(Translator& translator, Rescorer* rescorer, const TranslateOptions& base, int64_t gather_lines,
+                 int64_t queue_lines, std::chrono::milliseconds wait)
+    : translator_(translator),
+      rescorer_(rescorer),
+      base_(base),
+      gather_lines_(gather_lines),
+      queue_lines_(queue_lines),
+      wait_(wait) {
   worker_ = std::thread([this] { work(); });
 }
 
@@ -98,13 +103,12 @@ void Batcher::translate(std::vector<Job>& jobs) {
   const BatchRequest& first = live.front()->request;
   TranslateOptions opt = base_;
   opt.search.beam_size = first.beam_size;
-  opt.search.n_best = first.mbr.enabled() ? first.beam_size : first.n_best;  // MBR reorders the whole list
+  opt.search.n_best = first.n_best;
   std::vector<std::vector<Hypothesis>> hyps;
   std::string error;
   try {
-    hyps = translator_.translate(lines, opt, first.attention);
-    if (first.mbr.enabled())
-      mbr_select(translator_, lines, /*replace_unk=*/false, first.mbr, static_cast<size_t>(first.n_best), &hyps);
+    hyps = translator_.translate(lines, pick_search_options(opt, rescorer_, first.mbr), first.attention);
+    pick_from_beam(translator_, rescorer_, first.mbr, lines, /*replace_unk=*/false, opt, &hyps);
   } catch (const std::exception& e) {
     error = e.what();
   }

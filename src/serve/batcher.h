@@ -3,7 +3,8 @@
 // that searches the same way, waiting a few milliseconds for more when the
 // queue holds less than a batch, and translates them together, so that under
 // load the server runs nmt-translate's batches rather than one sentence at a
-// time. The Translator is used by that thread only.
+// time. The Translator (and the Rescorer, where there is one) is used by
+// that thread only.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 
 #include "base/translate_options.h"
 #include "search/search.h"
+#include "translate/rescorer.h"
 #include "translate/translator.h"
 
 namespace nmt {
@@ -44,11 +46,13 @@ struct BatchReply {
 class Batcher {
  public:
   // Translates with `translator` and `base` (batch sizes, precision, length
-  // penalty; each request sets beam size and n-best). Gathers up to
-  // `gather_lines` sentences per translate call, waiting up to `wait` for
-  // more; holds at most `queue_lines` sentences waiting. Starts the worker.
-  Batcher(Translator& translator, const TranslateOptions& base, int64_t gather_lines, int64_t queue_lines,
-          std::chrono::milliseconds wait);
+  // penalty; each request sets beam size, n-best and minimum Bayes risk),
+  // each beam rescored by `rescorer` where it is not null (translate/pick.h).
+  // Gathers up to `gather_lines` sentences per translate call, waiting up to
+  // `wait` for more; holds at most `queue_lines` sentences waiting. Starts
+  // the worker.
+  Batcher(Translator& translator, Rescorer* rescorer, const TranslateOptions& base, int64_t gather_lines,
+          int64_t queue_lines, std::chrono::milliseconds wait);
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -74,6 +78,7 @@ class Batcher {
   void translate(std::vector<Job>& jobs);
 
   Translator& translator_;
+  Rescorer* rescorer_;  // null: none
   TranslateOptions base_;
   const int64_t gather_lines_, queue_lines_;
   const std::chrono::milliseconds wait_;

@@ -12,6 +12,7 @@
 #include "model/device.h"
 #include "text/alignment.h"
 #include "tools/align.h"
+#include "translate/rescorer.h"
 
 namespace nmt {
 namespace {
@@ -53,14 +54,23 @@ std::string choice_field(const json& j, const char* key, const std::vector<std::
 }
 
 // The request's minimum Bayes-risk pick: "mbr" ("none", "bleu" or "chrf")
-// and "mbr_temperature" (a number in [0.001, 1000], only with "mbr"), as
-// nmt-translate's --mbr and --mbr-temperature; 400 for anything else, or
-// for "mbr" with a beam of 1.
-MbrOptions mbr_fields(const json& j, int64_t beam_size) {
+// and "mbr_temperature" (a number in [0.001, 1000]), as nmt-translate's
+// --mbr and --mbr-temperature; without "mbr", the server's `fallback`
+// (--mbr) where the beam is 2 or more, else none; without
+// "mbr_temperature", the server's. 400 for anything else, for "mbr" with a
+// beam of 1, or for "mbr_temperature" where no MBR picks.
+MbrOptions mbr_fields(const json& j, int64_t beam_size, const MbrOptions& fallback) {
   MbrOptions mbr;
-  mbr.utility = parse_enum<MbrUtility>(choice_field(j, "mbr", {"none", "bleu", "chrf"}));
+  mbr.temperature = fallback.temperature;
+  if (j.contains("mbr"))
+    mbr.utility = parse_enum<MbrUtility>(choice_field(j, "mbr", {"none", "bleu", "chrf"}));
+  else if (beam_size > 1)
+    mbr.utility = fallback.utility;
   if (auto t = j.find("mbr_temperature"); t != j.end()) {
-    if (!mbr.enabled()) throw HttpError{400, "'mbr_temperature' weighs the hypotheses of 'mbr': give 'mbr'"};
+    if (!mbr.enabled())
+      throw HttpError{400, "'mbr_temperature' weighs the hypotheses of 'mbr': give 'mbr'" +
+                               std::string(fallback.enabled() && !j.contains("mbr") ? " (or a 'beam_size' of 2 or more)"
+                                                                                     : "")};
     if (!t->is_number() || !(t->get<double>() >= 1e-3 && t->get<double>() <= 1e3))
       throw HttpError{400, "'mbr_temperature' must be a number between 0.001 and 1000"};
     mbr.temperature = t->get<double>();
@@ -82,6 +92,7 @@ struct Service::Model {
   std::string name;
   std::vector<LoadedModel> members;
   std::unique_ptr<Translator> translator;
+  std::unique_ptr<Rescorer> rescorer;  // null: the beam is not rescored
   std::unique_ptr<Batcher> batcher;
 };
 
@@ -120,13 +131,27 @@ Service::Service(const ServeOptions& opt) : opt_(opt) {
                                  {"tgt_vocab", m.tgt_tok.vocab_size()},
                                  {"options", options}});
     }
-    listed.push_back(json{{"name", served.name}, {"ensemble", served.paths.size() > 1}, {"checkpoints", checkpoints}});
-    model->translator = std::make_unique<Translator>(model->members, served.paths);
-    model->batcher = std::make_unique<Batcher>(*model->translator, opt_.translate, gather, opt_.queue_sentences,
-                                               std::chrono::milliseconds(opt_.batch_wait_ms));
+    // Weights and rescoring belong to the one served model (validate()).
+    json entry{{"name", served.name}, {"ensemble", served.paths.size() > 1}, {"checkpoints", checkpoints}};
+    if (!opt_.ensemble_weights.empty()) entry["ensemble_weights"] = opt_.ensemble_weights;
+    model->translator = std::make_unique<Translator>(model->members, served.paths, opt_.ensemble_weights);
+    model->rescorer = load_rescorer(opt_.rescore, device, opt_.translate.search.beam_size);
+    if (model->rescorer != nullptr) {
+      const auto& r = opt_.rescore;
+      entry["rescoring"] = json{{"r2l_models", r.r2l_models},
+                                {"channel_models", r.channel_models},
+                                {"r2l_weight", r.r2l_models.empty() ? 0.0 : r.r2l_weight},
+                                {"channel_weight", r.channel_models.empty() ? 0.0 : r.channel_weight},
+                                {"length_exponent", r.length_exponent}};
+    }
+    listed.push_back(std::move(entry));
+    model->batcher = std::make_unique<Batcher>(*model->translator, model->rescorer.get(), opt_.translate, gather,
+                                               opt_.queue_sentences, std::chrono::milliseconds(opt_.batch_wait_ms));
     models_.push_back(std::move(model));
   }
-  models_json_ = dump(json{{"default", models_.front()->name}, {"models", listed}}) + "\n";
+  json mbr = nullptr;
+  if (opt_.mbr.enabled()) mbr = json{{"utility", enum_name(opt_.mbr.utility)}, {"temperature", opt_.mbr.temperature}};
+  models_json_ = dump(json{{"default", models_.front()->name}, {"models", listed}, {"mbr", mbr}}) + "\n";
 }
 
 Service::~Service() { stop(); }
@@ -192,7 +217,7 @@ Service::Call Service::parse(const std::string& body) const {
     throw HttpError{400, "'n_best' " + std::to_string(n_best) + " is above 'beam_size' " +
                              std::to_string(call.request.beam_size)};
   call.request.n_best = n_best;
-  call.request.mbr = mbr_fields(j, call.request.beam_size);
+  call.request.mbr = mbr_fields(j, call.request.beam_size, opt_.mbr);
   call.alignment = choice_field(j, "alignment", {"none", "hard", "soft"});
   call.words = choice_field(j, "level", {"piece", "word"}) == "word";
   call.request.attention = call.alignment != "none";
@@ -209,6 +234,8 @@ HttpReply Service::answer(const Call& call, const BatchReply& reply) const {
     // One hypothesis' JSON: its text and scores, and its expected utility where MBR picked.
     const auto entry = [&](const Hypothesis& h) {
       json e{{"text", translator.detokenize(h, line, false)}, {"score", h.norm_score}, {"log_prob", h.score}};
+      if (!std::isnan(h.r2l_logprob)) e["r2l_log_prob"] = h.r2l_logprob;
+      if (!std::isnan(h.channel_logprob)) e["channel_log_prob"] = h.channel_logprob;
       if (!std::isnan(h.mbr_utility)) e["mbr"] = h.mbr_utility;
       return e;
     };
