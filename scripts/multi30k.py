@@ -251,7 +251,9 @@ class Recipe(Training, Selection):
         the whole file's) or its --window does not divide a piece. The pieces'
         key: the command, the nmt-translate code, the kernels and SentencePiece
         module it runs with here, and each file argument's size and time. Dies
-        when a run fails, a piece is wrong, or the stop signal came."""
+        when a run fails, a piece is wrong, or the stop signal came. A -c
+        config file counts by its size and time, not the checkpoints it
+        names: give those as arguments where pieces are kept."""
         if STOP.is_set():  # a queued translation does not start after the signal
             die("stopped by a signal")
         cmd = [f"{self.bin}/nmt-translate"] + [a for m in models for a in ("-m", m)]

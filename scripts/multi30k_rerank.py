@@ -132,21 +132,55 @@ def rescoring_args(r2l_models, channel_models):
             [a for d in channel_models for a in ("--channel-model", f"{d}/best.ckpt")])
 
 
-def system_args(best, chosen):
-    """nmt-translate's arguments (without -m, -i and -o) that translate as
-    system BEST does: its weights, beam and length penalty, its beam
-    rescored as CHOSEN (a Rerank; None: not reranked) says, at CHOSEN's beam
-    where it has its own, and its minimum Bayes-risk setting where it has
-    one (BEST["mbr"]: utility and temperature, multi30k_mbr.py)."""
-    args = [*weight_args(best.get("weights")), "-b", str((chosen.beam if chosen else None) or best["beam"]),
-            "--length-penalty", str(best["lp"])]
+def system_settings(best, chosen):
+    """The options (without -m, -i and -o) that translate as system BEST does,
+    as (long option name, value) pairs in nmt-translate's order, a value
+    being a string or, for an option given once per item, a list of them:
+    its weights, beam and length penalty, its beam rescored as CHOSEN (a
+    Rerank; None: not reranked) says, at CHOSEN's beam where it has its own,
+    and its minimum Bayes-risk setting where it has one (BEST["mbr"]: utility
+    and temperature, multi30k_mbr.py)."""
+    settings = [("ensemble-weights", [str(w) for w in best["weights"]])] if best.get("weights") else []
+    settings += [("beam-size", str((chosen.beam if chosen else None) or best["beam"])),
+                 ("length-penalty", str(best["lp"]))]
     if chosen:
-        args += [*rescoring_args(chosen.r2l, chosen.channel), *(["--r2l-weight", str(chosen.w)] if chosen.r2l else []),
-                 *(["--channel-weight", str(chosen.c)] if chosen.channel else []),
-                 "--r2l-length-exponent", str(chosen.a)]
+        settings += [(option, [f"{d}/best.ckpt" for d in folders])
+                     for option, folders in (("r2l-model", chosen.r2l), ("channel-model", chosen.channel)) if folders]
+        settings += [*([("r2l-weight", str(chosen.w))] if chosen.r2l else []),
+                     *([("channel-weight", str(chosen.c))] if chosen.channel else []),
+                     ("r2l-length-exponent", str(chosen.a))]
     if best.get("mbr"):
-        args += ["--mbr", best["mbr"][0], "--mbr-temperature", best["mbr"][1]]
+        settings += [("mbr", best["mbr"][0]), ("mbr-temperature", best["mbr"][1])]
+    return settings
+
+
+def system_args(best, chosen):
+    """nmt-translate's arguments for system_settings(BEST, CHOSEN): -b for the
+    beam, --ensemble-weights once with all its values, a model option once
+    per model."""
+    args = []
+    for option, value in system_settings(best, chosen):
+        flag = "-b" if option == "beam-size" else f"--{option}"
+        if option == "ensemble-weights":
+            args += [flag, *value]
+        else:
+            args += [a for v in (value if isinstance(value, list) else [value]) for a in (flag, v)]
     return args
+
+
+def system_toml(best, chosen):
+    """System BEST with its models and system_settings(BEST, CHOSEN) as a
+    TOML file's text, the keys that nmt-translate -c and nmt-serve -c both
+    read (docs/serving.md); paths as the recipe gives them (from the
+    project's root)."""
+    text = [("model", list(best["models"]))] + system_settings(best, chosen)
+    quoted = {"model", "r2l-model", "channel-model", "mbr"}  # strings; the other values are numbers
+
+    def toml(option, v):
+        return json.dumps(v) if option in quoted else str(float(v)) if option != "beam-size" else str(int(v))
+    return "".join(f"{option} = " + (f"[{', '.join(toml(option, v) for v in value)}]" if isinstance(value, list)
+                                     else toml(option, value)) + "\n"
+                   for option, value in text)
 
 
 def rerank(r, best, chosen, source, out, log, alone=False):

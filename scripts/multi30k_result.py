@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 
-from multi30k_rerank import evaluate, rerank, system_args
+from multi30k_rerank import system_toml
 from multi30k_mbr import result_info as mbr_info
 from multi30k_weights import result_info
 
@@ -154,13 +154,16 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "selection_on_val": [dict(zip(["candidate", "beam", "length_penalty", "val_bleu"], l.rstrip("\n").split("\t")))
                              for l in list(open(f"{r.sel}/selection{r.out_tag}.tsv"))[1:]],
         "selected": {"models": name, "beam": int(beam), "length_penalty": float(lp), "weights": weights,
-                     "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score)},
+                     "val_metric": "bleu_none" if tok else "bleu", "val_bleu": float(val_score),
+                     # the system as one file (run_test()): nmt-translate -c FILE and nmt-serve -c FILE
+                     "toml": open(f"{run}/system{r.out_tag}.toml").read()},
         **figures(scores, tok),
         # The best single checkpoint on val, with its own beam and length penalty
         # (the selected system itself when that is a single model).
         "single_model": {"models": s_name, "beam": int(s_beam), "length_penalty": float(s_lp),
                          "val_bleu": float(s_val), **figures(json.load(open(f"{run}/test-single{r.out_tag}.scores.json")), tok),
-                         "test_translate_seconds": float(s_seconds)},
+                         "test_translate_seconds": float(s_seconds),
+                         "toml": open(f"{run}/single{r.out_tag}.toml").read()},
         "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
         "test_scores": scores,
         "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
@@ -195,33 +198,34 @@ def write(r, models, best, test_seconds, single_seconds, info):
 
 
 def run_test(r, best, rerank_info):
-    """Translates and scores the test set once with the selected system (and
-    the best single model when that is another) into the run's test{out_tag}.*
-    and test-single{out_tag}.* files; RERANK_INFO (a RerankRun or None) says
-    whether and how the system reranks. Returns both times in seconds. Dies
-    as the translations do."""
+    """Writes the selected system (reranked where RERANK_INFO, a RerankRun or
+    None, kept a reranking) and the best single model as the files
+    system{out_tag}.toml and single{out_tag}.toml in the run folder
+    (multi30k_rerank.system_toml(): what nmt-translate -c and nmt-serve -c
+    read), and translates and scores the test set once with each file (one
+    translation when the system is that single model) into the run's
+    test{out_tag}.* and test-single{out_tag}.* files. Returns both times in
+    seconds. Dies as the translations do."""
     r.fetch("test_2016_flickr", r.src, f"test.{r.src}")
     r.fetch("test_2016_flickr", r.tgt, f"test.{r.tgt}")
     test_src, test_ref = r.path(f"test.{r.src}"), r.path(f"test.{r.tgt}")
     test, single = f"{r.run}/test{r.out_tag}", f"{r.run}/test-single{r.out_tag}"
 
-    def translate(out, system):
+    def translate(out, system, chosen, config):
+        with open(config + ".part", "w") as f:
+            f.write(system_toml(system, chosen))
+        os.replace(config + ".part", config)
         t0 = time.time()
-        r.nmt_translate(system["models"], [*system_args(system, None), "-i", test_src, "-o", f"{out}.hyp",
-                                           "--reference", test_ref, "--scores-json", f"{out}.scores.json"],
-                        f"{out}.log")
+        r.nmt_translate([], ["-c", config, "-i", test_src, "-o", f"{out}.hyp", "--reference", test_ref,
+                             "--scores-json", f"{out}.scores.json"], f"{out}.log")
         return round(time.time() - t0, 1)
 
-    t0 = time.time()
-    chosen = rerank_info.chosen if rerank_info else None
-    if chosen:
-        rerank(r, best, chosen, test_src, f"{test}.hyp", f"{test}-rerank.log")
-        evaluate(r, f"{test}.hyp", test_ref, f"{test}.scores.json", f"{test}.log")
-        test_seconds = round(time.time() - t0, 1)
-    else:
-        test_seconds = translate(test, best)
+    test_seconds = translate(test, best, rerank_info.chosen if rerank_info else None,
+                             f"{r.run}/system{r.out_tag}.toml")
     print(open(f"{test}.log").read(), end="")
     if best["name"] != r.single["name"]:
-        return test_seconds, translate(single, r.single)
+        return test_seconds, translate(single, r.single, None, f"{r.run}/single{r.out_tag}.toml")
+    with open(f"{r.run}/single{r.out_tag}.toml", "w") as f:  # the same model, beam and length penalty
+        f.write(system_toml(r.single, None))
     shutil.copy(f"{test}.scores.json", f"{single}.scores.json")
     return test_seconds, test_seconds

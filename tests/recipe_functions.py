@@ -5,17 +5,44 @@ models' reranking alone, the held-out gain of a choice on val, result files
 of other commands kept, the teachers' translation made again when a teacher
 is newer, a generation's teacher's translation made again for another
 system, a reranking over another beam's n-best list (NMT_RERANK_BEAM), and
-a model that finishes as the recipe's stop signal comes. Each
-function exits through check() when a check fails."""
+a model that finishes as the recipe's stop signal comes, and the selected
+system's file read by nmt-translate. Each function exits through check()
+when a check fails."""
 import contextlib
 import glob
 import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 
-from recipe_util import check, stand_in
+from recipe_util import check, stand_in, threads_of
+
+
+def system_file(source, env, run, r, out, best, r2l):
+    """The selected system as one file (RUN/system.toml; single.toml for the
+    best single model), which result R holds and test was translated with;
+    and system BEST (models, beam, lp) reranked by the right-to-left
+    checkpoints R2L at w 0.25, a 1.4 written as such a file
+    (multi30k_rerank.system_toml()): nmt-translate -c reads it and
+    translates val as the reranking of that setting did (OUT), whichever
+    setting the tiny models chose."""
+    check(r["selected"]["toml"] == open(f"{run}/system.toml").read() and
+          r["single_model"]["toml"] == open(f"{run}/single.toml").read(),
+          f"the result holds the system's and the single model's files: {r['selected']}")
+    sys.path.insert(0, f"{source}/scripts")
+    from multi30k_rerank import Rerank, system_toml
+    folders = [c[:-len("/best.ckpt")] for c in r2l]
+    toml = system_toml(best, Rerank(0.25, 0.0, 1.4, None, folders, []))
+    path = f"{os.path.dirname(run)}/system-w0.25-a1.4.toml"  # beside the run folder, which later checks snapshot
+    with open(path, "w") as f:
+        f.write(toml)
+    p = subprocess.run([f"{env['NMT_BUILD_DIR']}/nmt-translate", "-c", path, "-i",
+                        f"{run}/data/val.en", "--threads", threads_of(out[:-len("-w0.25-a1.4.out")] + ".nbest")],
+                       capture_output=True, text=True, cwd=source)
+    check(p.returncode == 0 and p.stdout == open(out).read(),
+          f"nmt-translate -c FILE translates val as the reranking at w 0.25, a 1.4 did ({out}):\n{toml}{p.stderr}")
 
 
 def remade_targets(source, env, run):

@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 from recipe_functions import (channel_alone, held_out, remade_targets, rerank_beam, result_names, signal_at_the_end,
-                              stale_generation, stale_teachers, thread_shares)
+                              stale_generation, stale_teachers, system_file, thread_shares)
 from recipe_mbr import mbr_choice
 from recipe_pieces import pieces
 from recipe_settings import bad_settings
@@ -82,6 +82,7 @@ def first_pick(source, env, run, results):
                        capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout == open(out).read(),
           f"the reranking at w 0.25, a 1.4 from the n-best list is nmt-translate's ({out})")
+    system_file(source, env, run, r, out, {"models": models.split(), "beam": beam, "lp": lp}, r2l.split())
 
 
 def rerun_reuses(source, env, run, build, tmp):
