@@ -102,6 +102,26 @@ TEST(ServeTest, MbrPicksAsTheLibraryDoes) {
   EXPECT_FALSE(plain["translations"][0].contains("mbr"));
 }
 
+// The server's --n-best is a request's default, at most its beam, and
+// --n-best alone serves a beam of N (as nmt-translate's --n-best).
+TEST(ServeTest, TheServersNBestIsTheRequestsDefault) {
+  auto opt = toy_options();
+  opt.translate.search.n_best = 3;
+  opt.given = {"n-best"};
+  nmt::Service service(opt);
+  const auto entries = [&](const json& request) {
+    const auto reply = service.translate(request.dump());
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    const auto t = json::parse(reply.body)["translations"][0];
+    return t.contains("n_best") ? t["n_best"].size() : size_t{1};
+  };
+  EXPECT_EQ(entries(json{{"text", "red cat sees big dog"}}), 3u);  // a beam of 3 by default
+  EXPECT_EQ(entries(json{{"text", "red cat sees big dog"}, {"beam_size", 2}}), 2u);
+  EXPECT_EQ(entries(json{{"text", "red cat sees big dog"}, {"n_best", 1}}), 1u);
+  opt.given = {"n-best", "beam-size"};  // -b 1 given with it: refused, as nmt-translate refuses it
+  EXPECT_TRUE(contains(nmt::test::error_of([&] { nmt::Service{opt}; }), "--n-best must be between 1 and the beam size"));
+}
+
 TEST(ServeTest, AttentionAndLinksAreNmtAligns) {
   nmt::Service service(toy_options());
   nmt::Translator tr(nmt::load_checkpoint(nmt::test::trained_toy_checkpoint(), torch::kCPU));

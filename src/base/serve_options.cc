@@ -20,6 +20,13 @@ bool model_name(const std::string& s) {
 
 }  // namespace
 
+ServeOptions ServeOptions::resolved() const {
+  ServeOptions r = *this;
+  auto& search = r.translate.search;
+  if (given.count("beam-size") == 0 && search.n_best > search.beam_size) search.beam_size = search.n_best;
+  return r;
+}
+
 void ServeOptions::validate() const {
   check_ranges(*this);  // translate's and runtime's fields included
   runtime.validate();

@@ -41,6 +41,10 @@ struct ServeOptions {
   RuntimeOptions runtime;
   GivenOptions given;                    // the options the user set (the app fills it): validate() reads it
 
+  // These options with the defaults that depend on which were given filled
+  // in: --n-best N without --beam-size serves a beam of N by default, as
+  // nmt-translate's. Never throws.
+  ServeOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range, in
   // conflict with another, or required and missing (-m); ensemble weights
   // and rescoring models with several served models (NAME=PATH) are refused:

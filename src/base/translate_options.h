@@ -34,7 +34,9 @@ struct SearchOptions {
     v(Field{"max-length-ratio", "Output length cap: ratio * source + 5", g}.within(0.0, 1000.0, End::kOpen),
       s.max_length_ratio);
     v(Field{"max-length", "Output length cap in pieces", g}.within(1, 1 << 20), s.max_length);
-    v(Field{"n-best", "Print the N best hypotheses in Moses' form 'i ||| hyp ||| features ||| score' (without -b: beam N)",
+    v(Field{"n-best", "Keep the N best hypotheses of each sentence: nmt-translate prints them in Moses' form "
+                      "'i ||| hyp ||| features ||| score', nmt-serve answers them to a request that does not ask "
+                      "(without -b: beam N)",
             g},
       s.n_best);
     v(Field{"no-cuda-graphs", "CUDA: run search steps (greedy and beam) eagerly instead of replaying each as a CUDA graph", g},

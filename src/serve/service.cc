@@ -108,7 +108,7 @@ HttpReply error_reply(int status, const std::string& message, int64_t retry_afte
   return HttpReply{status, dump(json{{"error", message}}) + "\n", retry_after};
 }
 
-Service::Service(const ServeOptions& opt) : opt_(opt) {
+Service::Service(const ServeOptions& opt) : opt_(opt.resolved()) {
   opt_.validate();
   const auto device = start_runtime(opt_.runtime);
   // A gathered call holds a few of the translator's batches, which it runs side by side.
@@ -209,10 +209,12 @@ Service::Call Service::parse(const std::string& body) const {
       throw HttpError{413, "sentence " + std::to_string(i) + " has " + std::to_string(pieces) +
                                " pieces; at most " + std::to_string(opt_.max_pieces) + " (--max-pieces)"};
   }
-  const int64_t n_best = int_field(j, "n_best", 1, 1, opt_.max_beam_size);
+  // The server's --n-best when the request gives none, at most its beam.
+  int64_t n_best = int_field(j, "n_best", opt_.translate.search.n_best, 1, opt_.max_beam_size);
   // n_best without beam_size: a beam of n_best, as nmt-translate's --n-best.
   const int64_t beam_default = std::max(opt_.translate.search.beam_size, n_best);
   call.request.beam_size = int_field(j, "beam_size", beam_default, 1, opt_.max_beam_size);
+  if (!j.contains("n_best")) n_best = std::min(n_best, call.request.beam_size);
   if (n_best > call.request.beam_size)
     throw HttpError{400, "'n_best' " + std::to_string(n_best) + " is above 'beam_size' " +
                              std::to_string(call.request.beam_size)};
