@@ -37,6 +37,15 @@ void AlignRunOptions::validate() const {
       throw UsageError("the " + name + " aligner gives hard links only: use --format pharaoh (or lex for its table)");
     if (ibm2 && (!model_path.empty() || !reverse_model.empty()))
       throw UsageError("the " + name + " aligner learns from the text: drop --model and --reverse-model");
+    if (ibm2 && !heatmap_dir.empty())
+      throw UsageError("the " + name + " aligner gives hard links only, no attention to draw: drop --heatmap");
+  }
+  if (!output_dir.empty()) {  // lex refused it above
+    if (format == AlignFormat::kPharaoh)
+      throw UsageError("--format pharaoh writes all its links to one output (-o, or stdout): drop --output-dir "
+                       "(one file per pair is for csv, tidy and svg)");
+    if (!output.empty() && output != "-")
+      throw UsageError("--output-dir writes one file per pair, and the -o file would stay unwritten: drop -o");
   }
   const bool symmetric = symmetrize != Symmetrization::kNone;
   if (ibm.agreement && !ibm2) throw UsageError("--ibm-agreement is for the statistical aligners: add --aligner ibm2 or hmm");

@@ -33,6 +33,7 @@ void ServeOptions::validate() const {
   translate.validate();
   const auto models = served_models();  // -m given, each value well formed
   rescore.validate_given(given);
+  translate.shortlist.validate_given(given);
   mbr.validate(translate.search.beam_size, given);
   if (models.size() > 1 && (!ensemble_weights.empty() || rescore.enabled()))
     throw UsageError(std::string(ensemble_weights.empty() ? "--r2l-model and --channel-model rescore the beams"

@@ -19,6 +19,11 @@ void SearchOptions::validate() const {
 
 void ShortlistOptions::validate() const { check_ranges(*this); }
 
+void ShortlistOptions::validate_given(const GivenOptions& given) const {
+  if (path.empty() && (given.count("shortlist-best") > 0 || given.count("shortlist-frequent") > 0))
+    throw UsageError("--shortlist-best and --shortlist-frequent shape the candidates of --shortlist: give --shortlist");
+}
+
 void TranslateOptions::validate() const {
   check_ranges(*this);  // search's and shortlist's fields included
   if (int8 && bf16) throw UsageError("--int8 and --bf16 exclude each other: pick one precision for the decoder's products");
@@ -79,6 +84,9 @@ void StreamOptions::validate() const {
   if (info && (score_mode || reference || !input.empty()))
     throw UsageError("--info prints what the checkpoints hold and exits: drop --score-pairs, --reference and --input");
   rescore.validate_given(given);
+  translate.shortlist.validate_given(given);
+  if (scores && translate.search.n_best > 1)
+    throw UsageError("--with-scores does nothing with --n-best: each n-best line carries its score");
   if (rescore.enabled() && (score_mode || evaluate || info))
     throw UsageError(std::string(rescore.r2l_models.empty()       ? "--channel-model rescores"
                                  : rescore.channel_models.empty() ? "--r2l-model rescores"

@@ -53,6 +53,9 @@ struct ShortlistOptions {
   bool operator==(const ShortlistOptions& o) const { return path == o.path && best == o.best && frequent == o.frequent; }
   // Throws nmt::UsageError naming the first option out of its range.
   void validate() const;
+  // Throws nmt::UsageError for --shortlist-best or --shortlist-frequent set
+  // by the user (named in `given`) without --shortlist.
+  void validate_given(const GivenOptions& given) const;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "Shortlist";
