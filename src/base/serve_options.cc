@@ -22,8 +22,7 @@ bool model_name(const std::string& s) {
 
 ServeOptions ServeOptions::resolved() const {
   ServeOptions r = *this;
-  auto& search = r.translate.search;
-  if (given.count("beam-size") == 0 && search.n_best > search.beam_size) search.beam_size = search.n_best;
+  r.translate.search.resolve_beam(given);
   return r;
 }
 

@@ -42,8 +42,8 @@ struct ServeOptions {
   GivenOptions given;                    // the options the user set (the app fills it): validate() reads it
 
   // These options with the defaults that depend on which were given filled
-  // in: --n-best N without --beam-size serves a beam of N by default, as
-  // nmt-translate's. Never throws.
+  // in (SearchOptions::resolve_beam: --n-best N without --beam-size serves a
+  // beam of N, as nmt-translate's). Never throws.
   ServeOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range, in
   // conflict with another, or required and missing (-m); ensemble weights

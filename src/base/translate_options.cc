@@ -17,6 +17,10 @@ void SearchOptions::validate() const {
                 std::to_string(n_best));
 }
 
+void SearchOptions::resolve_beam(const GivenOptions& given) {
+  if (given.count("beam-size") == 0 && n_best > beam_size) beam_size = n_best;
+}
+
 void ShortlistOptions::validate() const { check_ranges(*this); }
 
 void ShortlistOptions::validate_given(const GivenOptions& given) const {
@@ -63,8 +67,7 @@ void validate_ensemble_weights(const std::vector<double>& weights, const std::ve
 
 StreamOptions StreamOptions::resolved() const {
   StreamOptions r = *this;
-  auto& search = r.translate.search;
-  if (given.count("beam-size") == 0 && !score_mode && search.n_best > search.beam_size) search.beam_size = search.n_best;
+  if (!score_mode) r.translate.search.resolve_beam(given);  // --score-pairs searches nothing
   return r;
 }
 

@@ -26,6 +26,9 @@ struct SearchOptions {
 
   // Throws nmt::Error naming the first option out of its range.
   void validate() const;
+  // Applies the one rule between the two options: --n-best N without
+  // --beam-size (not named in `given`) searches with a beam of N. Never throws.
+  void resolve_beam(const GivenOptions& given);
   template <class S, class V>
   static void fields(S& s, V&& v) {
     const char* g = "Search";
@@ -202,8 +205,8 @@ struct StreamOptions {
   GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
 
   // These options with the defaults that depend on which were given filled
-  // in: --n-best N without --beam-size searches with a beam of N (a smaller
-  // N-best than beam is the user's). Never throws.
+  // in (SearchOptions::resolve_beam, except with --score-pairs, which
+  // searches nothing). Never throws.
   StreamOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range
   // (translate options included), in conflict with another, or required
