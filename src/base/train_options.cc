@@ -62,6 +62,20 @@ void ReleaseOptions::validate() const {
 
 void TrainOptions::validate() const {
   check_ranges(*this);  // runtime's and dist's fields included
+  // An option that only tunes another, set (to other than its default: a
+  // run's config.toml lists every option) while that other is off.
+  const TrainOptions d;
+  const auto refuse_unused = [](const char* option, const char* needs) {
+    throw UsageError(std::string(option) + " takes effect only " + needs + ": add that, or drop " + option);
+  };
+  if (kd_teachers.empty() && kd_weight != d.kd_weight) refuse_unused("--kd-weight", "with --kd-teachers");
+  if (guided_alignment.empty() && guided_alignment_weight != d.guided_alignment_weight)
+    refuse_unused("--guided-alignment-weight", "with --guided-alignment");
+  if (spm_alpha == 0 && spm_nbest != d.spm_nbest) refuse_unused("--spm-nbest", "with --spm-alpha above 0");
+  if (optimizer != OptimizerType::kAdam && adam_beta1 != d.adam_beta1)
+    refuse_unused("--adam-beta1", "with --optimizer adam");
+  if (optimizer != OptimizerType::kAdam && adam_beta2 != d.adam_beta2)
+    refuse_unused("--adam-beta2", "with --optimizer adam");
   if (spm_alpha > 0 && !guided_alignment.empty())
     throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
   if (!kd_teachers.empty() && r_drop > 0)
@@ -78,6 +92,23 @@ void TrainOptions::validate() const {
   dist.validate();
   require_pair_files("train", "training", train_src, train_tgt, train_tsv, /*required=*/true);
   require_pair_files("valid", "validation", valid_src, valid_tgt, valid_tsv, /*required=*/false);
+}
+
+std::vector<std::string> TrainOptions::unused_without_validation() const {
+  if (!valid_src.empty() || !valid_tgt.empty() || !valid_tsv.empty()) return {};
+  const TrainOptions d;
+  std::vector<std::string> out;
+  const auto note = [&](const char* option, bool differs) {
+    if (differs) out.push_back(option);
+  };
+  note("--early-stopping", early_stopping != d.early_stopping);
+  note("--lr-patience", lr_patience != d.lr_patience);
+  note("--stop-metric", stop_metric != d.stop_metric);
+  note("--valid-max-sentences", valid_max_sentences != d.valid_max_sentences);
+  note("--valid-batch-sentences", valid_batch_sentences != d.valid_batch_sentences);
+  note("--valid-bleu-tokenize", valid_bleu_tokenize != d.valid_bleu_tokenize);
+  note("--valid-bleu-lowercase", valid_bleu_lowercase != d.valid_bleu_lowercase);
+  return out;
 }
 
 }  // namespace nmt

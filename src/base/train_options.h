@@ -177,10 +177,19 @@ struct TrainOptions {
   DistributedOptions dist;
 
   // Throws nmt::UsageError naming the first option out of its range, in
-  // conflict with another, or required and missing (the training data:
-  // --train-src and --train-tgt, or --train-tsv), before any work; checks
-  // `runtime` and `dist` too.
+  // conflict with another, required and missing (the training data:
+  // --train-src and --train-tgt, or --train-tsv), or set apart from its
+  // default while the option it tunes is off (--kd-weight without
+  // --kd-teachers, --guided-alignment-weight without --guided-alignment,
+  // --spm-nbest without --spm-alpha, Adam's betas with --optimizer sgd),
+  // before any work; checks `runtime` and `dist` too.
   void validate() const;
+  // The options (as "--name") that act only on validations and are set
+  // apart from their defaults while no validation data is given: empty
+  // with validation data. The trainer warns of them (a recipe's config file
+  // may carry them to a run without validation). Never throws but on
+  // allocation.
+  std::vector<std::string> unused_without_validation() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
   template <class S, class V>

@@ -58,6 +58,9 @@ void validate_ensemble_weights(const std::vector<double>& weights, const std::ve
   if (weights.size() != paths.size())
     throw UsageError("--ensemble-weights gives " + counted(static_cast<int64_t>(weights.size()), "weight") + " for " +
                      counted(static_cast<int64_t>(paths.size()), "model") + " (-m): give one per model, in their order");
+  if (paths.size() == 1)
+    throw UsageError("--ensemble-weights weighs the models of an ensemble, and -m names one model (" + paths[0] +
+                     "): drop --ensemble-weights");
   for (size_t i = 0; i < weights.size(); ++i)
     if (!(weights[i] > 0 && weights[i] <= 1e6))
       throw UsageError("--ensemble-weights: the weight of model " + std::to_string(i + 1) + " (" + paths[i] +

@@ -175,8 +175,8 @@ struct MbrOptions {
 };
 
 // Throws nmt::UsageError unless `weights` is empty (all equal) or holds one
-// weight per checkpoint of `paths`, each above 0 and at most 1e6, naming the
-// first that is not.
+// weight per checkpoint of `paths`, each above 0 and at most 1e6, for two or
+// more checkpoints (one model has nothing to weigh), naming the first problem.
 void validate_ensemble_weights(const std::vector<double>& weights, const std::vector<std::string>& paths);
 
 // What nmt-translate does: streaming translation, or scoring given pairs.
