@@ -2,13 +2,19 @@
 // a line naming them, not accepted and ignored: a shortlist's shape without
 // the shortlist, scores appended to n-best lines that carry them already,
 // heatmaps of an aligner that has no attention, per-pair files of a format
-// that writes one output, and an output file that --output-dir leaves
-// unwritten; weights of an ensemble of one; nmt-train's options that tune
-// another that is off. Each case
-// is also accepted once the option can take effect.
+// that writes one output, an output file that --output-dir leaves
+// unwritten, weights of an ensemble of one, and nmt-train's options that
+// tune another that is off. Each case is also accepted once the option can
+// take effect. Options a recipe's config file carries to runs of every kind
+// (validation settings without validation data, an attention size without
+// its layer) are named in a warning instead.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -117,20 +123,21 @@ TEST(OptionsNoopTest, TrainingOptionsThatTuneAnOptionThatIsOffAreRefused) {
     void (*enable)(nmt::TrainOptions*);  // the option it tunes, on
   };
   const std::vector<Case> cases = {
-      {"--kd-weight takes effect only with --kd-teachers", [](nmt::TrainOptions* o) { o->kd_weight = 0.7; },
+      {"--kd-weight 0.7 takes effect only with --kd-teachers: give that, or leave --kd-weight at its default (0.5)",
+       [](nmt::TrainOptions* o) { o->kd_weight = 0.7; },
        [](nmt::TrainOptions* o) { o->kd_teachers = {"teacher.ckpt"}; }},
-      {"--guided-alignment-weight takes effect only with --guided-alignment",
+      {"--guided-alignment-weight 3 takes effect only with --guided-alignment",
        [](nmt::TrainOptions* o) { o->guided_alignment_weight = 3; },
        [](nmt::TrainOptions* o) { o->guided_alignment = "train.align"; }},
-      {"--spm-nbest takes effect only with --spm-alpha above 0", [](nmt::TrainOptions* o) { o->spm_nbest = 8; },
+      {"--spm-nbest 8 takes effect only with --spm-alpha above 0", [](nmt::TrainOptions* o) { o->spm_nbest = 8; },
        [](nmt::TrainOptions* o) { o->spm_alpha = 0.1; }},
-      {"--adam-beta1 takes effect only with --optimizer adam",
+      {"--adam-beta1 0.8 takes effect only with --optimizer adam (it is sgd)",
        [](nmt::TrainOptions* o) {
          o->optimizer = nmt::OptimizerType::kSgd;
          o->adam_beta1 = 0.8;
        },
        [](nmt::TrainOptions* o) { o->optimizer = nmt::OptimizerType::kAdam; }},
-      {"--adam-beta2 takes effect only with --optimizer adam",
+      {"--adam-beta2 0.98 takes effect only with --optimizer adam (it is sgd)",
        [](nmt::TrainOptions* o) {
          o->optimizer = nmt::OptimizerType::kSgd;
          o->adam_beta2 = 0.98;
@@ -153,10 +160,20 @@ TEST(OptionsNoopTest, ValidationOptionsWithoutValidationDataAreNamed) {
   nmt::TrainOptions o;
   EXPECT_TRUE(o.unused_without_validation().empty());  // the defaults say nothing
   o.early_stopping = 6;
+  o.lr_patience = 3;
   o.stop_metric = nmt::StopMetric::kLoss;
+  o.valid_max_sentences = 100;
+  o.valid_batch_sentences = 32;
+  o.valid_bleu_tokenize = nmt::BleuTokenizer::kNone;
   o.valid_bleu_lowercase = true;
-  EXPECT_EQ(o.unused_without_validation(),
-            (std::vector<std::string>{"--early-stopping", "--stop-metric", "--valid-bleu-lowercase"}));
+  o.lr_decay = 0.7;
+  o.min_lr = 1e-4;
+  const std::vector<std::string> all = {"--early-stopping",        "--lr-patience",          "--stop-metric",
+                                        "--valid-max-sentences",   "--valid-batch-sentences", "--valid-bleu-tokenize",
+                                        "--valid-bleu-lowercase",  "--lr-decay",              "--min-lr"};
+  EXPECT_EQ(o.unused_without_validation(), all);
+  o.lr_decay_start = 11;  // the rate decays at epoch ends too: --lr-decay and --min-lr act
+  EXPECT_EQ(o.unused_without_validation(), std::vector<std::string>(all.begin(), all.end() - 2));
   for (auto* path : {&o.valid_src, &o.valid_tsv}) {
     *path = "val.txt";
     EXPECT_TRUE(o.unused_without_validation().empty());
@@ -164,10 +181,25 @@ TEST(OptionsNoopTest, ValidationOptionsWithoutValidationDataAreNamed) {
   }
 }
 
-// --attn-dim sizes the additive and concat scores' layers; dot and general
-// attention have none, and training refuses the size before any work.
-TEST(OptionsNoopTest, AnAttentionSizeWithoutItsLayerIsRefused) {
+// --attn-dim sizes the additive and concat scores' layers; dot, general and
+// no attention have none. Configs set it for their additive attention, so a
+// run with another attention is warned, not refused, and trains.
+TEST(OptionsNoopTest, AnAttentionSizeWithoutItsLayerIsNamed) {
+  for (auto attention : {nmt::AttentionType::kAdditive, nmt::AttentionType::kConcat, nmt::AttentionType::kDot,
+                         nmt::AttentionType::kGeneral, nmt::AttentionType::kNone}) {
+    nmt::ModelOptions m;
+    m.attention = attention;
+    EXPECT_TRUE(m.unused().empty()) << nmt::to_string(attention);  // the default size, as config.toml lists it
+    m.attn_dim = 64;
+    const bool layer = attention == nmt::AttentionType::kAdditive || attention == nmt::AttentionType::kConcat;
+    EXPECT_EQ(m.unused(), layer ? std::vector<std::string>{} : std::vector<std::string>{"--attn-dim"})
+        << nmt::to_string(attention);
+  }
+  // The trainer says so in one warning, and trains.
   nmt::test::Quiet quiet;
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
   const std::string dir = nmt::test::temp_dir("noop_attn");
   const auto f = nmt::test::write_toy_corpus(dir, 16, 4);
   auto o = nmt::test::base_options(f, dir + "/run");
@@ -175,11 +207,11 @@ TEST(OptionsNoopTest, AnAttentionSizeWithoutItsLayerIsRefused) {
   auto arch = nmt::test::tiny_arch(0.0);
   arch.attention = nmt::AttentionType::kGeneral;
   arch.attn_dim = 24;
-  EXPECT_TRUE(contains(error_of([&] { nmt::train(o, nmt::test::toy_tok(), arch); }),
-                       "--attn-dim sizes additive and concat attention only, and --attention is general"));
-  EXPECT_FALSE(std::filesystem::exists(dir + "/run"));  // refused before any work
-  arch.attn_dim = nmt::ModelOptions{}.attn_dim;  // the default, as config.toml lists it
   EXPECT_NO_THROW(nmt::train(o, nmt::test::toy_tok(), arch));
+  spdlog::default_logger()->sinks().pop_back();
+  EXPECT_TRUE(contains(log.str(), "--attn-dim sizes a layer that --attention general does not have: ignored"))
+      << log.str();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/run/last.ckpt"));
 }
 
 }  // namespace

@@ -167,7 +167,7 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   for (double bad : {-1.0, kNan, kInf}) expect_refused<T>(good, [bad](T& o) { o.r_drop = bad; }, "--r-drop");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = kNan; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = -0.1; }, "--spm-alpha");
-  expect_refused<T>(good, [](T& o) { o.spm_nbest = 1; }, "--spm-nbest");
+  expect_refused<T>(good, [](T& o) { o.spm_alpha = 0.1; o.spm_nbest = 1; }, "--spm-nbest must be");
   expect_refused<T>(good, [](T& o) { o.spm_alpha = 0.1; o.guided_alignment = "links.txt"; }, "--spm-alpha");
   expect_refused<T>(good, [](T& o) { o.clip_norm = -1; }, "--clip-norm");
   expect_refused<T>(good, [](T& o) { o.weight_decay = kNan; }, "--weight-decay");
@@ -185,7 +185,8 @@ TEST(OptionsTest, TrainingOptionsOutOfRange) {
   expect_refused<T>(good, [](T& o) { o.valid_every = -1; }, "--valid-every");
   expect_refused<T>(good, [](T& o) { o.keep_checkpoints = -1; }, "--keep-checkpoints");
   expect_refused<T>(good, [](T& o) { o.max_src_tokens = 0; }, "--max-src-tokens");
-  expect_refused<T>(good, [](T& o) { o.guided_alignment_weight = kNan; }, "--guided-alignment-weight");
+  expect_refused<T>(good, [](T& o) { o.guided_alignment = "links.txt"; o.guided_alignment_weight = kNan; },
+                    "--guided-alignment-weight must be");
   expect_refused<T>(good, [](T& o) { o.adam_beta2 = 1; }, "beta2");
   expect_refused<T>(good, [](T& o) { o.dist.rank = 2; o.dist.world_size = 2; }, "rank 2");
   expect_refused<T>(good, [](T& o) { o.dist.master_port = 70000; }, "--master-port");

@@ -31,7 +31,8 @@ enum FieldFlag : unsigned {
 
 // The long names (Field::name) of the options a user set, on the command
 // line or in a config file. The few defaults that depend on whether another
-// option was set read it (StreamOptions::resolved(), AlignRunOptions::resolved(),
+// option was set read it (StreamOptions::resolved(), ServeOptions::resolved(),
+// AlignRunOptions::resolved(), the validate() of translation's option structs,
 // the trainer's resume checks); empty through the library: nothing was given.
 using GivenOptions = std::set<std::string>;
 

@@ -62,6 +62,12 @@ bool from_text(const std::string& text, T* v) {
 
 }  // namespace
 
+std::vector<std::string> ModelOptions::unused() const {
+  const bool scored_by_a_layer = attention == AttentionType::kAdditive || attention == AttentionType::kConcat;
+  if (!scored_by_a_layer && attn_dim != ModelOptions{}.attn_dim) return {"--attn-dim"};
+  return {};
+}
+
 std::string ModelOptions::serialize() const {
   std::string out;
   fields(*this, [&](const Field& f, const auto& value) { out += underscored(f.name) + "=" + to_text(value) + "\n"; });

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/fields.h"
 #include "base/option_enums.h"
@@ -35,6 +36,12 @@ struct ModelOptions {
   // Throws nmt::UsageError naming the first field out of its range ("model
   // option emb_dim", as checkpoints store it) or inconsistent with another.
   void validate() const;
+  // The options (as "--name") set apart from their defaults that this
+  // architecture has no layer for: --attn-dim with dot, general or no
+  // attention (only additive and concat attention have that layer). The
+  // trainer warns of them: a config file may carry them to any attention.
+  // Never throws but on allocation.
+  std::vector<std::string> unused() const;
   // Serializes as "key=value" lines (keys are the field names with '_');
   // parse() rejects unknown keys with a hint and lacking ones by name.
   std::string serialize() const;

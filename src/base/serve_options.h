@@ -39,7 +39,7 @@ struct ServeOptions {
   RescoreOptions rescore;                // rescores every beam (one served model only)
   MbrOptions mbr;                        // the default pick of a request whose beam is 2 or more
   RuntimeOptions runtime;
-  GivenOptions given;                    // the options the user set (the app fills it): validate() reads it
+  GivenOptions given;                    // the options the user set (the app fills it): resolved(), validate() read it
 
   // These options with the defaults that depend on which were given filled
   // in (SearchOptions::resolve_beam: --n-best N without --beam-size serves a

@@ -6,6 +6,7 @@
 
 #include "base/check_ranges.h"
 #include "base/error.h"
+#include "base/format.h"
 
 namespace nmt {
 
@@ -65,17 +66,23 @@ void TrainOptions::validate() const {
   // An option that only tunes another, set (to other than its default: a
   // run's config.toml lists every option) while that other is off.
   const TrainOptions d;
-  const auto refuse_unused = [](const char* option, const char* needs) {
-    throw UsageError(std::string(option) + " takes effect only " + needs + ": add that, or drop " + option);
+  const auto refuse_unused = [](const char* option, double value, double fallback, const std::string& needs) {
+    throw UsageError(std::string(option) + " " + shortest_decimal(value) + " takes effect only " + needs +
+                     ": give that, or leave " + option + " at its default (" + shortest_decimal(fallback) + ")");
   };
-  if (kd_teachers.empty() && kd_weight != d.kd_weight) refuse_unused("--kd-weight", "with --kd-teachers");
+  if (kd_teachers.empty() && kd_weight != d.kd_weight)
+    refuse_unused("--kd-weight", kd_weight, d.kd_weight, "with --kd-teachers");
   if (guided_alignment.empty() && guided_alignment_weight != d.guided_alignment_weight)
-    refuse_unused("--guided-alignment-weight", "with --guided-alignment");
-  if (spm_alpha == 0 && spm_nbest != d.spm_nbest) refuse_unused("--spm-nbest", "with --spm-alpha above 0");
+    refuse_unused("--guided-alignment-weight", guided_alignment_weight, d.guided_alignment_weight,
+                  "with --guided-alignment");
+  if (spm_alpha == 0 && spm_nbest != d.spm_nbest)
+    refuse_unused("--spm-nbest", static_cast<double>(spm_nbest), static_cast<double>(d.spm_nbest),
+                  "with --spm-alpha above 0");
+  const std::string adam = std::string("with --optimizer adam (it is ") + to_string(optimizer) + ")";
   if (optimizer != OptimizerType::kAdam && adam_beta1 != d.adam_beta1)
-    refuse_unused("--adam-beta1", "with --optimizer adam");
+    refuse_unused("--adam-beta1", adam_beta1, d.adam_beta1, adam);
   if (optimizer != OptimizerType::kAdam && adam_beta2 != d.adam_beta2)
-    refuse_unused("--adam-beta2", "with --optimizer adam");
+    refuse_unused("--adam-beta2", adam_beta2, d.adam_beta2, adam);
   if (spm_alpha > 0 && !guided_alignment.empty())
     throw UsageError("--spm-alpha cannot be combined with --guided-alignment (its links are per piece of one segmentation)");
   if (!kd_teachers.empty() && r_drop > 0)
@@ -108,6 +115,9 @@ std::vector<std::string> TrainOptions::unused_without_validation() const {
   note("--valid-batch-sentences", valid_batch_sentences != d.valid_batch_sentences);
   note("--valid-bleu-tokenize", valid_bleu_tokenize != d.valid_bleu_tokenize);
   note("--valid-bleu-lowercase", valid_bleu_lowercase != d.valid_bleu_lowercase);
+  // (the rate also decays at epoch ends with --lr-decay-start, validations or not)
+  note("--lr-decay", lr_decay_start == 0 && lr_decay != d.lr_decay);
+  note("--min-lr", lr_decay_start == 0 && min_lr != d.min_lr);
   return out;
 }
 

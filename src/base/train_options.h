@@ -185,8 +185,9 @@ struct TrainOptions {
   // before any work; checks `runtime` and `dist` too.
   void validate() const;
   // The options (as "--name") that act only on validations and are set
-  // apart from their defaults while no validation data is given: empty
-  // with validation data. The trainer warns of them (a recipe's config file
+  // apart from their defaults while no validation data is given (--lr-decay
+  // and --min-lr among them without --lr-decay-start): empty with
+  // validation data. The trainer warns of them (a recipe's config file
   // may carry them to a run without validation). Never throws but on
   // allocation.
   std::vector<std::string> unused_without_validation() const;

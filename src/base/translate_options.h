@@ -26,7 +26,7 @@ struct SearchOptions {
 
   // Throws nmt::Error naming the first option out of its range.
   void validate() const;
-  // Applies the one rule between the two options: --n-best N without
+  // Applies the default that depends on what was given: --n-best N without
   // --beam-size (not named in `given`) searches with a beam of N. Never throws.
   void resolve_beam(const GivenOptions& given);
   template <class S, class V>

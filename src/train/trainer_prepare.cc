@@ -146,10 +146,6 @@ void Trainer::validate_options() {
   arch.validate();
   if (model_opt_.tie_all_embeddings && !tok_opt_.shared && tok_opt_.src_model.empty())
     throw UsageError("--tie-all-embeddings needs one vocabulary for both sides: add --shared-vocab");
-  if (model_opt_.attention != AttentionType::kAdditive && model_opt_.attention != AttentionType::kConcat &&
-      model_opt_.attn_dim != ModelOptions{}.attn_dim)
-    throw UsageError(std::string("--attn-dim sizes additive and concat attention only, and --attention is ") +
-                     to_string(model_opt_.attention) + ": drop --attn-dim");
   if (model_opt_.alignment_head > 0 && opt_.guided_alignment.empty())
     throw UsageError("--alignment-head is trained only by guided alignment: give --guided-alignment (or drop it)");
   if (opt_.cuda_graphs) {
@@ -165,10 +161,16 @@ void Trainer::validate_options() {
     spdlog::warn("--r-drop {} without dropout: the two runs of each batch are the same, at twice the cost",
                  shortest_decimal(opt_.r_drop));
   if (const auto why = epoch_decay_unused(opt_); !why.empty() && opt_.dist.rank == 0) spdlog::warn("{}", why);
-  if (const auto unused = opt_.unused_without_validation(); !unused.empty() && opt_.dist.rank == 0)
+  if (opt_.dist.rank != 0) return;
+  // Options a recipe's config file may carry to a run they do not apply to: named, not refused.
+  if (const auto unused = opt_.unused_without_validation(); !unused.empty())
     spdlog::warn("{} act{} on validations, and no validation data was given (--valid-src and --valid-tgt, or "
-                 "--valid-tsv): without it nothing validates, decays on a plateau, stops early or writes best.ckpt",
+                 "--valid-tsv): ignored (nothing validates, decays on a plateau or stops early, and best.ckpt is "
+                 "the newest model)",
                  fmt::join(unused, ", "), unused.size() == 1 ? "s" : "");
+  if (const auto unused = model_opt_.unused(); !unused.empty())
+    spdlog::warn("{} sizes a layer that --attention {} does not have: ignored", fmt::join(unused, ", "),
+                 to_string(model_opt_.attention));
 }
 
 void Trainer::join_group() {
