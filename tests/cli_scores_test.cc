@@ -1,6 +1,6 @@
 // Scores against references through nmt-translate: --reference,
-// --scores-json in three BLEU conventions, and --evaluate of translations
-// made elsewhere.
+// --scores-json in three BLEU conventions, --evaluate of translations made
+// elsewhere, and their bootstrap estimates (--confidence, --baseline).
 #include <expat.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -28,6 +28,7 @@
 #include "cli_util.h"
 #include "test_util.h"
 #include "text/alignment.h"
+#include "text/significance.h"
 #include "text/corpus.h"
 #include "text/metrics.h"
 
@@ -44,6 +45,7 @@ using nmt::test::quote;
 using nmt::test::Result;
 using nmt::test::run;
 using nmt::test::lines_of;
+using nmt::test::contains;
 
 using Strings = std::vector<std::string>;
 
@@ -254,6 +256,77 @@ TEST(CliTest, EvaluatePrintsScoresThatScriptsRead) {
   EXPECT_EQ(scored.out, plain.out);
   EXPECT_NE(scored.err.find("BLEU = "), std::string::npos) << scored.err;
   EXPECT_NE(scored.err.find("nrefs:2|"), std::string::npos) << scored.err;
+}
+
+// `v` with two decimals, as the score lines print it.
+std::string two_decimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+// --confidence and --baseline print what the library's bootstrap gives
+// (text/significance.h), on the same draws: sacreBLEU's "(μ = MEAN ± CI)",
+// the paired test's "(p = P)" and the baseline's own lines.
+TEST(CliTest, EvaluateWithConfidenceAndABaseline) {
+  const auto dir = temp_dir("cli_confidence");
+  const Strings refs = {"the cat sat on the mat", "a dog barks loudly", "birds fly south", "two men play chess",
+                        "a girl reads a book", "the sun sets"};
+  const Strings hyps = {"the cat sat on a mat", "a dog barks", "birds fly south", "two men play chess",
+                        "a girl is reading", "the sun sets"};
+  const Strings base = {"a cat on the mat", "the dog", "birds fly", "men play", "a girl reads", "sun"};
+  write_lines(dir + "/ref.txt", refs);
+  write_lines(dir + "/hyp.txt", hyps);
+  write_lines(dir + "/base.txt", base);
+  const std::string ref = " --reference " + quote(dir + "/ref.txt");
+  const auto draws = nmt::bootstrap_draws(refs.size(), {200, 12345});
+  auto bleu = nmt::corpus_bleu(hyps, refs);
+  auto chrf = nmt::corpus_chrf(hyps, refs);
+  const auto attach = [](nmt::ScoreConfidence* c, const nmt::BootstrapEstimate& e, double p) {
+    *c = nmt::ScoreConfidence{200, 12345, e.mean, e.ci, p};
+  };
+  attach(&bleu.confidence, nmt::estimate_of(nmt::resampled_scores(nmt::bleu_statistics(hyps, {refs}), draws)), -1);
+  attach(&chrf.confidence, nmt::estimate_of(nmt::resampled_scores(nmt::chrf_statistics(hyps, {refs}), draws)), -1);
+  auto r = run("nmt-translate", "--evaluate --confidence --bootstrap-samples 200" + ref, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, bleu.to_string() + "\n" + chrf.to_string() + "\n");
+  EXPECT_TRUE(contains(r.out, "BLEU = " + two_decimals(bleu.score) + " (\u03bc = " + two_decimals(bleu.confidence.mean) +
+                                  " \u00b1 " + two_decimals(bleu.confidence.ci) + ") "))
+      << r.out;
+  EXPECT_TRUE(contains(r.err, "|bs:200|seed:12345|case:mixed|")) << r.err;
+
+  const auto b = nmt::paired_bootstrap(nmt::bleu_statistics(hyps, {refs}), nmt::bleu_statistics(base, {refs}), draws);
+  const auto c = nmt::paired_bootstrap(nmt::chrf_statistics(hyps, {refs}), nmt::chrf_statistics(base, {refs}), draws);
+  auto base_bleu = nmt::corpus_bleu(base, refs);
+  auto base_chrf = nmt::corpus_chrf(base, refs);
+  attach(&bleu.confidence, b.system_estimate, b.p_value);
+  attach(&chrf.confidence, c.system_estimate, c.p_value);
+  attach(&base_bleu.confidence, b.baseline_estimate, -1);
+  attach(&base_chrf.confidence, c.baseline_estimate, -1);
+  const std::string paired = " --baseline " + quote(dir + "/base.txt") + " --bootstrap-samples 200" + ref;
+  r = run("nmt-translate", "--evaluate" + paired, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, bleu.to_string() + "\n" + chrf.to_string() + "\nbaseline: " + base_bleu.to_string() +
+                       "\nbaseline: " + base_chrf.to_string() + "\n");
+  char p[32];
+  std::snprintf(p, sizeof(p), "(p = %.4f)", b.p_value);
+  EXPECT_TRUE(contains(r.out, p)) << r.out;
+  r = run("nmt-translate", "--evaluate --score-format json" + paired, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"system\": " + nmt::sacrebleu_json({bleu.to_json(), chrf.to_json()}) + ",\n\"baseline\": " +
+                       nmt::sacrebleu_json({base_bleu.to_json(), base_chrf.to_json()}) + "}\n");
+  for (const char* key : {"\"confidence_mean\": ", "\"confidence_var\": ", "\"p_value\": ", "\"bs\": \"200\""})
+    EXPECT_TRUE(contains(r.out, key)) << key << "\n" << r.out;
+
+  // A baseline of another length is named; the options need what they estimate.
+  write_lines(dir + "/short.txt", {"x"});
+  expect_one_line_error(run("nmt-translate", "--evaluate --baseline " + quote(dir + "/short.txt") + ref, dir,
+                            dir + "/hyp.txt"),
+                        {"short.txt", "1 baseline lines for 6 input lines"});
+  expect_one_line_error(run("nmt-translate", "-m x.ckpt --confidence", dir), {"--confidence", "give --reference"},
+                        nmt::test::kExitUsage);
+  expect_one_line_error(run("nmt-translate", "--evaluate --bootstrap-samples 50" + ref, dir, dir + "/hyp.txt"),
+                        {"--bootstrap-samples", "give one of them"}, nmt::test::kExitUsage);
 }
 
 }  // namespace

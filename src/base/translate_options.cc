@@ -84,6 +84,11 @@ void StreamOptions::validate() const {
   if (!scores_json.empty() && !reference) throw UsageError("--scores-json needs --reference");
   if (!reference && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
     throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
+  if ((confidence || !baseline.empty()) && !reference)
+    throw UsageError("--confidence and --baseline estimate how far the scores against --reference can be trusted: "
+                     "give --reference");
+  if (!confidence && baseline.empty() && given.count("bootstrap-samples") > 0)
+    throw UsageError("--bootstrap-samples sets the resamples of --confidence and --baseline: give one of them");
   if (score_format != ScoreFormat::kText && !evaluate)
     throw UsageError("--score-format chooses how --evaluate prints its scores; while translating, the output holds "
                      "the translations and the scores go to stderr (and --scores-json)");

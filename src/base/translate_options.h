@@ -201,6 +201,9 @@ struct StreamOptions {
   ScoreFormat score_format = ScoreFormat::kText;  // how --evaluate prints its scores on its output
   bool bleu_lowercase = false;        // --lowercase: the main BLEU lowercases first (sacreBLEU -lc)
   BleuTokenizer bleu_tokenize = BleuTokenizer::k13a;  // --tokenize: the main BLEU's tokenizer
+  bool confidence = false;            // the BLEU and chrF of --reference with their bootstrap estimates
+  std::string baseline;               // another system's output of the same input: a paired bootstrap test
+  int64_t bootstrap_samples = 1000;   // resampled test sets of --confidence and --baseline
   RuntimeOptions runtime;
   GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
 
@@ -263,6 +266,15 @@ void StreamOptions::fields(S& s, V&& v) {
   v(Field{"score-format", "--evaluate prints its scores as sacreBLEU does: text (its BLEU and chrF lines) or json "
                           "(the objects of sacrebleu -f json)", sc},
     s.score_format);
+  v(Field{"confidence", "With --reference: BLEU and chrF with the mean and 95% interval of their scores on "
+                        "resampled test sets (bootstrap resampling; sacreBLEU's --confidence)", sc},
+    s.confidence);
+  v(Field{"baseline", "With --reference: another system's output of the same input; paired bootstrap resampling "
+                      "(sacreBLEU's --paired-bs) gives the p-value of the two scoring alike, and both systems' "
+                      "estimates", sc},
+    s.baseline);
+  v(Field{"bootstrap-samples", "Resampled test sets of --confidence and --baseline", sc}.within(1, 1000000),
+    s.bootstrap_samples);
   RuntimeOptions::fields(s.runtime, v);
 }
 

@@ -72,9 +72,15 @@ std::string json_score(double score) {
 // of name, score, signature, verbose_score (when there is one) and the
 // signature's fields as strings.
 std::string score_json(const std::string& name, double score, const std::string& signature,
-                       const std::string& verbose) {
+                       const std::string& verbose, const ScoreConfidence& confidence) {
   std::string out = "{\n \"name\": " + json_string(name) + ",\n \"score\": " + json_score(score) +
                     ",\n \"signature\": " + json_string(signature);
+  if (confidence.samples > 0) {
+    out += ",\n \"confidence_mean\": " + json_score(confidence.mean) + ",\n \"confidence_var\": " +
+           json_score(confidence.ci) + ",\n \"confidence\": " +
+           json_string(format("\u03bc = %.2f", confidence.mean) + format(" \u00b1 %.2f", confidence.ci));
+    if (confidence.p_value >= 0) out += ",\n \"p_value\": " + format("%.4f", confidence.p_value);
+  }
   if (!verbose.empty()) out += ",\n \"verbose_score\": " + json_string(verbose);
   size_t start = 0;
   while (start <= signature.size()) {
@@ -85,6 +91,18 @@ std::string score_json(const std::string& name, double score, const std::string&
     start = bar + 1;
   }
   return out + "\n}";
+}
+
+std::string bootstrap_fields(const ScoreConfidence& confidence) {
+  if (confidence.samples <= 0) return "";
+  return "|bs:" + std::to_string(confidence.samples) + "|seed:" + std::to_string(confidence.seed);
+}
+
+std::string confidence_text(const ScoreConfidence& confidence) {
+  if (confidence.samples <= 0) return "";
+  std::string out = format(" (\u03bc = %.2f", confidence.mean) + format(" \u00b1 %.2f)", confidence.ci);
+  if (confidence.p_value >= 0) out += format(" (p = %.4f)", confidence.p_value);
+  return out;
 }
 
 }  // namespace metrics_detail

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,18 @@ struct BleuOptions {
 // signature says so.
 const std::string& metrics_version();
 
+// A bootstrap estimate attached to a score (text/significance.h; sacreBLEU's
+// Score._mean and _ci after --confidence or --paired-bs). With samples > 0
+// the signature names them (bs, seed), to_string() adds "(μ = MEAN ± CI)"
+// and, against a baseline, "(p = P)", and to_json() the same fields.
+struct ScoreConfidence {
+  int64_t samples = 0;  // resampled corpora; 0: no estimate
+  uint64_t seed = 0;    // the draws' seed
+  double mean = 0;      // the mean of the resampled scores
+  double ci = 0;        // half the width of their 95% interval
+  double p_value = -1;  // of the paired test against a baseline; below 0: none
+};
+
 // Result of corpus BLEU, with the same fields sacreBLEU's BLEUScore prints.
 struct BleuScore {
   double score = 0.0;                  // 0..100
@@ -51,13 +64,15 @@ struct BleuScore {
   int nrefs = 1;  // references per segment; -1: not the same for every segment ("var")
   bool lowercase = false;
   std::string tokenize = "13a";
+  ScoreConfidence confidence;  // none unless attached
 
   // sacreBLEU 2.x style signature, fields in sacreBLEU's order, e.g.
   // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:nmt-0.1.0". `case` is
   // "lc" with lowercasing, `tok` the tokenizer name, `version` metrics_version().
   std::string signature() const;
   // sacreBLEU's score line, e.g.
-  // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
+  // "BLEU = 34.21 65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)",
+  // with an estimate "BLEU = 34.21 (μ = 34.25 ± 1.10) (p = 0.0310) 65.2/...".
   std::string to_string() const;
   // What follows the score on that line (sacreBLEU's verbose_score):
   // "65.2/41.0/28.3/19.7 (BP = 1.000 ratio = 1.012 hyp_len = 1234 ref_len = 1219)".
@@ -107,6 +122,22 @@ BleuScore compute_bleu(const std::array<int64_t, 4>& correct,
 std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::string>& segments,
                                                         const BleuOptions& opt = {});
 
+// Per-segment sufficient statistics of a corpus score (sacreBLEU's
+// Metric._extract_corpus_statistics): the corpus score is a function of
+// their sum (_compute_score_from_stats), so resampled corpora are scored by
+// summing rows again (text/significance.h).
+struct SegmentStatistics {
+  std::vector<std::vector<int64_t>> rows;  // per segment, in the hypotheses' order, `width` counts each
+  size_t width = 0;
+  std::function<double(const std::vector<int64_t>&)> score;  // the corpus score (0..100) of a sum of rows
+};
+
+// The statistics behind corpus_bleu_multiref(hyps, ref_streams, opt): its
+// score is score(sum of rows), bit for bit. Throws as corpus_bleu_multiref.
+SegmentStatistics bleu_statistics(const std::vector<std::string>& hyps,
+                                  const std::vector<std::vector<std::string>>& ref_streams,
+                                  const BleuOptions& opt = {});
+
 // Settings of chrF that sacreBLEU's CHRF exposes (character order is fixed
 // at 6 and word order at 0: chrF, not chrF++). The defaults are sacreBLEU's.
 struct ChrfOptions {
@@ -122,10 +153,12 @@ struct ChrfScore {
   double score = 0.0;   // 0..100
   ChrfOptions options;  // the settings that produced it
   int nrefs = 1;        // references per segment; -1: not the same for every segment ("var")
+  ScoreConfidence confidence;  // none unless attached
   // sacreBLEU 2.x chrF signature, for the defaults
   // "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:nmt-0.1.0".
   std::string signature() const;
-  // sacreBLEU's score line, e.g. "chrF2 = 56.78".
+  // sacreBLEU's score line, e.g. "chrF2 = 56.78", with an estimate
+  // "chrF2 = 56.78 (μ = 56.80 ± 0.90)" (and "(p = P)" against a baseline).
   std::string to_string() const;
   // The JSON object `sacrebleu -f json` prints for chrF (as BleuScore::to_json, without verbose_score).
   std::string to_json() const;
@@ -149,6 +182,13 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
 // differs from hyps.size(), or beta < 1.
 ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt = {});
+
+// The statistics behind corpus_chrf_multiref(hyps, ref_streams, opt) (each
+// segment's best reference's): its score is score(sum of rows), bit for
+// bit. Throws as corpus_chrf_multiref.
+SegmentStatistics chrf_statistics(const std::vector<std::string>& hyps,
+                                  const std::vector<std::vector<std::string>>& ref_streams,
+                                  const ChrfOptions& opt = {});
 
 // sacreBLEU's sentence_chrf(segments[i], [segments[j]]) for every ordered
 // pair: out[i][j] (0..100) scores segment i with segment j as its reference,

@@ -14,7 +14,9 @@
 #include "text/python_text.h"
 
 namespace nmt {
+using metrics_detail::bootstrap_fields;
 using metrics_detail::check_streams;
+using metrics_detail::confidence_text;
 using metrics_detail::common_count;
 using metrics_detail::format;
 using metrics_detail::nrefs_text;
@@ -166,19 +168,24 @@ BleuScore bleu_of_stats(const std::array<int64_t, 4>& correct, const std::array<
 
 }  // namespace
 
-BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
-                               const std::vector<std::vector<std::string>>& ref_streams,
-                               const BleuOptions& opt) {
-  check_tokenizer(opt, "corpus_bleu");
-  check_streams(hyps, ref_streams, "corpus_bleu");
-  std::array<int64_t, 4> correct{}, total{};
-  int64_t sys_len = 0, ref_len = 0;
-  std::vector<size_t> counts;
+namespace {
+
+// Row layout of bleu_statistics(): matches of orders 1-4, hypothesis
+// n-grams of orders 1-4, hypothesis length, closest reference length.
+constexpr size_t kBleuRow = 2 * kMaxOrder + 2;
+
+// BLEU._extract_corpus_statistics: one row of kBleuRow counts per segment;
+// fills *counts with each segment's number of references.
+std::vector<std::vector<int64_t>> bleu_rows(const std::vector<std::string>& hyps,
+                                            const std::vector<std::vector<std::string>>& ref_streams,
+                                            const BleuOptions& opt, std::vector<size_t>* counts) {
+  std::vector<std::vector<int64_t>> rows;
+  rows.reserve(hyps.size());
   for (size_t i = 0; i < hyps.size(); ++i) {
     // BLEU._extract_reference_info: max count of each n-gram over references.
     NgramCounts ref_ngrams;
     std::vector<int64_t> ref_lens;
-    for (const std::string* ref : segment_refs(ref_streams, i, &counts)) {
+    for (const std::string* ref : segment_refs(ref_streams, i, counts)) {
       NgramCounts this_ngrams;
       ref_lens.push_back(extract_word_ngrams(preprocess_bleu(*ref, opt), this_ngrams));
       for (const auto& kv : this_ngrams) {
@@ -189,11 +196,49 @@ BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
     // BLEU._compute_segment_statistics.
     NgramCounts hyp_ngrams;
     const int64_t hyp_len = extract_word_ngrams(preprocess_bleu(hyps[i], opt), hyp_ngrams);
-    sys_len += hyp_len;
-    ref_len += closest_ref_len(hyp_len, ref_lens);
+    std::array<int64_t, 4> correct{}, total{};
     add_matches(hyp_ngrams, ref_ngrams, &correct, &total);
+    std::vector<int64_t> row(correct.begin(), correct.end());
+    row.insert(row.end(), total.begin(), total.end());
+    row.push_back(hyp_len);
+    row.push_back(closest_ref_len(hyp_len, ref_lens));
+    rows.push_back(std::move(row));
   }
-  BleuScore r = compute_bleu(correct, total, sys_len, ref_len);
+  return rows;
+}
+
+// BLEU._compute_score_from_stats of summed rows (kBleuRow counts).
+BleuScore bleu_of_row(const std::vector<int64_t>& sum) {
+  std::array<int64_t, 4> correct{}, total{};
+  std::copy(sum.begin(), sum.begin() + kMaxOrder, correct.begin());
+  std::copy(sum.begin() + kMaxOrder, sum.begin() + 2 * kMaxOrder, total.begin());
+  return compute_bleu(correct, total, sum[2 * kMaxOrder], sum[2 * kMaxOrder + 1]);
+}
+
+}  // namespace
+
+SegmentStatistics bleu_statistics(const std::vector<std::string>& hyps,
+                                  const std::vector<std::vector<std::string>>& ref_streams, const BleuOptions& opt) {
+  check_tokenizer(opt, "bleu_statistics");
+  check_streams(hyps, ref_streams, "bleu_statistics");
+  std::vector<size_t> counts;
+  SegmentStatistics s;
+  s.rows = bleu_rows(hyps, ref_streams, opt, &counts);
+  s.width = kBleuRow;
+  s.score = [](const std::vector<int64_t>& sum) { return bleu_of_row(sum).score; };
+  return s;
+}
+
+BleuScore corpus_bleu_multiref(const std::vector<std::string>& hyps,
+                               const std::vector<std::vector<std::string>>& ref_streams,
+                               const BleuOptions& opt) {
+  check_tokenizer(opt, "corpus_bleu");
+  check_streams(hyps, ref_streams, "corpus_bleu");
+  std::vector<size_t> counts;
+  std::vector<int64_t> sum(kBleuRow, 0);
+  for (const auto& row : bleu_rows(hyps, ref_streams, opt, &counts))
+    for (size_t k = 0; k < kBleuRow; ++k) sum[k] += row[k];
+  BleuScore r = bleu_of_row(sum);
   r.nrefs = common_count(counts, ref_streams.size());
   r.lowercase = opt.lowercase;
   r.tokenize = opt.tokenize;
@@ -229,7 +274,7 @@ std::vector<std::vector<double>> pairwise_sentence_bleu(const std::vector<std::s
 }
 
 std::string BleuScore::signature() const {
-  return "nrefs:" + nrefs_text(nrefs) + "|case:" + (lowercase ? "lc" : "mixed") +
+  return "nrefs:" + nrefs_text(nrefs) + bootstrap_fields(confidence) + "|case:" + (lowercase ? "lc" : "mixed") +
          "|eff:no|tok:" + tokenize + "|smooth:exp|version:" + metrics_version();
 }
 
@@ -242,8 +287,10 @@ std::string BleuScore::verbose() const {
   return buf;
 }
 
-std::string BleuScore::to_string() const { return format("BLEU = %.2f ", score) + verbose(); }
+std::string BleuScore::to_string() const {
+  return format("BLEU = %.2f", score) + confidence_text(confidence) + " " + verbose();
+}
 
-std::string BleuScore::to_json() const { return score_json("BLEU", score, signature(), verbose()); }
+std::string BleuScore::to_json() const { return score_json("BLEU", score, signature(), verbose(), confidence); }
 
 }  // namespace nmt

@@ -2,7 +2,9 @@
 // helpers.py); see metrics.h. Each function mirrors a piece of sacreBLEU's
 // Python source (named in its comment) and keeps the same floating-point
 // operation order.
+#include <algorithm>
 #include <array>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -12,7 +14,9 @@
 #include "text/python_text.h"
 
 namespace nmt {
+using metrics_detail::bootstrap_fields;
 using metrics_detail::check_streams;
+using metrics_detail::confidence_text;
 using metrics_detail::common_count;
 using metrics_detail::format;
 using metrics_detail::nrefs_text;
@@ -108,26 +112,57 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
   return corpus_chrf_multiref(hyps, std::vector<std::vector<std::string>>{refs}, opt);
 }
 
+namespace {
+
+// CHRF._extract_corpus_statistics: per segment, the statistics of the
+// reference with the best sentence-level f-score (strictly better than those
+// before it); fills *counts with each segment's number of references.
+std::vector<Stats> chrf_rows(const std::vector<std::string>& hyps,
+                             const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt,
+                             std::vector<size_t>* counts) {
+  std::vector<Stats> rows;
+  rows.reserve(hyps.size());
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto hyp_ngrams = extract_char_ngrams(hyps[i], opt.whitespace);
+    Stats best{};
+    double best_f = -1.0;
+    for (const std::string* ref : segment_refs(ref_streams, i, counts)) {
+      const auto ref_ngrams = extract_char_ngrams(*ref, opt.whitespace);
+      const Stats seg = match_statistics(hyp_ngrams, ref_ngrams);
+      const double f = chrf_f_score(seg, opt);
+      if (f > best_f) best_f = f, best = seg;
+    }
+    rows.push_back(best);
+  }
+  return rows;
+}
+
+}  // namespace
+
+SegmentStatistics chrf_statistics(const std::vector<std::string>& hyps,
+                                  const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt) {
+  if (opt.beta < 1) throw Error("chrf_statistics: beta must be at least 1");
+  check_streams(hyps, ref_streams, "chrf_statistics");
+  std::vector<size_t> counts;
+  SegmentStatistics s;
+  for (const Stats& row : chrf_rows(hyps, ref_streams, opt, &counts)) s.rows.emplace_back(row.begin(), row.end());
+  s.width = std::tuple_size<Stats>::value;
+  s.score = [opt](const std::vector<int64_t>& sum) {
+    Stats stats{};
+    std::copy(sum.begin(), sum.end(), stats.begin());
+    return chrf_f_score(stats, opt);
+  };
+  return s;
+}
+
 ChrfScore corpus_chrf_multiref(const std::vector<std::string>& hyps,
                                const std::vector<std::vector<std::string>>& ref_streams, const ChrfOptions& opt) {
   if (opt.beta < 1) throw Error("corpus_chrf: beta must be at least 1");
   check_streams(hyps, ref_streams, "corpus_chrf");
   Stats stats{};
   std::vector<size_t> counts;
-  for (size_t i = 0; i < hyps.size(); ++i) {
-    const auto hyp_ngrams = extract_char_ngrams(hyps[i], opt.whitespace);
-    // CHRF._compute_segment_statistics: the reference with the best
-    // sentence-level f-score (strictly better than those before it).
-    Stats best{};
-    double best_f = -1.0;
-    for (const std::string* ref : segment_refs(ref_streams, i, &counts)) {
-      const auto ref_ngrams = extract_char_ngrams(*ref, opt.whitespace);
-      const Stats seg = match_statistics(hyp_ngrams, ref_ngrams);
-      const double f = chrf_f_score(seg, opt);
-      if (f > best_f) best_f = f, best = seg;
-    }
+  for (const Stats& best : chrf_rows(hyps, ref_streams, opt, &counts))
     for (size_t k = 0; k < stats.size(); ++k) stats[k] += best[k];
-  }
   ChrfScore score;
   score.score = chrf_f_score(stats, opt);
   score.options = opt;
@@ -147,16 +182,17 @@ std::vector<std::vector<double>> pairwise_sentence_chrf(const std::vector<std::s
 }
 
 std::string ChrfScore::signature() const {
-  return "nrefs:" + nrefs_text(nrefs) + "|case:mixed|eff:" + (options.eps_smoothing ? "no" : "yes") +
+  return "nrefs:" + nrefs_text(nrefs) + bootstrap_fields(confidence) + "|case:mixed|eff:" +
+         (options.eps_smoothing ? "no" : "yes") +
          "|nc:6|nw:0|space:" + (options.whitespace ? "yes" : "no") + "|version:" + metrics_version();
 }
 
 std::string ChrfScore::to_string() const {
-  return "chrF" + std::to_string(options.beta) + format(" = %.2f", score);
+  return "chrF" + std::to_string(options.beta) + format(" = %.2f", score) + confidence_text(confidence);
 }
 
 std::string ChrfScore::to_json() const {
-  return score_json("chrF" + std::to_string(options.beta), score, signature(), "");
+  return score_json("chrF" + std::to_string(options.beta), score, signature(), "", confidence);
 }
 
 }  // namespace nmt

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "text/metrics.h"
+
 namespace nmt::metrics_detail {
 
 // printf's `fmt` (one double conversion) of `a`, as Python's % formats it.
@@ -33,6 +35,14 @@ std::string nrefs_text(int nrefs);
 // of name, score, signature, verbose_score (when there is one) and the
 // signature's fields as strings. Never throws (beyond std::bad_alloc).
 std::string score_json(const std::string& name, double score, const std::string& signature,
-                       const std::string& verbose);
+                       const std::string& verbose, const ScoreConfidence& confidence);
+
+// The signature's bootstrap fields, "|bs:N|seed:S" (sacreBLEU's order: after
+// nrefs), or "" without an estimate.
+std::string bootstrap_fields(const ScoreConfidence& confidence);
+
+// What to_string() adds after the score: " (μ = MEAN ± CI)" and " (p = P)",
+// or "" without an estimate.
+std::string confidence_text(const ScoreConfidence& confidence);
 
 }  // namespace nmt::metrics_detail

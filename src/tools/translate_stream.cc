@@ -20,69 +20,11 @@
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "text/corpus.h"
-#include "text/metrics.h"
+#include "tools/stream_scores.h"
 #include "translate/pick.h"
 
 namespace nmt {
 namespace {
-
-// The reference files, each read whole. Throws nmt::Error naming a file
-// that cannot be read or holds a bad line.
-std::vector<std::vector<std::string>> read_references(const StreamOptions& opt) {
-  std::vector<std::vector<std::string>> refs;
-  for (const auto& path : opt.references) refs.push_back(read_lines(path));
-  return refs;
-}
-
-// Throws nmt::Error naming the first reference file whose line count is not `lines`.
-void check_reference_lines(const StreamOptions& opt, const std::vector<std::vector<std::string>>& refs,
-                           int64_t lines) {
-  for (size_t k = 0; k < refs.size(); ++k)
-    if (static_cast<int64_t>(refs[k].size()) != lines)
-      throw Error(located(opt.references[k], 0, std::to_string(refs[k].size()) + " reference lines for " +
-                                                    std::to_string(lines) + " input lines"));
-}
-
-// Scores `outputs` against `refs` (one stream per reference file): BLEU as
-// opt.bleu_tokenize and opt.bleu_lowercase say, and besides it the ways
-// papers report BLEU (sacreBLEU's -lc, and --tokenize none, i.e. multi-bleu
-// on tokenized text), plus chrF2 and exact match; logs each with its
-// signature, fills `sum`, writes the same as one JSON object to
-// opt.scores_json when set (atomically), and, given `out`, prints the chosen
-// BLEU and chrF there in opt.score_format (sacreBLEU's lines or its JSON).
-// Throws nmt::Error if the JSON file cannot be written.
-void write_scores(const std::vector<std::string>& outputs, const std::vector<std::vector<std::string>>& refs,
-                  const StreamOptions& opt, StreamSummary* sum, OutputFile* out = nullptr) {
-  const BleuOptions chosen{opt.bleu_lowercase, to_string(opt.bleu_tokenize)};
-  const BleuScore bleu = corpus_bleu_multiref(outputs, refs, chosen);
-  const BleuScore bleu_lc = corpus_bleu_multiref(outputs, refs, BleuOptions{true, "13a"});
-  const BleuScore bleu_none = corpus_bleu_multiref(outputs, refs, BleuOptions{false, "none"});
-  const ChrfScore chrf = corpus_chrf_multiref(outputs, refs);
-  sum->bleu = bleu.score;
-  sum->bleu_lc = bleu_lc.score;
-  sum->bleu_none = bleu_none.score;
-  sum->chrf = chrf.score;
-  sum->exact_match = exact_match_multiref(outputs, refs);
-  spdlog::info("{} | {}", bleu.to_string(), bleu.signature());
-  for (const BleuScore* b : {&bleu_lc, &bleu_none})  // the paper figures, unless that was the chosen one
-    if (b->signature() != bleu.signature()) spdlog::info("{} | {}", b->to_string(), b->signature());
-  spdlog::info("{} | {}", chrf.to_string(), chrf.signature());
-  spdlog::info("exact match = {:.2f}%", sum->exact_match);
-  if (out != nullptr) {
-    if (opt.score_format == ScoreFormat::kJson) out->stream() << sacrebleu_json({bleu.to_json(), chrf.to_json()}) << '\n';
-    else out->stream() << bleu.to_string() << '\n' << chrf.to_string() << '\n';
-  }
-  if (opt.scores_json.empty()) return;
-  JsonObject json;
-  json.add("sentences", static_cast<int64_t>(outputs.size()));
-  const std::pair<const char*, const BleuScore*> bleus[] = {{"bleu", &bleu}, {"bleu_lc", &bleu_lc}, {"bleu_none", &bleu_none}};
-  for (const auto& [name, b] : bleus)
-    json.add(name, b->score, 10)
-        .add(std::string(name) + "_signature", b->signature())
-        .add(std::string(name) + "_detail", b->to_string());
-  json.add("chrf", chrf.score, 10).add("chrf_signature", chrf.signature()).add("exact_match", sum->exact_match, 10);
-  write_file_atomic(opt.scores_json, json.str() + "\n");
-}
 
 std::string format_score(double s) {
   std::ostringstream o;
