@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 
-from multi30k_rerank import system_toml
+from multi30k_rerank import die, system_toml
 from multi30k_mbr import result_info as mbr_info
 from multi30k_weights import result_info
 
@@ -60,6 +60,29 @@ def unclaimed(stem, made_by):
                 return path
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def system_against_single(r, tok):
+    """The paired bootstrap test on test of recipe R's selected system against
+    its best single model (nmt-translate --evaluate --baseline: 1,000
+    resampled test sets, sacreBLEU's --paired-bs), in the result file's
+    metric: the system's score, mean and 95% half-interval over the
+    resamples, the single model's score and the p-value of the two scoring
+    alike. None when the system is that single model (one translation).
+    Dies when the scoring fails."""
+    system, single = f"{r.run}/test{r.out_tag}", f"{r.run}/test-single{r.out_tag}"
+    if not os.path.exists(f"{single}.hyp"):
+        return None
+    scores = f"{system}-vs-single.scores.json"
+    cmd = [f"{r.bin}/nmt-translate", "--evaluate", "-i", f"{system}.hyp", "--baseline", f"{single}.hyp",
+           "--reference", r.path(f"test.{r.tgt}"), "--scores-json", scores, *(["--tokenize", "none"] if tok else [])]
+    with open(f"{system}-vs-single.log", "w") as log:
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log).returncode != 0:
+            die(f"nmt-translate --evaluate --baseline failed (see {log.name})")
+    s = json.load(open(scores))
+    return {"metric": "bleu_lc_tok" if tok else "bleu", "system": s["bleu"], "system_mean": s["bleu_bootstrap_mean"],
+            "system_ci95": s["bleu_bootstrap_ci"], "single": s["baseline_bleu"], "p_value": s["bleu_p_value"],
+            "signature": s["bleu_signature"]}
 
 
 def write(r, models, best, test_seconds, single_seconds, info):
@@ -167,6 +190,8 @@ def write(r, models, best, test_seconds, single_seconds, info):
         "signatures": {k: v for k, v in scores.items() if k.endswith("signature")},
         "test_scores": scores,
         "test": "test_2016_flickr", "test_translate_seconds": float(test_seconds),
+        # the system against the single model on test, paired bootstrap (None: they are one)
+        "test_system_vs_single": system_against_single(r, tok),
         "training": train,
         "distillation": distillation,
         "rerank": rerank,

@@ -6,7 +6,8 @@ of other commands kept, the teachers' translation made again when a teacher
 is newer, a generation's teacher's translation made again for another
 system, a reranking over another beam's n-best list (NMT_RERANK_BEAM), and
 a model that finishes as the recipe's stop signal comes, and the selected
-system's file read by nmt-translate. Each function exits through check()
+system's file read by nmt-translate (with the paired test of the system
+against the single model on test). Each function exits through check()
 when a check fails."""
 import contextlib
 import glob
@@ -31,6 +32,15 @@ def system_file(source, env, run, r, out, best, r2l):
     check(r["selected"]["toml"] == open(f"{run}/system.toml").read() and
           r["single_model"]["toml"] == open(f"{run}/single.toml").read(),
           f"the result holds the system's and the single model's files: {r['selected']}")
+    # The system against the single model on test: a paired bootstrap test in the result's metric.
+    paired = r["test_system_vs_single"]
+    if os.path.exists(f"{run}/test-single.hyp"):
+        check(paired is not None and paired["system"] == r["bleu_lc_tok"] and
+              paired["single"] == r["single_model"]["bleu_lc_tok"] and 0 < paired["p_value"] <= 1 and
+              paired["system_ci95"] >= 0 and "|bs:1000|seed:12345|" in paired["signature"],
+              f"the paired test of the system against the single model: {paired}")
+    else:
+        check(paired is None, f"no paired test when the system is the single model: {paired}")
     sys.path.insert(0, f"{source}/scripts")
     from multi30k_rerank import Rerank, system_toml
     folders = [c[:-len("/best.ckpt")] for c in r2l]
