@@ -268,18 +268,27 @@ std::string two_decimals(double v) {
 // --confidence and --baseline print what the library's bootstrap gives
 // (text/significance.h), on the same draws: sacreBLEU's "(μ = MEAN ± CI)",
 // the paired test's "(p = P)" and the baseline's own lines.
+// Six references, a system's output and a baseline's, written to `dir` as
+// ref.txt, hyp.txt and base.txt.
+struct ConfidenceFiles {
+  Strings refs = {"the cat sat on the mat", "a dog barks loudly", "birds fly south", "two men play chess",
+                  "a girl reads a book", "the sun sets"};
+  Strings hyps = {"the cat sat on a mat", "a dog barks", "birds fly south", "two men play chess",
+                  "a girl is reading", "the sun sets"};
+  Strings base = {"a cat on the mat", "the dog", "birds fly", "men play", "a girl reads", "sun"};
+  explicit ConfidenceFiles(const std::string& dir) {
+    write_lines(dir + "/ref.txt", refs);
+    write_lines(dir + "/hyp.txt", hyps);
+    write_lines(dir + "/base.txt", base);
+  }
+};
+
 TEST(CliTest, EvaluateWithConfidenceAndABaseline) {
   const auto dir = temp_dir("cli_confidence");
-  const Strings refs = {"the cat sat on the mat", "a dog barks loudly", "birds fly south", "two men play chess",
-                        "a girl reads a book", "the sun sets"};
-  const Strings hyps = {"the cat sat on a mat", "a dog barks", "birds fly south", "two men play chess",
-                        "a girl is reading", "the sun sets"};
-  const Strings base = {"a cat on the mat", "the dog", "birds fly", "men play", "a girl reads", "sun"};
-  write_lines(dir + "/ref.txt", refs);
-  write_lines(dir + "/hyp.txt", hyps);
-  write_lines(dir + "/base.txt", base);
+  const ConfidenceFiles files(dir);
+  const Strings &refs = files.refs, &hyps = files.hyps, &base = files.base;
   const std::string ref = " --reference " + quote(dir + "/ref.txt");
-  const auto draws = nmt::bootstrap_draws(refs.size(), {200, 12345});
+  const nmt::BootstrapOptions draws{200, 12345};
   auto bleu = nmt::corpus_bleu(hyps, refs);
   auto chrf = nmt::corpus_chrf(hyps, refs);
   const auto attach = [](nmt::ScoreConfidence* c, const nmt::BootstrapEstimate& e, double p) {
@@ -311,6 +320,17 @@ TEST(CliTest, EvaluateWithConfidenceAndABaseline) {
   char p[32];
   std::snprintf(p, sizeof(p), "(p = %.4f)", b.p_value);
   EXPECT_TRUE(contains(r.out, p)) << r.out;
+  // --scores-json gets the estimates, the p-values and the baseline's scores.
+  r = run("nmt-translate", "--evaluate --scores-json " + quote(dir + "/s.json") + paired, dir, dir + "/hyp.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string json = read_bytes(dir + "/s.json");
+  EXPECT_NEAR(json_field(json, "bleu_bootstrap_mean"), b.system_estimate.mean, 1e-8) << json;
+  EXPECT_NEAR(json_field(json, "bleu_bootstrap_ci"), b.system_estimate.ci, 1e-8) << json;
+  EXPECT_NEAR(json_field(json, "bleu_p_value"), b.p_value, 1e-8) << json;
+  EXPECT_NEAR(json_field(json, "chrf_p_value"), c.p_value, 1e-8) << json;
+  EXPECT_NEAR(json_field(json, "baseline_bleu"), base_bleu.score, 1e-8) << json;
+  EXPECT_NEAR(json_field(json, "baseline_chrf"), base_chrf.score, 1e-8) << json;
+  EXPECT_TRUE(contains(json, "\"bleu_signature\":\"nrefs:1|bs:200|seed:12345|")) << json;
   r = run("nmt-translate", "--evaluate --score-format json" + paired, dir, dir + "/hyp.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"system\": " + nmt::sacrebleu_json({bleu.to_json(), chrf.to_json()}) + ",\n\"baseline\": " +
@@ -318,15 +338,54 @@ TEST(CliTest, EvaluateWithConfidenceAndABaseline) {
   for (const char* key : {"\"confidence_mean\": ", "\"confidence_var\": ", "\"p_value\": ", "\"bs\": \"200\""})
     EXPECT_TRUE(contains(r.out, key)) << key << "\n" << r.out;
 
-  // A baseline of another length is named; the options need what they estimate.
+  // A baseline of another length, or none, is named, and -o stays as it was.
   write_lines(dir + "/short.txt", {"x"});
-  expect_one_line_error(run("nmt-translate", "--evaluate --baseline " + quote(dir + "/short.txt") + ref, dir,
-                            dir + "/hyp.txt"),
+  write_bytes(dir + "/o.txt", "kept\n");
+  expect_one_line_error(run("nmt-translate", "--evaluate -o " + quote(dir + "/o.txt") + " --baseline " +
+                                                 quote(dir + "/short.txt") + ref, dir, dir + "/hyp.txt"),
                         {"short.txt", "1 baseline lines for 6 input lines"});
+  expect_one_line_error(run("nmt-translate", "--evaluate -o " + quote(dir + "/o.txt") + " --baseline " +
+                                                 quote(dir + "/none.txt") + ref, dir, dir + "/hyp.txt"),
+                        {"none.txt"});
+  EXPECT_EQ(read_bytes(dir + "/o.txt"), "kept\n");
+  expect_one_line_error(run("nmt-translate", "--evaluate --baseline ''" + ref, dir, dir + "/hyp.txt"),
+                        {"--baseline must name a file"}, nmt::test::kExitUsage);
+  expect_one_line_error(run("nmt-translate", "--evaluate --baseline " + quote(dir + "/base.txt"), dir,
+                            dir + "/hyp.txt"),
+                        {"--baseline", "give --reference"}, nmt::test::kExitUsage);
   expect_one_line_error(run("nmt-translate", "-m x.ckpt --confidence", dir), {"--confidence", "give --reference"},
                         nmt::test::kExitUsage);
   expect_one_line_error(run("nmt-translate", "--evaluate --bootstrap-samples 50" + ref, dir, dir + "/hyp.txt"),
                         {"--bootstrap-samples", "give one of them"}, nmt::test::kExitUsage);
+}
+
+// Translating: the baseline is tested against the translations (the scores
+// on stderr), and a baseline of another length stops the run before any
+// translating, from a file or a pipe.
+TEST(CliTest, TranslateWithABaseline) {
+  const auto dir = temp_dir("cli_translate_baseline");
+  const ConfidenceFiles files(dir);
+  write_lines(dir + "/short.txt", {"x"});
+  const std::string ref = " --reference " + quote(dir + "/ref.txt");
+  const std::string paired = " --baseline " + quote(dir + "/base.txt") + " --bootstrap-samples 200" + ref;
+  const auto& ckpt = nmt::test::trained_toy_checkpoint();
+  write_lines(dir + "/src.txt", {"red cat", "old fish", "big dog", "red fish", "old cat", "big fish"});
+  auto translated = run("nmt-translate", "-m " + quote(ckpt) + " -o " + quote(dir + "/t.txt") + paired, dir,
+                        dir + "/src.txt");
+  ASSERT_EQ(translated.exit_code, 0) << translated.err;
+  const Strings outputs = lines_of(read_bytes(dir + "/t.txt"));
+  const auto t = nmt::paired_bootstrap(nmt::bleu_statistics(outputs, {files.refs}),
+                                       nmt::bleu_statistics(files.base, {files.refs}), {200, 12345});
+  char p_line[64];
+  std::snprintf(p_line, sizeof(p_line), "(p = %.4f)", t.p_value);
+  EXPECT_TRUE(contains(translated.err, p_line)) << translated.err;
+  EXPECT_TRUE(contains(translated.err, "baseline " + dir + "/base.txt: BLEU = ")) << translated.err;
+  for (const std::string& input : {" -i " + quote(dir + "/src.txt"), std::string()}) {  // a file, then stdin
+    auto early = run("nmt-translate", "-m " + quote(ckpt) + " -o " + quote(dir + "/t2.txt") + input + " --baseline " +
+                                          quote(dir + "/short.txt") + ref, dir, dir + "/src.txt");
+    expect_one_line_error(early, {"short.txt", "1 baseline lines for 6"});
+    EXPECT_FALSE(fs::exists(dir + "/t2.txt")) << input;
+  }
 }
 
 }  // namespace

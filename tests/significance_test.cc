@@ -29,20 +29,23 @@ Strings random_sentences(size_t n, uint32_t seed) {
   return out;
 }
 
-// `refs` with each sentence replaced by an unrelated one with probability `wrong` (seeded).
-Strings degraded(const Strings& refs, double wrong, uint32_t seed) {
+// `refs` with each sentence replaced by an unrelated one with probability
+// `wrong` percent (seeded; std::mt19937's sequence is the standard's, so
+// the data is the same everywhere).
+Strings degraded(const Strings& refs, uint32_t wrong, uint32_t seed) {
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(0, 1);
   const Strings noise = random_sentences(refs.size(), seed + 1000);
   Strings out = refs;
   for (size_t i = 0; i < out.size(); ++i)
-    if (u(gen) < wrong) out[i] = noise[i];
+    if (gen() % 100 < wrong) out[i] = noise[i];
   return out;
 }
 
 TEST(SignificanceTest, SegmentStatisticsSumToTheCorpusScores) {
-  const Strings refs = random_sentences(200, 1), second = random_sentences(200, 2);
-  const Strings hyps = degraded(refs, 0.4, 3);
+  const Strings refs = random_sentences(200, 1);
+  const Strings hyps = degraded(refs, 40, 3);
+  Strings second = random_sentences(200, 2);
+  for (size_t i = 0; i < second.size(); i += 7) second[i].clear();  // some segments with one reference: nrefs var
   for (const auto& streams : {std::vector<Strings>{refs}, std::vector<Strings>{refs, second}}) {
     for (const nmt::BleuOptions& opt : {nmt::BleuOptions{}, nmt::BleuOptions{true, "none"}}) {
       const auto stats = nmt::bleu_statistics(hyps, streams, opt);
@@ -53,6 +56,11 @@ TEST(SignificanceTest, SegmentStatisticsSumToTheCorpusScores) {
     EXPECT_EQ(nmt::corpus_score(chrf), nmt::corpus_chrf_multiref(hyps, streams).score);
   }
   EXPECT_THROW(nmt::bleu_statistics(hyps, {Strings(3)}), nmt::Error);  // the streams' layout is checked
+  // An empty corpus: no rows, the corpus functions' zero.
+  const auto none = nmt::bleu_statistics({}, {Strings{}});
+  EXPECT_TRUE(none.rows.empty());
+  EXPECT_EQ(nmt::corpus_score(none), nmt::corpus_bleu({}, {}).score);
+  EXPECT_EQ(nmt::corpus_score(nmt::chrf_statistics({}, {Strings{}})), nmt::corpus_chrf({}, {}).score);
 }
 
 TEST(SignificanceTest, DrawsAreTheSameEverywhere) {
@@ -66,6 +74,20 @@ TEST(SignificanceTest, DrawsAreTheSameEverywhere) {
   for (const auto& draw : nmt::bootstrap_draws(7, {50, 1}))
     for (uint32_t i : draw) EXPECT_LT(i, 7u);
   EXPECT_THROW(nmt::bootstrap_draws(10, {0, 1}), nmt::Error);
+  // The first draws of more samples are those of fewer.
+  const auto more = nmt::bootstrap_draws(10, {5, 12345});
+  EXPECT_EQ(std::vector<std::vector<uint32_t>>(more.begin(), more.begin() + 3), pinned);
+  // Bounds where about a quarter of the products are rejected (2^32 mod n
+  // is 2^30): the rejection step runs, and its values are pinned too.
+  std::mt19937_64 gen(7);
+  std::vector<uint32_t> big;
+  for (int k = 0; k < 8; ++k) big.push_back(nmt::detail::uniform_below(gen, 3u << 30));
+  const std::vector<uint32_t> pinned_big = {2962039613u, 1537708297u, 407834074u,  2743049656u,
+                                            2625496869u, 1774909728u, 1800745780u, 785612520u};
+  EXPECT_EQ(big, pinned_big);  // nine draws of the generator: one product rejected
+  for (uint32_t v : big) EXPECT_LT(v, 3u << 30);
+  std::mt19937_64 one(1);
+  EXPECT_EQ(nmt::detail::uniform_below(one, 1), 0u);
 }
 
 TEST(SignificanceTest, TheEstimateIsSacreBleusInterval) {
@@ -80,9 +102,9 @@ TEST(SignificanceTest, TheEstimateIsSacreBleusInterval) {
 
 TEST(SignificanceTest, ThePairedTestTellsADifferenceFromNoise) {
   const Strings refs = random_sentences(500, 11);
-  const auto draws = nmt::bootstrap_draws(refs.size(), {});
+  const nmt::BootstrapOptions draws;
   const auto bleu = [&](const Strings& h) { return nmt::bleu_statistics(h, {refs}); };
-  const Strings good = degraded(refs, 0.3, 12), bad = degraded(refs, 0.6, 13);
+  const Strings good = degraded(refs, 30, 12), bad = degraded(refs, 60, 13);
   const auto clear = nmt::paired_bootstrap(bleu(good), bleu(bad), draws);
   EXPECT_GT(clear.system, clear.baseline + 10);
   EXPECT_DOUBLE_EQ(clear.p_value, 1.0 / 1001);  // no draw reverses a gap this wide

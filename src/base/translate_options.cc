@@ -84,6 +84,7 @@ void StreamOptions::validate() const {
   if (!scores_json.empty() && !reference) throw UsageError("--scores-json needs --reference");
   if (!reference && (bleu_lowercase || bleu_tokenize != BleuTokenizer::k13a))
     throw UsageError("--tokenize and --lowercase choose how --reference is scored: give --reference");
+  if (baseline.empty() && given.count("baseline") > 0) throw UsageError("--baseline must name a file");
   if ((confidence || !baseline.empty()) && !reference)
     throw UsageError("--confidence and --baseline estimate how far the scores against --reference can be trusted: "
                      "give --reference");

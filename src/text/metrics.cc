@@ -69,8 +69,9 @@ std::string json_score(double score) {
 }  // namespace
 
 // sacreBLEU's Score.format(is_json=True): json.dumps(d, indent=1, ensure_ascii=False)
-// of name, score, signature, verbose_score (when there is one) and the
-// signature's fields as strings.
+// of name, score, signature, with an estimate confidence_mean,
+// confidence_var and confidence (and p_value against a baseline),
+// verbose_score (when there is one) and the signature's fields as strings.
 std::string score_json(const std::string& name, double score, const std::string& signature,
                        const std::string& verbose, const ScoreConfidence& confidence) {
   std::string out = "{\n \"name\": " + json_string(name) + ",\n \"score\": " + json_score(score) +

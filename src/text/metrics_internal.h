@@ -32,8 +32,10 @@ int common_count(const std::vector<size_t>& counts, size_t streams);
 std::string nrefs_text(int nrefs);
 
 // sacreBLEU's Score.format(is_json=True): json.dumps(d, indent=1, ensure_ascii=False)
-// of name, score, signature, verbose_score (when there is one) and the
-// signature's fields as strings. Never throws (beyond std::bad_alloc).
+// of name, score, signature, with an estimate (confidence.samples > 0)
+// confidence_mean, confidence_var and confidence (and p_value against a
+// baseline), verbose_score (when there is one) and the signature's fields
+// as strings. Never throws (beyond std::bad_alloc).
 std::string score_json(const std::string& name, double score, const std::string& signature,
                        const std::string& verbose, const ScoreConfidence& confidence);
 

@@ -14,7 +14,6 @@
 
 #include "base/error.h"
 #include "base/format.h"
-#include "base/json.h"
 #include "base/validate.h"
 #include "io/io.h"
 #include "model/checkpoint.h"
@@ -98,22 +97,23 @@ int64_t count_input_lines(const std::string& input) {
 // as input lines are) against the references as write_scores does for a
 // translation, and prints the BLEU and chrF lines (or sacreBLEU's JSON) on
 // the output, which scripts read. Throws nmt::Error naming the file and line
-// of a bad line, a reference whose line count differs, or an output that
-// cannot be written (an output file is then left as it was).
+// of a bad line, a reference or --baseline file whose line count differs,
+// or an output that cannot be written (an output file is then left as it
+// was).
 StreamSummary evaluate_lines(const StreamOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto refs = read_references(opt);
+  const ScoringInputs scoring = read_scoring_inputs(opt);
   std::vector<std::string> outputs;
   LineReader in(opt.input, static_cast<size_t>(opt.max_line_bytes));
   std::string line;
   while (next_whole_line(in, &line, opt.max_line_bytes)) {
     outputs.push_back(checked_line(line, in.name(), in.line()));
   }
-  check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
+  check_line_counts(opt, scoring, static_cast<int64_t>(outputs.size()));
   StreamSummary sum;
   sum.sentences = static_cast<int64_t>(outputs.size());
   OutputFile out(opt.output);
-  write_scores(outputs, refs, opt, &sum, &out);
+  write_scores(outputs, scoring, opt, &sum, &out);
   out.commit();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
@@ -229,18 +229,23 @@ void write_window(const StreamOptions& opt, Translator& tr, const std::vector<st
 // the output and, with references, logs the scores (write_scores). Fills the
 // summary's sentences, target pieces and seconds (translating and writing,
 // not the waits for input). Throws nmt::Error naming the file and line of a
-// bad input line, a reference whose line count differs from the input's
-// (before translating when the input is a regular file; else after the
-// output is committed, which keeps the translations), or an output that
-// cannot be written.
+// bad input line or of a bad line of a reference or --baseline file (before
+// translating), a reference or baseline whose line count differs from the
+// input's (before translating when the input is a regular file, or for the
+// baseline, from the first reference's; else after the output is committed,
+// which keeps the translations), or an output that cannot be written.
 StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer* rescorer, OutputFile& out) {
   StreamSummary sum;
   const bool scoring = !opt.references.empty();
-  std::vector<std::vector<std::string>> refs;
+  ScoringInputs against;
   std::vector<std::string> outputs;
   if (scoring) {  // read first: fail before translating
-    refs = read_references(opt);
-    if (const int64_t n = count_input_lines(opt.input); n >= 0) check_reference_lines(opt, refs, n);
+    against = read_scoring_inputs(opt);
+    if (const int64_t n = count_input_lines(opt.input); n >= 0) check_line_counts(opt, against, n);
+    else if (!opt.baseline.empty() && against.baseline.size() != against.refs[0].size())  // a pipe: the first reference's count
+      throw Error(located(opt.baseline, 0, std::to_string(against.baseline.size()) + " baseline lines for " +
+                                               std::to_string(against.refs[0].size()) + " lines of " +
+                                               opt.references[0]));
   }
   // A rescorer and minimum Bayes-risk selection reorder the beam's whole list.
   const TranslateOptions search_options = pick_search_options(opt.translate, rescorer, opt.mbr);
@@ -264,8 +269,8 @@ StreamSummary translate_lines(const StreamOptions& opt, Translator& tr, Rescorer
                  opt.max_line_bytes, notes.cropped_bytes == 1 ? "was" : "were");
   out.commit();  // the translations are complete: a problem with the reference below must not lose them
   if (scoring) {  // the output holds the translations: the scores go to stderr (and --scores-json)
-    check_reference_lines(opt, refs, static_cast<int64_t>(outputs.size()));
-    write_scores(outputs, refs, opt, &sum);
+    check_line_counts(opt, against, static_cast<int64_t>(outputs.size()));
+    write_scores(outputs, against, opt, &sum);
   }
   return sum;
 }

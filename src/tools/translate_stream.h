@@ -33,8 +33,9 @@ struct StreamSummary {
 // its JSON, opt.score_format). Memory stays bounded whatever the input
 // (max_line_bytes, window). Throws nmt::UsageError for bad options (before
 // any work), nmt::Error for a bad model, unreadable input (file and line
-// named), unwritable output, or a reference whose line count differs from
-// the input's; an output file is then left as it was.
+// named), unwritable output, or a reference or --baseline file whose line
+// count differs from the input's; an output file is then left as it was
+// (translating commits it before the scores, whose errors keep it).
 StreamSummary translate_stream(const StreamOptions& opt);
 
 }  // namespace nmt
