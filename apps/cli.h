@@ -193,6 +193,10 @@ class Tool {
     return out;
   }
 
+  // The long names of the options set on the command line alone (a config
+  // file describes a system, which a mode may use only part of).
+  GivenOptions typed() const { return binder_.given(); }
+
   bool verbose = false;
 
  private:

@@ -22,6 +22,7 @@ int nmt::apps::translate_main(int argc, char** argv) {
       "  nmt-translate --evaluate --reference ref.txt --tokenize none -i out.txt");
   if (const int code = tool.parse(argc, argv, opt); code >= 0) return code;
   opt.given = tool.given();
+  opt.typed = tool.typed();
   nmt::setup_logging(tool.verbose);
   nmt::install_signal_handlers("nmt-translate");
   return nmt::run_guarded([&] {

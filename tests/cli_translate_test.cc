@@ -154,7 +154,18 @@ TEST(CliTest, TranslateRejectsBadSearchOptions) {
   expect_one_line_error(r, {"n-best"}, nmt::test::kExitUsage);
   // Options that would do nothing in score mode are refused, not ignored.
   r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --score-pairs -b 5 --n-best 2", dir);
-  expect_one_line_error(r, {"--score-pairs"}, nmt::test::kExitUsage);
+  expect_one_line_error(r, {"--beam-size does nothing with --score-pairs"}, nmt::test::kExitUsage);
+  r = run("nmt-translate", "-m " + quote(nmt::test::trained_toy_checkpoint()) + " --info --length-penalty 1", dir);
+  expect_one_line_error(r, {"--length-penalty does nothing with --info"}, nmt::test::kExitUsage);
+  // The same options from a system file are that system's: --info and --score-pairs read what they need.
+  write_lines(dir + "/system.toml", {"model = [\"" + nmt::test::trained_toy_checkpoint() + "\"]",
+                                     "beam-size = 5", "length-penalty = 1.0"});
+  r = run("nmt-translate", "-c " + quote(dir + "/system.toml") + " --info", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  write_lines(dir + "/pairs.tsv", {"red cat\tred cat"});
+  r = run("nmt-translate", "-c " + quote(dir + "/system.toml") + " --score-pairs -i " + quote(dir + "/pairs.tsv"), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 1u) << r.out;
 }
 
 TEST(CliTest, AReferenceOfTheWrongLengthNeverCostsTheTranslations) {

@@ -3,8 +3,8 @@
 // the shortlist, scores appended to n-best lines that carry them already,
 // heatmaps of an aligner that has no attention, per-pair files of a format
 // that writes one output, an output file that --output-dir leaves
-// unwritten, weights of an ensemble of one, and nmt-train's options that
-// tune another that is off. Each case is also accepted once the option can
+// unwritten, weights of an ensemble of one, options typed for a mode that
+// never reads them, and nmt-train's options that tune another that is off. Each case is also accepted once the option can
 // take effect. Options a recipe's config file carries to runs of every kind
 // (validation settings without validation data, an attention size without
 // its layer) are named in a warning instead.
@@ -107,6 +107,37 @@ TEST(OptionsNoopTest, WeightsOfOneModelAreRefused) {
   stream.ensemble_weights = serve.ensemble_weights = {2, 1};
   EXPECT_NO_THROW(stream.validate());
   EXPECT_NO_THROW(serve.validate());
+}
+
+// Modes that read only some options refuse the others typed on the command
+// line, and take them from a config file (a system file describes a whole
+// system: -c system.toml --info or --score-pairs reads what it needs).
+TEST(OptionsNoopTest, OptionsAModeNeverReadsAreRefusedWhenTyped) {
+  nmt::StreamOptions evaluate;
+  evaluate.evaluate = true;
+  evaluate.references = {"ref.txt"};
+  nmt::StreamOptions info;
+  info.info = true;
+  info.model_paths = {"model.ckpt"};
+  nmt::StreamOptions pairs;
+  pairs.score_mode = true;
+  pairs.model_paths = {"model.ckpt"};
+  for (const char* option : {"beam-size", "length-penalty", "shortlist", "batch-tokens", "int8", "parallel-batches"}) {
+    for (auto* o : {&evaluate, &info, &pairs}) {
+      o->given = {option};  // from a config file: taken
+      o->typed.clear();
+      EXPECT_NO_THROW(o->validate()) << option;
+      o->typed = {option};
+    }
+    EXPECT_TRUE(contains(refusal(evaluate), std::string("--") + option + " does nothing with --evaluate")) << option;
+    EXPECT_TRUE(contains(refusal(info), std::string("--") + option + " does nothing with --info")) << option;
+    EXPECT_TRUE(contains(refusal(pairs), std::string("--") + option + " does nothing with --score-pairs")) << option;
+  }
+  pairs.typed = pairs.given = {"batch-sentences"};  // forced decoding's batches
+  EXPECT_NO_THROW(pairs.validate());
+  pairs.translate.search.beam_size = 10;  // a system file's beam, with --score-pairs: spared
+  pairs.typed.clear();
+  EXPECT_NO_THROW(pairs.validate());
 }
 
 // A run's config.toml lists every option, so nmt-train refuses an option

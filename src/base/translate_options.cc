@@ -74,6 +74,23 @@ StreamOptions StreamOptions::resolved() const {
   return r;
 }
 
+namespace {
+
+// Throws nmt::UsageError when an option of T's field list other than
+// `used` was typed on the command line for `mode`, which never reads it
+// (`why` says what the mode does).
+template <class T>
+void refuse_typed(const GivenOptions& typed, const char* mode, const char* why, const GivenOptions& used = {}) {
+  T t;
+  std::string first;
+  T::fields(t, [&](const Field& f, const auto&) {
+    if (first.empty() && typed.count(f.name) > 0 && used.count(f.name) == 0) first = std::string("--") + f.name;
+  });
+  if (!first.empty()) throw UsageError(first + " does nothing with " + mode + " (" + why + "): drop it");
+}
+
+}  // namespace
+
 void StreamOptions::validate() const {
   check_ranges(*this);  // translate's and runtime's fields included
   runtime.validate();
@@ -114,13 +131,15 @@ void StreamOptions::validate() const {
   } else if (model_paths.empty()) {
     throw UsageError("option --model (-m) is required: the checkpoint to translate with (repeat it for an ensemble)");
   }
+  if (evaluate) refuse_typed<TranslateOptions>(typed, "--evaluate", "it scores given translations; no model runs");
+  if (info) refuse_typed<TranslateOptions>(typed, "--info", "it prints what the checkpoints hold");
+  if (score_mode)  // forced decoding in float32 over the whole vocabulary, batched by --batch-sentences alone
+    refuse_typed<TranslateOptions>(typed, "--score-pairs", "it scores given pairs by forced decoding in float32",
+                                   {"batch-sentences"});
   if (!ensemble_weights.empty() && (evaluate || info))
     throw UsageError("--ensemble-weights weighs the models of an ensemble: drop --evaluate and --info");
   validate_ensemble_weights(ensemble_weights, model_paths);
-  if (score_mode) {  // options that would do nothing there
-    if (translate.search.beam_size != 1)
-      throw UsageError("--beam-size does nothing with --score-pairs (it scores given pairs)");
-    if (translate.search.n_best != 1) throw UsageError("--n-best does nothing with --score-pairs (it scores given pairs)");
+  if (score_mode) {  // options that would do nothing there (the search's: refuse_typed above)
     if (scores || replace_unk) throw UsageError("--with-scores and --replace-unk do nothing with --score-pairs");
     if (reference) throw UsageError("--reference does nothing with --score-pairs");
     if (src.empty() != tgt.empty())

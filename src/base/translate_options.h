@@ -206,14 +206,19 @@ struct StreamOptions {
   int64_t bootstrap_samples = 1000;   // resampled test sets of --confidence and --baseline
   RuntimeOptions runtime;
   GivenOptions given;  // the options the user set (the app fills it): resolved() reads it
+  GivenOptions typed;  // those set on the command line, not in a config file (the app fills it)
 
   // These options with the defaults that depend on which were given filled
   // in (SearchOptions::resolve_beam, except with --score-pairs, which
   // searches nothing). Never throws.
   StreamOptions resolved() const;
   // Throws nmt::UsageError naming the first option out of its range
-  // (translate options included), in conflict with another, or required
-  // and missing (-m, except with --evaluate).
+  // (translate options included), in conflict with another, required and
+  // missing (-m, except with --evaluate), or typed on the command line for a
+  // mode that never reads it: a translation option (search, shortlist,
+  // batching, precision) with --evaluate or --info, and one other than
+  // --batch-sentences with --score-pairs. A config file may hold them (a
+  // system file: -c system.toml --info).
   void validate() const;
   template <class S, class V>
   static void fields(S& s, V&& v);
